@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package dsrun needs to build, test and benchmark. Idempotent; run as root.
+# Usage: scripts/install_deps.sh
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  # launcher / agent / proto
+  libboost-program-options-dev libboost-system-dev nlohmann-json3-dev libyaml-cpp-dev
+  libprotobuf-dev protobuf-compiler libssh-dev libssl-dev openssl
+  # tests
+  catch2 procps psmisc util-linux iproute2
+  # runtime: LibTorch 1.13 (CPU, c10d + Gloo) and a real BLAS (the reference BLAS is ~30x slower)
+  libtorch-dev libopenblas0-pthread
+  # peers for comparison in bench/ (torchrun, PyTorch DDP)
+  python3-torch
+  # multi-node backends and the test cluster
+  openssh-server openssh-client pdsh openmpi-bin mpich slurm-wlm slurmctld slurmd slurm-client munge
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install_deps.sh: must run as root (it calls apt-get)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps.sh: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
