@@ -1,0 +1,26 @@
+#pragma once
+// runLocalJob: what DeepSpeed's launch.py does on one node. Starts every rank in its own process group,
+// forwards SIGINT/SIGTERM/SIGHUP, terminates the siblings of a failed rank, and returns the job's exit code.
+// Shared by `dsrun` (local mode), `dsrun-launch` (per-node mode for pdsh/ssh) and, through its parts,
+// the agent. (Interface fixed by the lead; the local-launch module implements it.)
+
+#include <string>
+#include <vector>
+
+#include "common/rank_spec.h"
+
+namespace dsrun {
+
+struct LocalJobOptions {
+  std::string eachRankLogDir;  ///< non-empty: each rank's stdout+stderr go to a file there (DeepSpeed naming)
+  bool tagOutput = false;      ///< prefix each forwarded line with "host:rank | "
+  double killGraceS = 30;      ///< SIGTERM -> SIGKILL delay when stopping ranks
+  double exitTimeoutS = -1;    ///< after the first clean exit, how long the others may run (<0: unlimited)
+};
+
+/// Runs `ranks` to completion on this machine. Returns 0 if every rank exited 0; otherwise the first
+/// failing rank's exit code (128+signal for a signal), after printing one summary line naming it.
+/// Throws IoError if a rank cannot be spawned (after stopping the ones already started).
+int runLocalJob(const std::vector<RankSpec>& ranks, const LocalJobOptions& options);
+
+}  // namespace dsrun
