@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# A test cluster of N "hosts" on this machine: network namespaces dsn1..dsnN joined by bridge dsbr0
+# (10.77.0.1 = this machine as dsn0, dsnI = 10.77.0.(10+I)), each with its own hostname (UTS namespace),
+# a real sshd with key auth, and optionally a dsrun-agent. Run as root; every verb is idempotent.
+#
+#   test_cluster.sh up N                       namespaces, bridge, /etc/hosts block, sshd per host
+#   test_cluster.sh agents N AGENT TLS_DIR [PORT]   start AGENT --listen 10.77.0.(10+I):PORT in each host
+#   test_cluster.sh hostfile N [SLOTS]         print a hostfile for the cluster
+#   test_cluster.sh down N                     stop everything, remove namespaces, bridge, hosts block
+#   test_cluster.sh status N
+# env: DSRUN_CLUSTER_STATE  state dir (keys, ssh_config, pid files), default /run/dsrun-cluster
+set -euo pipefail
+CMD=${1:-status}; N=${2:-4}
+ST=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}; BR=dsbr0; NET=10.77.0; P=dsn
+HOSTS_BEGIN="# >>> dsrun test cluster >>>"; HOSTS_END="# <<< dsrun test cluster <<<"
+
+die() { echo "test_cluster.sh: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces, sshd)"
+
+hosts_strip() {  # rewrite in place (keeps the inode: /etc/hosts may be a bind mount)
+  local t; t=$(awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" '$0==b{s=1;next} $0==e{s=0;next} !s' /etc/hosts)
+  printf '%s\n' "$t" > /etc/hosts
+}
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+up() {
+  command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || die "sshd not installed (apt-get install openssh-server)"
+  mkdir -p "$ST" /run/sshd; chmod 700 "$ST"
+  [ -f "$ST/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C dsrun-cluster -f "$ST/id_ed25519"
+  cp "$ST/id_ed25519.pub" "$ST/authorized_keys"
+  cat > "$ST/ssh_config" <<EOC
+Host $NET.* ${P}*
+  User root
+  IdentityFile $ST/id_ed25519
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+  BatchMode yes
+EOC
+  if ! ip link show "$BR" &>/dev/null; then
+    ip link add "$BR" type bridge
+    ip addr add "$NET.1/24" dev "$BR"
+  fi
+  ip link set "$BR" up
+  hosts_strip
+  { echo "$HOSTS_BEGIN"; echo "$NET.1 ${P}0"; } >> /etc/hosts
+  for i in $(seq 1 "$N"); do
+    local ns=$P$i addr=$NET.$((10 + i))
+    echo "$addr $ns" >> /etc/hosts
+    ip netns add "$ns" 2>/dev/null || true
+    if ! ip link show "v$ns" &>/dev/null; then
+      ip link add "v$ns" type veth peer name eth0 netns "$ns"
+      ip link set "v$ns" master "$BR" up
+      ip -n "$ns" addr add "$addr/24" dev eth0
+      ip -n "$ns" link set lo up
+      ip -n "$ns" link set eth0 up
+    fi
+    [ -f "$ST/host_$ns" ] || ssh-keygen -q -t ed25519 -N '' -f "$ST/host_$ns"
+    cat > "$ST/sshd_$ns.conf" <<EOC
+ListenAddress $addr
+Port 22
+HostKey $ST/host_$ns
+PidFile $ST/sshd_$ns.pid
+AuthorizedKeysFile $ST/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+AcceptEnv *
+EOC
+    if ! alive "$ST/sshd_$ns.pid"; then
+      # own UTS namespace so `hostname` inside ssh sessions prints dsnI
+      ip netns exec "$ns" unshare --uts -- sh -c "hostname $ns && exec /usr/sbin/sshd -f $ST/sshd_$ns.conf"
+    fi
+  done
+  echo "$HOSTS_END" >> /etc/hosts
+  for i in $(seq 1 "$N"); do
+    local ok=0
+    for _ in $(seq 100); do
+      if ssh -F "$ST/ssh_config" -o ConnectTimeout=1 "$NET.$((10 + i))" true 2>/dev/null; then ok=1; break; fi
+      sleep 0.1
+    done
+    [ $ok = 1 ] || die "sshd on $P$i ($NET.$((10 + i))) did not answer within 10 s"
+  done
+  echo "test cluster up: $N hosts ${P}1..${P}$N, ssh config $ST/ssh_config"
+}
+
+agents() {
+  local bin=${3:?usage: agents N AGENT_BINARY TLS_DIR [PORT]} tls=${4:?TLS_DIR} port=${5:-29600}
+  [ -x "$bin" ] || die "agent binary '$bin' is not executable"
+  for i in $(seq 1 "$N"); do
+    local ns=$P$i addr=$NET.$((10 + i)) pidf=$ST/agent_$P$i.pid
+    alive "$pidf" && continue
+    ip netns exec "$ns" unshare --uts -- sh -c \
+      "hostname $ns && exec $bin --listen $addr:$port --tls_dir $tls" >"$ST/agent_$ns.log" 2>&1 &
+    echo $! > "$pidf"
+  done
+  for i in $(seq 1 "$N"); do
+    local ok=0
+    for _ in $(seq 100); do
+      if ip netns exec "$P$i" bash -c "exec 3<>/dev/tcp/$NET.$((10 + i))/$port" 2>/dev/null; then ok=1; break; fi
+      sleep 0.1
+    done
+    [ $ok = 1 ] || die "agent on $P$i did not listen on port $port within 10 s (log: $ST/agent_$P$i.log)"
+  done
+  echo "agents up on port $port"
+}
+
+hostfile() {
+  local slots=${3:-2}
+  for i in $(seq 1 "$N"); do echo "$P$i slots=$slots"; done
+}
+
+down() {
+  for i in $(seq 1 "$N"); do
+    local ns=$P$i
+    for f in "$ST/agent_$ns.pid" "$ST/sshd_$ns.pid"; do
+      if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
+    done
+    # anything else still inside the namespace (ranks, leftover agents): kill it by pid
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns delete "$ns" 2>/dev/null || true
+  done
+  ip link delete "$BR" 2>/dev/null || true
+  hosts_strip
+}
+
+status() {
+  ip -br addr show "$BR" 2>/dev/null || echo "no bridge"
+  for i in $(seq 1 "$N"); do
+    printf '%s: ' "$P$i"; ip -n "$P$i" -br -4 addr show eth0 2>/dev/null | tr -s ' ' || echo "absent"
+  done
+}
+
+case "$CMD" in
+  up|agents|hostfile|down|status) "$CMD" "$@" ;;
+  *) die "unknown verb '$CMD' (expected up, agents, hostfile, down or status)" ;;
+esac
