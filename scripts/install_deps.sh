@@ -12,7 +12,7 @@ packages=(
   # tests
   catch2 procps psmisc util-linux iproute2
   # runtime: LibTorch 1.13 (CPU, c10d + Gloo) and a real BLAS (the reference BLAS is ~30x slower)
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libgloo-dev libopenblas0-pthread
   # peers for comparison in bench/ (torchrun, PyTorch DDP)
   python3-torch
   # multi-node backends and the test cluster
