@@ -1,0 +1,100 @@
+#pragma once
+// The seam between the engine and the data-parallel strategies: stage 0 (bucketed DDP, runtime/ddp/)
+// and ZeRO stages 1 and 2 (runtime/zero/). A strategy owns gradient reduction and the optimizer
+// update; the engine owns micro-step counting, loss scaling by 1/gradient_accumulation_steps, the
+// LR schedule, gradient clipping policy, timings and logging.
+//
+// Call sequence, per micro-step (engine.backward(loss) then engine.step()):
+//   beginBackward(isBoundary)   before loss.backward(); the strategy may arm autograd hooks
+//   <loss.backward()>           hooks may launch asynchronous reductions
+//   endBackward(isBoundary)     after loss.backward(); waits for whatever this micro-step launched
+//   at a boundary only, in engine.step():
+//     gradNorm()                only if gradient_clipping > 0: L2 norm of the averaged global gradient
+//     step(lr, clipScale)       optimizer update of what this rank owns; params whole again afterwards
+//     zeroGrad()
+//
+// Gradient contract: after endBackward(true), the gradient the strategy holds (whole or partitioned)
+// equals the average over ranks of the sum, over the micro-steps since the last zeroGrad(), of each
+// rank's p.grad contributions. Stage 0 reduces only at boundaries (non-boundary micro-steps just
+// accumulate into p.grad); ZeRO-2 may reduce every micro-step to release full gradients.
+// Parameters whose gradient is undefined at a boundary (unused in the forward) count as zeros.
+//
+// Threading: every method is called from the thread that runs the training loop; autograd hooks may
+// run on autograd's thread, which for CPU tensors is the calling thread.
+// Errors: TORCH_CHECK (c10::Error) only.
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace c10d {
+class ProcessGroup;
+}  // namespace c10d
+
+namespace dsrt {
+namespace optim {
+class FlatOptimizer;  // runtime/optim/flat_optimizer.h
+}  // namespace optim
+
+/// Builds the optimizer (type and hyper-parameters come from the ds_config) over one flat fp32
+/// tensor. The optimizer updates `flatParams` in place; the caller keeps `flatParams` alive.
+using OptimizerFactory = std::function<std::unique_ptr<optim::FlatOptimizer>(at::Tensor flatParams)>;
+
+/// Everything a strategy needs; built by the engine from the model and the ds_config.
+struct StrategyContext {
+  /// The model's trainable parameters (requires_grad) in registration order. The strategy updates
+  /// them in place (data only); it never replaces the tensors the module holds.
+  std::vector<at::Tensor> params;
+  /// Data-parallel group over all ranks (Gloo on CPU, NCCL on CUDA); never null, also for 1 rank.
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  int rank = 0;       ///< this rank in pg
+  int worldSize = 1;  ///< ranks in pg
+  /// zero_optimization.reduce_bucket_size: elements (not bytes, as in DeepSpeed) per reduction bucket.
+  int64_t reduceBucketNumel = 500000000;
+  /// zero_optimization.allgather_bucket_size: elements per all-gather bucket (ZeRO 1/2).
+  int64_t allgatherBucketNumel = 500000000;
+  bool overlapComm = true;          ///< launch reductions from autograd hooks during backward
+  bool reduceScatter = true;        ///< ZeRO-2: reduce-scatter instead of allreduce
+  bool contiguousGradients = true;  ///< ZeRO-2: copy gradients into one contiguous buffer
+  OptimizerFactory makeOptimizer;   ///< never empty
+};
+
+/// Stage 0 (DDP) or ZeRO-n. Owns gradient reduction and the optimizer update. Not copyable.
+class GradStrategy {
+ public:
+  virtual ~GradStrategy() = default;
+
+  /// Before loss.backward() of a micro-step; `isBoundary` is true on the last micro-step of an
+  /// accumulation window (always true when gradient_accumulation_steps == 1).
+  virtual void beginBackward(bool isBoundary) = 0;
+
+  /// After loss.backward(): completes the reductions this micro-step started (at a boundary: all of
+  /// them, so the averaged gradient is final).
+  virtual void endBackward(bool isBoundary) = 0;
+
+  /// At a boundary, after endBackward(true): the global L2 norm of the averaged gradient (identical
+  /// on every rank; collective for partitioned strategies, so every rank must call it).
+  virtual double gradNorm() = 0;
+
+  /// At a boundary: gradients *= clipScale (1.0 = no clipping), one optimizer update with learning
+  /// rate `lr` on what this rank owns, then every rank's params hold the full updated values.
+  virtual void step(double lr, double clipScale) = 0;
+
+  /// Clears the accumulated gradients (p.grad and any partition buffers).
+  virtual void zeroGrad() = 0;
+
+  /// Bytes of parameters + gradients + optimizer state this rank holds (ZeRO paper accounting:
+  /// counts the model's own params and grads, plus the strategy's fp32 copies and optimizer state).
+  virtual int64_t modelStateBytes() const = 0;
+};
+
+/// Stage 0 is runtime/ddp/ddp_strategy.cc; stages 1 and 2 come from runtime/zero/zero_strategy.h,
+/// which declares `std::unique_ptr<GradStrategy> dsrt::zero::makeZeroStrategy(int stage,
+/// StrategyContext ctx)`. Throws c10::Error for an unsupported stage or a missing factory.
+std::unique_ptr<GradStrategy> makeGradStrategy(int stage, StrategyContext ctx);
+
+}  // namespace dsrt
