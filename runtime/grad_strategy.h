@@ -87,6 +87,10 @@ class GradStrategy {
   /// Clears the accumulated gradients (p.grad and any partition buffers).
   virtual void zeroGrad() = 0;
 
+  /// The optimizer over what this rank owns (built with StrategyContext::makeOptimizer). The engine
+  /// uses it for schedulers that cycle momentum (setBetas/setMomentum), stateBytes() and checkpoints.
+  virtual optim::FlatOptimizer& optimizer() = 0;
+
   /// Bytes of parameters + gradients + optimizer state this rank holds (ZeRO paper accounting:
   /// counts the model's own params and grads, plus the strategy's fp32 copies and optimizer state).
   virtual int64_t modelStateBytes() const = 0;
