@@ -124,6 +124,10 @@ struct Fp16Config {
   bool consecutiveHysteresis = false;  ///< consecutive_hysteresis
   double minLossScale = 1.0;           ///< min_loss_scale
   bool masterWeightsAndGrads = false;  ///< fp16_master_weights_and_grads (ZeRO stage 2 only)
+  /// True when any of initial_scale_power, loss_scale_window, hysteresis, consecutive_hysteresis or
+  /// min_loss_scale was written. DeepSpeed then passes all five to the scaler; when none was written its
+  /// ZeRO optimizers fall back to DynamicLossScaler()'s own defaults (2^32 initial scale, hysteresis 1).
+  bool dynamicLossArgsExplicit = false;
   bool dynamic() const { return lossScale == 0.0; }
 };
 
