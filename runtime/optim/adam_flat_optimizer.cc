@@ -1,0 +1,83 @@
+#include "runtime/optim/adam_flat_optimizer.h"
+
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+
+namespace dsrt::optim {
+
+AdamFlatOptimizer::AdamFlatOptimizer(const OptimizerSpec& spec, int64_t numel, CpuIsa isa)
+    : FlatOptimizer(spec, numel),
+      isa_(isa),
+      expAvg_(at::zeros({numel}, at::kFloat)),
+      expAvgSq_(at::zeros({numel}, at::kFloat)) {
+  TORCH_CHECK(spec.kind != OptimizerKind::kSgd, "optimizer: AdamFlatOptimizer built with an SGD spec");
+  TORCH_CHECK(cpuIsaSupported(isa), "optimizer: this CPU cannot run the '", cpuIsaName(isa), "' cpu adam variant");
+}
+
+void AdamFlatOptimizer::step(at::Tensor params, const at::Tensor& grads, double lr) {
+  run(params, grads, lr, nullptr, LowPrecisionKind::kNone);
+}
+
+void AdamFlatOptimizer::stepAndCopy(at::Tensor params, const at::Tensor& grads, double lr,
+                                    at::Tensor lowPrecisionOut) {
+  const bool half = lowPrecisionOut.scalar_type() == at::kHalf;
+  TORCH_CHECK(half || lowPrecisionOut.scalar_type() == at::kBFloat16,
+              "optimizer: the low-precision copy must be Half or BFloat16, got '", lowPrecisionOut.scalar_type(),
+              "'");
+  checkOperand(lowPrecisionOut, lowPrecisionOut.scalar_type(), "low-precision copy");
+  // Half and BFloat16 are both 16-bit payloads; the kernel writes their bits directly.
+  run(params, grads, lr, reinterpret_cast<uint16_t*>(lowPrecisionOut.data_ptr()),
+      half ? LowPrecisionKind::kFp16 : LowPrecisionKind::kBf16);
+}
+
+void AdamFlatOptimizer::run(at::Tensor& params, const at::Tensor& grads, double lr, uint16_t* lowOut,
+                            LowPrecisionKind lowKind) {
+  checkOperand(params, at::kFloat, "params");
+  checkOperand(grads, at::kFloat, "grads");
+  AdamHyper hyper;
+  hyper.lr = lr;
+  hyper.beta1 = spec_.beta1;
+  hyper.beta2 = spec_.beta2;
+  hyper.eps = spec_.eps;
+  hyper.weightDecay = spec_.weightDecay;
+  hyper.decoupled = decoupledWeightDecay(spec_);
+  hyper.biasCorrection = spec_.biasCorrection;
+  hyper.step = step_ + 1;
+  AdamBuffers buffers;
+  buffers.params = params.data_ptr<float>();
+  buffers.grads = grads.data_ptr<float>();
+  buffers.expAvg = expAvg_.data_ptr<float>();
+  buffers.expAvgSq = expAvgSq_.data_ptr<float>();
+  buffers.lowOut = lowOut;
+  buffers.lowKind = lowKind;
+  buffers.numel = numel_;
+  cpuAdamStep(buffers, hyper, spec_.numThreads, isa_);
+  ++step_;
+}
+
+OptimizerState AdamFlatOptimizer::state() const { return {{"exp_avg", expAvg_}, {"exp_avg_sq", expAvgSq_}}; }
+
+void AdamFlatOptimizer::loadState(const OptimizerState& state, int64_t stepCount) {
+  TORCH_CHECK(stepCount >= 0, "optimizer: step count must be >= 0, got '", stepCount, "'");
+  TORCH_CHECK(state.size() == 2, "optimizer: Adam state needs exp_avg and exp_avg_sq, got ", state.size(),
+              " tensors");
+  at::Tensor expAvg;
+  at::Tensor expAvgSq;
+  for (const auto& entry : state) {
+    if (entry.first == "exp_avg") {
+      expAvg = entry.second;
+    } else if (entry.first == "exp_avg_sq") {
+      expAvgSq = entry.second;
+    } else {
+      TORCH_CHECK(false, "optimizer: unknown Adam state '", entry.first, "' (expected exp_avg, exp_avg_sq)");
+    }
+  }
+  TORCH_CHECK(expAvg.defined() && expAvgSq.defined(), "optimizer: Adam state needs exp_avg and exp_avg_sq");
+  TORCH_CHECK(expAvg.numel() == numel_ && expAvgSq.numel() == numel_, "optimizer: Adam state must have ", numel_,
+              " elements, got '", expAvg.numel(), "' and '", expAvgSq.numel(), "'");
+  expAvg_.copy_(expAvg.reshape({numel_}));
+  expAvgSq_.copy_(expAvgSq.reshape({numel_}));
+  step_ = stepCount;
+}
+
+}  // namespace dsrt::optim

@@ -1,0 +1,64 @@
+#include "runtime/optim/flat_optimizer.h"
+
+#include <c10/util/Exception.h>
+
+#include "runtime/optim/adam_flat_optimizer.h"
+#include "runtime/optim/sgd_flat_optimizer.h"
+
+namespace dsrt::optim {
+namespace {
+
+void checkSpec(const OptimizerSpec& s, int64_t numel) {
+  TORCH_CHECK(numel >= 0, "optimizer: numel must be >= 0, got '", numel, "'");
+  TORCH_CHECK(s.weightDecay >= 0.0, "optimizer: weight_decay must be >= 0, got '", s.weightDecay, "'");
+  TORCH_CHECK(s.numThreads >= 0, "optimizer: thread count must be >= 0, got '", s.numThreads, "'");
+  if (s.kind == OptimizerKind::kSgd) {
+    TORCH_CHECK(s.momentum >= 0.0, "optimizer: SGD momentum must be >= 0, got '", s.momentum, "'");
+    TORCH_CHECK(!s.nesterov || (s.momentum > 0.0 && s.dampening == 0.0),
+                "optimizer: SGD nesterov needs momentum > 0 and dampening 0, got momentum '", s.momentum,
+                "' dampening '", s.dampening, "'");
+    return;
+  }
+  TORCH_CHECK(s.beta1 >= 0.0 && s.beta1 < 1.0, "optimizer: betas[0] must be in [0, 1), got '", s.beta1, "'");
+  TORCH_CHECK(s.beta2 >= 0.0 && s.beta2 < 1.0, "optimizer: betas[1] must be in [0, 1), got '", s.beta2, "'");
+  TORCH_CHECK(s.eps >= 0.0, "optimizer: eps must be >= 0, got '", s.eps, "'");
+}
+
+}  // namespace
+
+FlatOptimizer::~FlatOptimizer() = default;
+
+void FlatOptimizer::stepAndCopy(at::Tensor params, const at::Tensor& grads, double lr, at::Tensor lowPrecisionOut) {
+  TORCH_CHECK(lowPrecisionOut.scalar_type() == at::kHalf || lowPrecisionOut.scalar_type() == at::kBFloat16,
+              "optimizer: the low-precision copy must be Half or BFloat16, got '", lowPrecisionOut.scalar_type(),
+              "'");
+  checkOperand(lowPrecisionOut, lowPrecisionOut.scalar_type(), "low-precision copy");
+  step(params, grads, lr);
+  lowPrecisionOut.copy_(params);
+}
+
+int64_t FlatOptimizer::stateBytes() const {
+  int64_t bytes = 0;
+  for (const auto& entry : state()) {
+    bytes += entry.second.numel() * static_cast<int64_t>(entry.second.element_size());
+  }
+  return bytes;
+}
+
+void FlatOptimizer::checkOperand(const at::Tensor& t, c10::ScalarType dtype, const char* what) const {
+  TORCH_CHECK(t.defined(), "optimizer: ", what, " is an undefined tensor");
+  TORCH_CHECK(t.device().is_cpu(), "optimizer: ", what, " must be on the CPU, got '", t.device(), "'");
+  TORCH_CHECK(t.scalar_type() == dtype, "optimizer: ", what, " must be ", dtype, ", got '", t.scalar_type(), "'");
+  TORCH_CHECK(t.is_contiguous(), "optimizer: ", what, " must be contiguous");
+  TORCH_CHECK(t.numel() == numel_, "optimizer: ", what, " must have ", numel_, " elements, got '", t.numel(), "'");
+}
+
+std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel) {
+  checkSpec(spec, numel);
+  if (spec.kind == OptimizerKind::kSgd) {
+    return std::make_unique<SgdFlatOptimizer>(spec, numel);
+  }
+  return std::make_unique<AdamFlatOptimizer>(spec, numel);
+}
+
+}  // namespace dsrt::optim

@@ -1,0 +1,99 @@
+#pragma once
+// An optimizer over ONE flat, contiguous fp32 CPU tensor: the unit the engine and the ZeRO optimizers
+// hand over (a whole flattened model for stage 0, one rank's partition for stages 1-3 and offload).
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dsrt::optim {
+
+/// Which update rule a FlatOptimizer applies.
+enum class OptimizerKind { kAdam, kAdamW, kSgd };
+
+/// Hyper-parameters of the update rule; the engine maps ds_config's `optimizer` block onto this
+/// (this header does not depend on runtime/config). Fields not used by `kind` are ignored.
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  /// Adam/AdamW: betas and eps, as torch.optim.Adam.
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// L2 penalty (Adam, SGD: added to the gradient) or decoupled decay (AdamW: p *= 1 - lr*wd).
+  double weightDecay = 0.0;
+  /// DeepSpeed's `adam_w_mode` for kind kAdam: true makes kAdam decay like AdamW. DeepSpeed's config
+  /// default is true ("Adam" means AdamW there unless adam_w_mode is false); the struct default is
+  /// false so that kAdam alone means torch.optim.Adam. kAdamW is decoupled whatever this says.
+  bool adamWMode = false;
+  /// Adam/AdamW: divide by 1 - beta^step (torch always does; DeepSpeed's `bias_correction` may turn it off).
+  bool biasCorrection = true;
+  /// SGD, as torch.optim.SGD.
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  /// Threads a step may use; 0 means at::get_num_threads().
+  int numThreads = 0;
+};
+
+/// True when `spec` decays weights decoupled (AdamW rule) rather than as an L2 term in the gradient.
+inline bool decoupledWeightDecay(const OptimizerSpec& spec) {
+  return spec.kind == OptimizerKind::kAdamW || (spec.kind == OptimizerKind::kAdam && spec.adamWMode);
+}
+
+/// Named optimizer state tensors, e.g. {"exp_avg", t}, {"exp_avg_sq", t} (torch's state names).
+using OptimizerState = std::vector<std::pair<std::string, at::Tensor>>;
+
+/// Updates one flat fp32 CPU partition in place and owns its state (fp32, sized to numel).
+/// Not thread-safe: one caller at a time; a step may use spec.numThreads worker threads internally.
+/// Errors (wrong dtype/device/numel, non-contiguous input, bad state on load) throw c10::Error.
+class FlatOptimizer {
+ public:
+  virtual ~FlatOptimizer();
+
+  /// One optimizer step with learning rate `lr`. params, grads: same numel as the optimizer, kFloat,
+  /// contiguous, CPU. params is updated in place; grads is only read.
+  virtual void step(at::Tensor params, const at::Tensor& grads, double lr) = 0;
+
+  /// step() plus a copy of the updated params into `lowPrecisionOut` (kHalf or kBFloat16, contiguous,
+  /// CPU, same numel), fused into the update pass where the implementation can (CPU Adam does).
+  virtual void stepAndCopy(at::Tensor params, const at::Tensor& grads, double lr, at::Tensor lowPrecisionOut);
+
+  /// The state tensors (views of the live state, not copies), for memory accounting and checkpoints.
+  /// Adam/AdamW: exp_avg, exp_avg_sq. SGD: momentum_buffer when momentum != 0, else nothing.
+  virtual OptimizerState state() const = 0;
+
+  /// Number of step() calls so far (torch's state["step"]); drives Adam's bias correction.
+  virtual int64_t stepCount() const = 0;
+
+  /// Replaces the state with copies of `state` (same names as state(), each numel() fp32 elements,
+  /// any order) and the step counter; used by checkpoint load and ZeRO re-partitioning.
+  virtual void loadState(const OptimizerState& state, int64_t stepCount) = 0;
+
+  /// Elements this optimizer was built for.
+  int64_t numel() const { return numel_; }
+  /// The update rule in force. Schedulers that cycle momentum (OneCycle) change it via setBetas/setMomentum.
+  const OptimizerSpec& spec() const { return spec_; }
+  void setBetas(double beta1, double beta2) { spec_.beta1 = beta1; spec_.beta2 = beta2; }
+  void setMomentum(double momentum) { spec_.momentum = momentum; }
+  /// Total bytes of state(), for model_state_bytes accounting.
+  int64_t stateBytes() const;
+
+ protected:
+  FlatOptimizer(const OptimizerSpec& spec, int64_t numel) : spec_(spec), numel_(numel) {}
+
+  /// Checks that t is a contiguous CPU tensor of `dtype` with numel() elements; `what` names it in the error.
+  void checkOperand(const at::Tensor& t, c10::ScalarType dtype, const char* what) const;
+
+  OptimizerSpec spec_;
+  int64_t numel_;
+};
+
+/// Builds the optimizer `spec.kind` over `numel` elements with zero-initialised state.
+/// Throws c10::Error on a negative numel or invalid hyper-parameters (betas outside [0,1), eps < 0, ...).
+std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel);
+
+}  // namespace dsrt::optim

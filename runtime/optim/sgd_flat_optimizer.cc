@@ -1,0 +1,56 @@
+#include "runtime/optim/sgd_flat_optimizer.h"
+
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+
+namespace dsrt::optim {
+
+SgdFlatOptimizer::SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel)
+    : FlatOptimizer(spec, numel), momentumBuffer_(at::zeros({numel}, at::kFloat)) {
+  TORCH_CHECK(spec.kind == OptimizerKind::kSgd, "optimizer: SgdFlatOptimizer built with an Adam spec");
+}
+
+void SgdFlatOptimizer::step(at::Tensor params, const at::Tensor& grads, double lr) {
+  checkOperand(params, at::kFloat, "params");
+  checkOperand(grads, at::kFloat, "grads");
+  at::Tensor d = grads;
+  if (spec_.weightDecay != 0.0) {
+    d = d.add(params, spec_.weightDecay);
+  }
+  if (spec_.momentum != 0.0) {
+    if (!bufferReady_) {
+      momentumBuffer_.copy_(d);
+      bufferReady_ = true;
+    } else {
+      momentumBuffer_.mul_(spec_.momentum).add_(d, 1.0 - spec_.dampening);
+    }
+    d = spec_.nesterov ? d.add(momentumBuffer_, spec_.momentum) : momentumBuffer_;
+  }
+  params.add_(d, -lr);
+  ++step_;
+}
+
+OptimizerState SgdFlatOptimizer::state() const {
+  if (spec_.momentum == 0.0) {
+    return {};
+  }
+  return {{"momentum_buffer", momentumBuffer_}};
+}
+
+void SgdFlatOptimizer::loadState(const OptimizerState& state, int64_t stepCount) {
+  TORCH_CHECK(stepCount >= 0, "optimizer: step count must be >= 0, got '", stepCount, "'");
+  bufferReady_ = false;
+  for (const auto& entry : state) {
+    TORCH_CHECK(entry.first == "momentum_buffer", "optimizer: unknown SGD state '", entry.first,
+                "' (expected momentum_buffer)");
+    TORCH_CHECK(entry.second.numel() == numel_, "optimizer: SGD momentum_buffer must have ", numel_,
+                " elements, got '", entry.second.numel(), "'");
+    momentumBuffer_.copy_(entry.second.reshape({numel_}));
+    bufferReady_ = stepCount > 0;
+  }
+  TORCH_CHECK(spec_.momentum == 0.0 || stepCount == 0 || bufferReady_,
+              "optimizer: SGD with momentum at step ", stepCount, " needs a momentum_buffer");
+  step_ = stepCount;
+}
+
+}  // namespace dsrt::optim

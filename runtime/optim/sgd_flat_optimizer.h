@@ -1,0 +1,27 @@
+#pragma once
+// SGD with momentum, dampening, nesterov and L2 weight decay (torch.optim.SGD's rule) over one flat fp32
+// partition, written with the same ATen operations torch uses so results match it bit for bit.
+
+#include "runtime/optim/flat_optimizer.h"
+
+namespace dsrt::optim {
+
+/// See FlatOptimizer. State: momentum_buffer (fp32, numel) when momentum != 0; like torch, the first step
+/// initialises it to the gradient. Threads: ATen's intra-op pool (at::set_num_threads), not spec.numThreads.
+class SgdFlatOptimizer : public FlatOptimizer {
+ public:
+  SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel);
+
+  void step(at::Tensor params, const at::Tensor& grads, double lr) override;
+  OptimizerState state() const override;
+  int64_t stepCount() const override { return step_; }
+  void loadState(const OptimizerState& state, int64_t stepCount) override;
+
+ private:
+  at::Tensor momentumBuffer_;
+  /// Whether momentumBuffer_ holds a value (torch creates it on the first step with momentum).
+  bool bufferReady_ = false;
+  int64_t step_ = 0;
+};
+
+}  // namespace dsrt::optim
