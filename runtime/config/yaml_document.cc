@@ -1,7 +1,6 @@
 #include "runtime/config/yaml_document.h"
 
 #include <regex>
-#include <set>
 
 #include "runtime/config/config_error.h"
 

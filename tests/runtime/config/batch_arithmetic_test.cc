@@ -91,3 +91,40 @@ TEST_CASE("resolveBatchConfig matches DeepSpeed on every combination of the gold
   }
   CHECK(checked == 4000);
 }
+
+TEST_CASE("resolveBatchConfig passes DeepSpeed's own TestBatchConfig cases on 2 ranks", "[runtime][config]") {
+  // tests/unit/runtime/test_ds_config_dict.py: (batch, micro, gas, success) with every subset it tries.
+  auto [batch, micro, gas, success] = GENERATE(table<int64_t, int64_t, int64_t, bool>({
+      {32, 16, 1, true},
+      {32, 8, 2, true},
+      {33, 17, 2, false},
+      {32, 18, 1, false},
+  }));
+  auto check = [&, batch = batch, micro = micro, gas = gas, success = success](
+                   std::optional<int64_t> t, std::optional<int64_t> m, std::optional<int64_t> g) {
+    INFO("train " << show(t) << " micro " << show(m) << " gas " << show(g));
+    if (!success) {
+      CHECK_THROWS_AS(resolveBatchConfig(t, m, g, 2, "cfg.json"), ConfigError);
+      return;
+    }
+    BatchConfig b = resolveBatchConfig(t, m, g, 2, "cfg.json");
+    CHECK(b.trainBatchSize == batch);
+    CHECK(b.microBatchPerGpu == micro);
+    CHECK(b.gradientAccumulationSteps == gas);
+  };
+  check(batch, micro, gas);
+  check(batch, micro, std::nullopt);
+  if (success) {
+    check(batch, std::nullopt, gas);
+    check(std::nullopt, micro, gas);
+    if (gas == 1) {
+      check(std::nullopt, micro, std::nullopt);
+      check(batch, std::nullopt, std::nullopt);
+    }
+  } else {
+    check(std::nullopt, std::nullopt, gas);
+    if (gas != 1) {
+      check(batch, std::nullopt, gas);
+    }
+  }
+}
