@@ -1,0 +1,105 @@
+#include "agent/agent_server.h"
+
+#include <cerrno>
+
+#include "common/error.h"
+#include "common/logging.h"
+
+namespace dsrun::agent {
+namespace {
+
+std::string endpointText(const boost::asio::ip::tcp::endpoint& ep) {
+  const auto addr = ep.address();
+  return addr.is_v6() ? strCat("[", addr.to_string(), "]:", ep.port()) : strCat(addr.to_string(), ":", ep.port());
+}
+
+Session::Timing sessionTiming(const AgentServer::Options& o) {
+  Session::Timing t;
+  t.handshakeTimeout = o.handshakeTimeout;
+  // Three periods per timeout: one late heartbeat is tolerated, a stopped launcher is noticed.
+  t.heartbeatThreshold = 3;
+  t.heartbeatPeriod = std::max(std::chrono::milliseconds(1), o.heartbeatTimeout / t.heartbeatThreshold);
+  return t;
+}
+
+}  // namespace
+
+AgentServer::AgentServer(boost::asio::io_context& io, Options options, boost::asio::ssl::context ssl,
+                         Spawner& spawner)
+    : io_(io),
+      options_(std::move(options)),
+      ssl_(std::move(ssl)),
+      acceptor_(io),
+      signals_(io, SIGTERM, SIGINT),
+      handler_(RequestHandler::Config{options_.hostName,
+                                      static_cast<uint32_t>(sessionTiming(options_).heartbeatPeriod.count()), 4096}),
+      table_(io, spawner, sessions_,
+             ProcessTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
+                                   64 * 1024}) {}
+
+void AgentServer::start() {
+  DSRUN_CHECK_THREAD(thread_);
+  const std::string where = endpointText(options_.listen);
+  boost::system::error_code ec;
+  acceptor_.open(options_.listen.protocol(), ec);
+  if (!ec) acceptor_.set_option(boost::asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(options_.listen, ec);
+  if (ec) throw IoError(where, "bind", ec.value(), "starting dsrun-agent");
+  acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+  if (ec) throw IoError(where, "listen", ec.value(), "starting dsrun-agent");
+  DSRUN_LOG(INFO) << "listening on " << endpointText(acceptor_.local_endpoint());
+  awaitSignal();
+  accept();
+}
+
+boost::asio::ip::tcp::endpoint AgentServer::localEndpoint() const { return acceptor_.local_endpoint(); }
+
+void AgentServer::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
+    if (!acceptor_.is_open()) return;
+    if (ec) {
+      // EMFILE and friends: keep serving; the next accept may succeed once fds are released.
+      DSRUN_WARN_ONCE << "accept: " << ec.message();
+    } else {
+      boost::system::error_code peerEc;
+      const auto remote = socket.remote_endpoint(peerEc);
+      const std::string peer = peerEc ? std::string("unknown peer") : endpointText(remote);
+      socket.set_option(boost::asio::ip::tcp::no_delay(true), peerEc);
+      auto session = std::make_shared<Session>(nextSessionId_++, Session::SslStream(std::move(socket), ssl_), peer,
+                                               sessions_, table_, handler_, sessionTiming(options_));
+      sessions_.start(std::move(session));
+    }
+    accept();
+  });
+}
+
+void AgentServer::awaitSignal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    DSRUN_LOG(INFO) << "received signal " << signal << ", shutting down";
+    shutdown();
+    if (shutdowns_ < 2) awaitSignal();
+  });
+}
+
+void AgentServer::shutdown() {
+  DSRUN_CHECK_THREAD(thread_);
+  ++shutdowns_;
+  if (shutdowns_ == 1) {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    sessions_.drainAll();
+    table_.stopAll([this] {
+      DSRUN_LOG(INFO) << "no rank left, exiting";
+      sessions_.stopAll("");
+      table_.close();
+      boost::system::error_code ignoredToo;
+      signals_.cancel(ignoredToo);
+    });
+  } else {
+    DSRUN_LOG(WARN) << "second shutdown request, killing every rank now";
+    table_.killAll();
+  }
+}
+
+}  // namespace dsrun::agent

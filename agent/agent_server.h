@@ -1,0 +1,68 @@
+#pragma once
+// AgentServer: the dsrun-agent daemon (the Asio HTTP server's `server`): owns the TLS acceptor, the
+// signal_set for SIGTERM/SIGINT, the SessionManager and the ProcessTable. Everything runs on the one
+// thread that calls io.run(); run() returns after a shutdown once every rank is gone.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "agent/process_table.h"
+#include "agent/request_handler.h"
+#include "agent/session.h"
+#include "agent/session_manager.h"
+#include "agent/thread_checker.h"
+#include "common/spawner.h"
+
+namespace dsrun::agent {
+
+class AgentServer {
+ public:
+  struct Options {
+    boost::asio::ip::tcp::endpoint listen;                ///< address to bind (port 0: any free port)
+    std::string hostName;                                 ///< reported in Welcome and in errors
+    std::string logDir;                                   ///< base for relative each-rank log dirs
+    std::chrono::milliseconds heartbeatTimeout{10000};    ///< silence after which a launcher is lost
+    std::chrono::milliseconds killGrace{30000};           ///< default SIGTERM -> SIGKILL delay
+    std::chrono::milliseconds handshakeTimeout{10000};    ///< TLS handshake + Hello deadline
+    std::chrono::milliseconds drainAfterExit{2000};       ///< how long output may trail a reaped rank
+  };
+
+  /// `ssl` must be a server context from tls::makeSslContext. `spawner` must outlive the server.
+  AgentServer(boost::asio::io_context& io, Options options, boost::asio::ssl::context ssl, Spawner& spawner);
+
+  /// Binds, listens and starts accepting. Throws IoError "<addr:port>: bind: <strerror> (...)".
+  void start();
+  /// The bound address (useful with port 0).
+  boost::asio::ip::tcp::endpoint localEndpoint() const;
+  /// What SIGTERM does: stop accepting, tell every launcher, stop every job (SIGKILL after the
+  /// grace), and let io.run() return once no rank is left. A second call kills every rank at once.
+  void shutdown();
+
+  /// For tests: the live sessions and ranks.
+  size_t sessionCount() const { return sessions_.size(); }
+  size_t liveRankCount() const { return table_.liveRankCount(); }
+
+ private:
+  void accept();
+  void awaitSignal();
+
+  boost::asio::io_context& io_;                 ///< the agent's only event loop
+  Options options_;                             ///< fixed at construction
+  boost::asio::ssl::context ssl_;               ///< server TLS context (mutual auth)
+  boost::asio::ip::tcp::acceptor acceptor_;     ///< listening socket
+  boost::asio::signal_set signals_;             ///< SIGTERM, SIGINT
+  RequestHandler handler_;                      ///< pure protocol logic
+  SessionManager sessions_;                     ///< live sessions
+  ProcessTable table_;                          ///< jobs and their ranks
+  uint64_t nextSessionId_ = 1;                  ///< session ids are never reused
+  int shutdowns_ = 0;                           ///< shutdown() calls so far
+  ThreadChecker thread_;                        ///< loop-thread confinement
+};
+
+}  // namespace dsrun::agent

@@ -1,0 +1,333 @@
+#include "agent/process_table.h"
+
+#include <sys/wait.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <csignal>
+
+#include "agent/log_pump.h"
+#include "agent/request_handler.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/rank_log.h"
+#include "tls/redact.h"
+
+namespace dsrun::agent {
+
+struct ProcessTable::Rank {
+  int rank = 0;
+  pid_t pid = -1;
+  bool reaped = false;
+  int waitStatus = 0;
+  int openPumps = 0;
+  bool reported = false;
+  std::shared_ptr<LogPump> pumps[2];
+  std::unique_ptr<boost::asio::steady_timer> drainTimer;
+};
+
+struct ProcessTable::Job {
+  std::string id;
+  uint64_t owner = 0;
+  JobState state = JobState::Starting;
+  std::chrono::milliseconds grace{0};
+  bool stopIssued = false;
+  std::unique_ptr<boost::asio::steady_timer> killTimer;
+  std::map<int, Rank> ranks;
+};
+
+namespace {
+
+bool stopsJob(int signal) { return signal == SIGTERM || signal == SIGINT || signal == SIGHUP || signal == SIGKILL; }
+
+}  // namespace
+
+ProcessTable::ProcessTable(boost::asio::io_context& io, Spawner& spawner, JobEvents& events, Options options)
+    : io_(io), spawner_(spawner), events_(events), options_(std::move(options)), sigchld_(io, SIGCHLD) {
+  armReaper();
+}
+
+ProcessTable::~ProcessTable() {
+  // Last resort (normal shutdown goes through stopAll): never leave a rank behind.
+  for (const auto& [pid, jobId] : pidToJob_) spawner_.signalGroup(pid, SIGKILL);
+}
+
+void ProcessTable::launch(uint64_t owner, const LaunchRequest& request) {
+  DSRUN_CHECK_THREAD(thread_);
+  DSRUN_CHECK(jobs_.count(request.job_id()) == 0, "job '", request.job_id(), "' launched twice");
+  auto job = std::make_unique<Job>();
+  job->id = request.job_id();
+  job->owner = owner;
+  job->grace = request.kill_grace_s() > 0
+                   ? std::chrono::milliseconds(static_cast<long long>(request.kill_grace_s() * 1000))
+                   : options_.killGrace;
+  job->killTimer = std::make_unique<boost::asio::steady_timer>(io_);
+  Job& ref = *job;
+  jobs_[request.job_id()] = std::move(job);
+  DSRUN_LOG(INFO) << "job " << ref.id << ": launching " << request.ranks_size() << " rank(s)";
+  for (const auto& spec : request.ranks()) {
+    try {
+      spawnRank(ref, spec, request);
+    } catch (const dsrun::Error& e) {
+      const std::string why = strCat(options_.hostName, " rank ", spec.rank(), ": ", e.what());
+      DSRUN_LOG(WARN) << "job " << ref.id << ": " << why;
+      events_.deliver(owner, makeError(ref.id, why));
+      transition(ref, JobEvent::SpawnFailed);
+      stopJob(ref, "a rank could not be started");
+      maybeFinish(ref.id);
+      return;
+    }
+    const Rank& rank = ref.ranks[spec.rank()];
+    DSRUN_LOG(DEBUG) << "job " << ref.id << " rank " << spec.rank() << ": pid " << rank.pid << " argv "
+                     << join(tls::redactArgv({spec.argv().begin(), spec.argv().end()}), " ");
+    Envelope started;
+    started.mutable_rank_started()->set_job_id(ref.id);
+    started.mutable_rank_started()->set_rank(spec.rank());
+    started.mutable_rank_started()->set_pid(rank.pid);
+    events_.deliver(owner, std::move(started));
+  }
+  transition(ref, JobEvent::AllSpawned);
+}
+
+void ProcessTable::spawnRank(Job& job, const RankLaunch& spec, const LaunchRequest& request) {
+  SpawnOptions so;
+  so.cores.assign(spec.cores().begin(), spec.cores().end());
+  UniqueFd logFile;
+  if (!request.log().each_rank_log_dir().empty()) {
+    const std::string dir = eachRankLogDir(request);
+    prepareRankLogDir(dir);
+    logFile = openRankLog(rankLogPath(dir, request.log().tag(), spec.rank()), spec.rank());
+    so.output = OutputMode::File;
+    so.outputFd = logFile.get();
+  }
+  Command command{{spec.argv().begin(), spec.argv().end()}, {spec.env().begin(), spec.env().end()}, spec.cwd()};
+  Subprocess child = spawner_.spawn(command, so);
+  Rank& rank = job.ranks[spec.rank()];
+  rank.rank = spec.rank();
+  rank.pid = child.pid;
+  pidToJob_[child.pid] = job.id;
+  if (so.output == OutputMode::File) return;
+  const std::string jobId = job.id;
+  const uint64_t owner = job.owner;
+  const int rankId = spec.rank();
+  UniqueFd* fds[2] = {&child.stdoutFd, &child.stderrFd};
+  for (int s = 0; s < 2; ++s) {
+    const auto stream = s == 0 ? STDOUT : STDERR;
+    FlowGate gate{[this, owner] { return events_.congested(owner); },
+                  [this, owner](std::function<void()> resume) { events_.whenDrained(owner, std::move(resume)); }};
+    auto onChunk = [this, owner, jobId, rankId, stream](std::string_view data) {
+      Envelope e;
+      auto* out = e.mutable_output();
+      out->set_job_id(jobId);
+      out->set_rank(rankId);
+      out->set_stream(stream);
+      out->set_data(data.data(), data.size());
+      events_.deliver(owner, std::move(e));
+    };
+    auto onDone = [this, jobId, rankId] {
+      auto it = jobs_.find(jobId);
+      if (it == jobs_.end()) return;
+      auto r = it->second->ranks.find(rankId);
+      if (r == it->second->ranks.end()) return;
+      --r->second.openPumps;
+      maybeReport(*it->second, r->second);
+    };
+    rank.pumps[s] = LogPump::create(io_, std::move(*fds[s]), options_.maxChunkBytes, std::move(gate),
+                                    std::move(onChunk), std::move(onDone));
+    ++rank.openPumps;
+  }
+  for (auto& pump : rank.pumps) pump->start();
+}
+
+void ProcessTable::signalJob(const std::string& jobId, int signal) {
+  DSRUN_CHECK_THREAD(thread_);
+  auto it = jobs_.find(jobId);
+  if (it == jobs_.end()) return;
+  Job& job = *it->second;
+  if (stopsJob(signal)) {
+    stopJob(job, strCat("signal ", signal, " requested"));
+    if (signal != SIGTERM) {
+      for (auto& [id, rank] : job.ranks) {
+        if (!rank.reaped) spawner_.signalGroup(rank.pid, signal);
+      }
+    }
+    return;
+  }
+  for (auto& [id, rank] : job.ranks) {
+    if (!rank.reaped) spawner_.signalGroup(rank.pid, signal);
+  }
+}
+
+void ProcessTable::stopJob(Job& job, const std::string& why) {
+  if (job.stopIssued) return;
+  job.stopIssued = true;
+  transition(job, JobEvent::StopRequested);
+  DSRUN_LOG(INFO) << "job " << job.id << ": stopping (" << why << "), SIGKILL in " << job.grace.count() << " ms";
+  for (auto& [id, rank] : job.ranks) {
+    if (!rank.reaped) spawner_.signalGroup(rank.pid, SIGTERM);
+  }
+  job.killTimer->expires_after(job.grace);
+  job.killTimer->async_wait([this, jobId = job.id](const boost::system::error_code& ec) {
+    if (!ec) escalate(jobId);
+  });
+}
+
+void ProcessTable::escalate(const std::string& jobId) {
+  auto it = jobs_.find(jobId);
+  if (it == jobs_.end()) return;
+  for (auto& [id, rank] : it->second->ranks) {
+    if (!rank.reaped) {
+      DSRUN_LOG(WARN) << "job " << jobId << " rank " << id << ": pid " << rank.pid
+                      << " outlived the grace period, sending SIGKILL";
+      spawner_.signalGroup(rank.pid, SIGKILL);
+    }
+  }
+}
+
+void ProcessTable::stopJobsOf(uint64_t owner, const std::string& why) {
+  DSRUN_CHECK_THREAD(thread_);
+  for (auto& [id, job] : jobs_) {
+    if (job->owner == owner) stopJob(*job, why);
+  }
+}
+
+void ProcessTable::stopAll(std::function<void()> onEmpty) {
+  DSRUN_CHECK_THREAD(thread_);
+  onEmpty_ = std::move(onEmpty);
+  for (auto& [id, job] : jobs_) stopJob(*job, "agent shutting down");
+  if (jobs_.empty()) boost::asio::post(io_, [fn = std::exchange(onEmpty_, nullptr)] { fn(); });
+}
+
+void ProcessTable::killAll() {
+  DSRUN_CHECK_THREAD(thread_);
+  for (const auto& [pid, jobId] : pidToJob_) spawner_.signalGroup(pid, SIGKILL);
+}
+
+void ProcessTable::close() {
+  boost::system::error_code ignored;
+  sigchld_.cancel(ignored);
+}
+
+void ProcessTable::armReaper() {
+  sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    reap();
+    armReaper();
+  });
+}
+
+void ProcessTable::reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;  // 0: none ready; -1/ECHILD: no children left
+    onReaped(pid, status);
+  }
+}
+
+void ProcessTable::onReaped(pid_t pid, int status) {
+  auto p = pidToJob_.find(pid);
+  if (p == pidToJob_.end()) return;  // not a rank (cannot happen in the agent; tests may fork)
+  const std::string jobId = p->second;
+  pidToJob_.erase(p);
+  auto it = jobs_.find(jobId);
+  if (it == jobs_.end()) return;
+  Job& job = *it->second;
+  for (auto& [id, rank] : job.ranks) {
+    if (rank.pid != pid) continue;
+    rank.reaped = true;
+    rank.waitStatus = status;
+    if (rank.openPumps > 0) {
+      // Output may still be in the pipe; give it a bounded time (a grandchild may hold the pipe open).
+      rank.drainTimer = std::make_unique<boost::asio::steady_timer>(io_, options_.drainAfterExit);
+      rank.drainTimer->async_wait([this, jobId, id = id](const boost::system::error_code& ec) {
+        if (ec) return;
+        auto j = jobs_.find(jobId);
+        if (j == jobs_.end()) return;
+        auto r = j->second->ranks.find(id);
+        if (r == j->second->ranks.end()) return;
+        for (auto& pump : r->second.pumps) {
+          if (pump) pump->close();
+        }
+      });
+    }
+    maybeReport(job, rank);
+    return;
+  }
+}
+
+void ProcessTable::maybeReport(Job& job, Rank& rank) {
+  if (!rank.reaped || rank.openPumps > 0 || rank.reported) return;
+  rank.reported = true;
+  if (rank.drainTimer) rank.drainTimer->cancel();
+  Envelope e;
+  auto* exited = e.mutable_rank_exited();
+  exited->set_job_id(job.id);
+  exited->set_rank(rank.rank);
+  exited->set_pid(rank.pid);
+  if (WIFSIGNALED(rank.waitStatus)) {
+    exited->set_signal(WTERMSIG(rank.waitStatus));
+    DSRUN_LOG(INFO) << "job " << job.id << " rank " << rank.rank << ": pid " << rank.pid << " killed by signal "
+                    << WTERMSIG(rank.waitStatus);
+  } else {
+    exited->set_exit_code(WEXITSTATUS(rank.waitStatus));
+    DSRUN_LOG(INFO) << "job " << job.id << " rank " << rank.rank << ": pid " << rank.pid << " exited with code "
+                    << WEXITSTATUS(rank.waitStatus);
+  }
+  events_.deliver(job.owner, std::move(e));
+  boost::asio::post(io_, [this, jobId = job.id] { maybeFinish(jobId); });
+}
+
+void ProcessTable::maybeFinish(const std::string& jobId) {
+  auto it = jobs_.find(jobId);
+  if (it == jobs_.end()) return;
+  Job& job = *it->second;
+  if (job.state == JobState::Starting) return;
+  for (const auto& [id, rank] : job.ranks) {
+    if (!rank.reported) return;
+  }
+  transition(job, JobEvent::AllExited);
+  job.killTimer->cancel();
+  jobs_.erase(it);
+  if (jobs_.empty() && onEmpty_) boost::asio::post(io_, [fn = std::exchange(onEmpty_, nullptr)] { fn(); });
+}
+
+void ProcessTable::transition(Job& job, JobEvent event) {
+  const JobState next = nextState(kJobTransitions, job.state, event);
+  if (next != job.state) {
+    DSRUN_LOG(DEBUG) << "job " << job.id << ": " << toString(job.state) << " -> " << toString(next) << " ("
+                     << toString(event) << ")";
+  }
+  job.state = next;
+}
+
+std::string ProcessTable::eachRankLogDir(const LaunchRequest& request) const {
+  const std::string& dir = request.log().each_rank_log_dir();
+  if (dir[0] != '/' && !options_.logDir.empty()) return options_.logDir + "/" + dir;
+  return dir;
+}
+
+std::set<std::string> ProcessTable::jobIds() const {
+  std::set<std::string> out;
+  for (const auto& [id, job] : jobs_) out.insert(id);
+  return out;
+}
+
+std::set<std::string> ProcessTable::jobIdsOf(uint64_t owner) const {
+  std::set<std::string> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job->owner == owner) out.insert(id);
+  }
+  return out;
+}
+
+size_t ProcessTable::liveRankCount() const {
+  size_t n = 0;
+  for (const auto& [id, job] : jobs_) {
+    for (const auto& [r, rank] : job->ranks) n += rank.reported ? 0 : 1;
+  }
+  return n;
+}
+
+}  // namespace dsrun::agent

@@ -1,0 +1,149 @@
+#include "agent/request_handler.h"
+
+#include <sched.h>
+
+#include <cmath>
+#include <csignal>
+
+#include "common/strings.h"
+#include "proto/protocol.h"
+
+namespace dsrun::agent {
+namespace {
+
+constexpr size_t kMaxJobIdBytes = 128;
+
+Action send(Envelope envelope) {
+  Action a{Action::Kind::Send, std::move(envelope), {}, {}, 0, {}};
+  return a;
+}
+
+Action close(std::string reason) {
+  Action a{Action::Kind::Close, {}, {}, {}, 0, std::move(reason)};
+  return a;
+}
+
+/// Error to the peer, then close: the connection-level failure.
+std::vector<Action> refuse(const std::string& message) { return {send(makeError("", message)), close(message)}; }
+
+bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+}  // namespace
+
+const char* messageName(const Envelope& envelope) {
+  switch (envelope.msg_case()) {
+    case Envelope::kHello: return "hello";
+    case Envelope::kWelcome: return "welcome";
+    case Envelope::kLaunch: return "launch";
+    case Envelope::kRankStarted: return "rank_started";
+    case Envelope::kOutput: return "output";
+    case Envelope::kRankExited: return "rank_exited";
+    case Envelope::kSignal: return "signal";
+    case Envelope::kHeartbeat: return "heartbeat";
+    case Envelope::kError: return "error";
+    case Envelope::MSG_NOT_SET: return "empty envelope";
+  }
+  return "unknown";
+}
+
+Envelope makeError(const std::string& jobId, const std::string& message) {
+  Envelope e;
+  e.mutable_error()->set_job_id(jobId);
+  e.mutable_error()->set_message(message);
+  return e;
+}
+
+RequestHandler::RequestHandler(Config config) : config_(std::move(config)) {}
+
+std::vector<Action> RequestHandler::handle(const Envelope& in, const SessionView& session) const {
+  if (!session.welcomed && in.msg_case() != Envelope::kHello) {
+    return refuse(strCat("protocol error: expected hello first, got ", messageName(in)));
+  }
+  switch (in.msg_case()) {
+    case Envelope::kHello: return handleHello(in.hello(), session);
+    case Envelope::kLaunch: return handleLaunch(in.launch(), session);
+    case Envelope::kSignal: return handleSignal(in.signal(), session);
+    case Envelope::kHeartbeat: return {};  // liveness is noted by the session for every frame
+    case Envelope::kError: return {close(strCat("client reported: ", in.error().message()))};
+    default: return refuse(strCat("protocol error: unexpected ", messageName(in), " from a client"));
+  }
+}
+
+std::vector<Action> RequestHandler::handleHello(const Hello& hello, const SessionView& session) const {
+  if (session.welcomed) return refuse("protocol error: duplicate hello");
+  if (hello.protocol_version() != proto::kProtocolVersion) {
+    return refuse(strCat("protocol version mismatch: client '", hello.client_name(), "' speaks version ",
+                         hello.protocol_version(), ", this agent speaks version ", proto::kProtocolVersion));
+  }
+  Envelope welcome;
+  welcome.mutable_welcome()->set_protocol_version(proto::kProtocolVersion);
+  welcome.mutable_welcome()->set_agent_host(config_.agentHost);
+  welcome.mutable_welcome()->set_heartbeat_period_ms(config_.heartbeatPeriodMs);
+  Action marked{Action::Kind::MarkWelcomed, {}, {}, {}, 0, {}};
+  return {marked, send(std::move(welcome))};
+}
+
+std::vector<Action> RequestHandler::handleLaunch(const LaunchRequest& launch, const SessionView& session) const {
+  std::string why = validateLaunch(launch, config_.maxRanksPerJob);
+  if (why.empty() && session.agentJobs.count(launch.job_id()) > 0) {
+    why = strCat("job '", launch.job_id(), "' is already running on this agent");
+  }
+  if (!why.empty()) return {send(makeError(launch.job_id(), strCat("launch refused: ", why)))};
+  Action a{Action::Kind::Launch, {}, launch, launch.job_id(), 0, {}};
+  return {std::move(a)};
+}
+
+std::vector<Action> RequestHandler::handleSignal(const SignalRequest& signal, const SessionView& session) const {
+  if (signal.signal() < 1 || signal.signal() >= NSIG) {
+    return {send(makeError(signal.job_id(), strCat("signal refused: signal number must be in 1..", NSIG - 1,
+                                                   ", got '", signal.signal(), "'")))};
+  }
+  if (session.ownJobs.count(signal.job_id()) == 0) {
+    return {send(makeError(signal.job_id(),
+                           strCat("signal refused: no job '", signal.job_id(), "' of this connection is running")))};
+  }
+  Action a{Action::Kind::Signal, {}, {}, signal.job_id(), signal.signal(), {}};
+  return {std::move(a)};
+}
+
+std::string RequestHandler::validateLaunch(const LaunchRequest& request, int maxRanks) {
+  const std::string& id = request.job_id();
+  if (id.empty()) return "job_id is empty";
+  if (id.size() > kMaxJobIdBytes) return strCat("job_id is longer than ", kMaxJobIdBytes, " bytes");
+  for (unsigned char c : id) {
+    if (c < 0x21 || c > 0x7e) return strCat("job_id must be printable ASCII without spaces, got '", id, "'");
+  }
+  if (request.ranks_size() == 0) return "no ranks to launch";
+  if (request.ranks_size() > maxRanks) {
+    return strCat("too many ranks: at most ", maxRanks, " per job, got ", request.ranks_size());
+  }
+  if (!std::isfinite(request.kill_grace_s()) || request.kill_grace_s() > 3600) {
+    return strCat("kill_grace_s must be at most 3600, got '", request.kill_grace_s(), "'");
+  }
+  const std::string& tag = request.log().tag();
+  if (tag.find('/') != std::string::npos || hasNul(tag) || tag == "." || tag == "..") {
+    return strCat("log tag must be a file-name prefix without '/', got '", tag, "'");
+  }
+  if (hasNul(request.log().each_rank_log_dir())) return "each_rank_log_dir contains a NUL byte";
+  std::set<int> seen;
+  for (const auto& rank : request.ranks()) {
+    if (rank.rank() < 0) return strCat("rank must be non-negative, got '", rank.rank(), "'");
+    if (!seen.insert(rank.rank()).second) return strCat("rank ", rank.rank(), " appears twice");
+    if (rank.argv_size() == 0 || rank.argv(0).empty()) return strCat("rank ", rank.rank(), ": argv is empty");
+    for (const auto& word : rank.argv()) {
+      if (hasNul(word)) return strCat("rank ", rank.rank(), ": argv contains a NUL byte");
+    }
+    for (const auto& [name, value] : rank.env()) {
+      if (name.empty() || name.find('=') != std::string::npos || hasNul(name) || hasNul(value)) {
+        return strCat("rank ", rank.rank(), ": invalid environment variable name '", name, "'");
+      }
+    }
+    if (hasNul(rank.cwd())) return strCat("rank ", rank.rank(), ": cwd contains a NUL byte");
+    for (int core : rank.cores()) {
+      if (core < 0 || core >= CPU_SETSIZE) return strCat("rank ", rank.rank(), ": invalid core '", core, "'");
+    }
+  }
+  return "";
+}
+
+}  // namespace dsrun::agent

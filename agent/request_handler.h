@@ -1,0 +1,70 @@
+#pragma once
+// RequestHandler: the agent's protocol logic as a pure function (the Asio HTTP server's
+// request_handler): one Envelope from a client plus a view of the session's state in, a list of
+// Actions out. No sockets, clocks or processes, so every rule is unit-tested directly.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proto/agent.pb.h"
+
+namespace dsrun::agent {
+
+/// What the Session must do, in order.
+struct Action {
+  enum class Kind {
+    Send,          ///< write `envelope` to the peer
+    MarkWelcomed,  ///< the handshake is complete (Hello accepted)
+    Launch,        ///< start `launch` as a new job owned by this session
+    Signal,        ///< send `signal` to every rank of `jobId`
+    Close,         ///< flush queued writes, then close the connection; `reason` is logged
+  };
+  Kind kind;
+  Envelope envelope;     ///< Send
+  LaunchRequest launch;  ///< Launch
+  std::string jobId;     ///< Signal
+  int signal = 0;        ///< Signal
+  std::string reason;    ///< Close
+};
+
+/// The part of the agent's state a decision may depend on.
+struct SessionView {
+  bool welcomed = false;                ///< Hello already accepted on this connection
+  std::set<std::string> ownJobs;        ///< running jobs launched by this connection
+  std::set<std::string> agentJobs;      ///< running jobs of every connection (ids are agent-wide)
+};
+
+class RequestHandler {
+ public:
+  struct Config {
+    std::string agentHost;             ///< reported in Welcome
+    uint32_t heartbeatPeriodMs = 1000; ///< reported in Welcome: how often the client must beat
+    int maxRanksPerJob = 4096;         ///< larger LaunchRequests are refused
+  };
+
+  explicit RequestHandler(Config config);
+
+  /// Decides what to do with `in`. Never throws for any input: protocol violations become an
+  /// Error envelope plus Close (connection-level) or an Error with a job id (request-level).
+  std::vector<Action> handle(const Envelope& in, const SessionView& session) const;
+
+  /// Empty if `request` may be launched; otherwise why not (one line naming the offending field).
+  static std::string validateLaunch(const LaunchRequest& request, int maxRanks);
+
+ private:
+  std::vector<Action> handleHello(const Hello& hello, const SessionView& session) const;
+  std::vector<Action> handleLaunch(const LaunchRequest& launch, const SessionView& session) const;
+  std::vector<Action> handleSignal(const SignalRequest& signal, const SessionView& session) const;
+
+  Config config_;  ///< fixed at construction
+};
+
+/// Name of the message carried by `envelope` ("hello", "launch", ...), for messages and logs.
+const char* messageName(const Envelope& envelope);
+
+/// An Envelope holding Error{jobId, message}.
+Envelope makeError(const std::string& jobId, const std::string& message);
+
+}  // namespace dsrun::agent

@@ -1,0 +1,248 @@
+#include "agent/session.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <boost/asio/write.hpp>
+
+#include "agent/process_table.h"
+#include "agent/session_manager.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "tls/ssl_context.h"
+
+namespace dsrun::agent {
+namespace {
+
+constexpr size_t kReadBufferBytes = 64 * 1024;
+
+/// The subject CN of the peer's (verified) certificate, for the log.
+std::string peerCommonName(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return "?";
+  char cn[256] = "?";
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn);
+  X509_free(cert);
+  return cn;
+}
+
+}  // namespace
+
+Session::Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, ProcessTable& table,
+                 const RequestHandler& handler, Timing timing)
+    : id_(id),
+      stream_(std::move(stream)),
+      peer_(std::move(peer)),
+      manager_(manager),
+      table_(table),
+      handler_(handler),
+      timing_(timing),
+      deadline_(stream_.get_executor()),
+      monitor_(static_cast<boost::asio::io_context&>(stream_.get_executor().context()), timing.heartbeatPeriod,
+               timing.heartbeatThreshold, [this] {
+                 transition(MemberEvent::PeerLost);
+                 stop(strCat("no heartbeat for ", timing_.heartbeatPeriod.count() * timing_.heartbeatThreshold,
+                             " ms, stopping its jobs"));
+               },
+               [this](int) { transition(MemberEvent::HeartbeatMissed); }),
+      decoder_(peer_),
+      readBuffer_(kReadBufferBytes) {}
+
+void Session::start() {
+  DSRUN_CHECK_THREAD(thread_);
+  deadline_.expires_after(timing_.handshakeTimeout);
+  deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->stopped_ || self->welcomed_) return;
+    self->stop(strCat("refused: no TLS handshake and hello within ", self->timing_.handshakeTimeout.count(), " ms"));
+  });
+  stream_.async_handshake(boost::asio::ssl::stream_base::server,
+                          [self = shared_from_this()](const boost::system::error_code& ec) { self->onHandshake(ec); });
+}
+
+void Session::onHandshake(const boost::system::error_code& ec) {
+  if (stopped_) return;
+  if (ec) {
+    // Nothing of the protocol was read: the peer never got past TLS.
+    stop(strCat("refused: TLS handshake failed: ", tls::describeTlsError(ec)));
+    return;
+  }
+  DSRUN_LOG(INFO) << peer_ << ": TLS peer authenticated (CN=" << peerCommonName(stream_.native_handle()) << ")";
+  readMore();
+}
+
+void Session::readMore() {
+  if (stopped_ || closing_) return;
+  stream_.async_read_some(boost::asio::buffer(readBuffer_),
+                          [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                            self->onRead(ec, n);
+                          });
+}
+
+void Session::onRead(const boost::system::error_code& ec, size_t n) {
+  if (stopped_ || closing_) return;
+  if (ec) {
+    std::string why = ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated
+                          ? "launcher disconnected"
+                          : strCat("read: ", tls::describeTlsError(ec));
+    try {
+      decoder_.finish();
+    } catch (const ParseError& e) {
+      why += strCat(" (", e.what(), ")");
+    }
+    stop(strCat(why, welcomed_ ? ", stopping its jobs" : ""));
+    return;
+  }
+  std::vector<Envelope> envelopes;
+  try {
+    envelopes = decoder_.feed(std::string_view(readBuffer_.data(), n));
+  } catch (const ParseError& e) {
+    stop(strCat("closing: ", e.what()));
+    return;
+  }
+  for (const auto& envelope : envelopes) {
+    if (stopped_ || closing_) return;
+    try {
+      dispatch(envelope);
+    } catch (const std::exception& e) {
+      // A bug must not take the whole agent (and everyone's jobs) down: end this session only.
+      stop(strCat("closing: internal error handling ", messageName(envelope), ": ", e.what()));
+      return;
+    }
+  }
+  readMore();
+}
+
+void Session::dispatch(const Envelope& envelope) {
+  if (welcomed_) {
+    monitor_.beat();
+    if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
+  }
+  SessionView view;
+  view.welcomed = welcomed_;
+  view.ownJobs = table_.jobIdsOf(id_);
+  view.agentJobs = table_.jobIds();
+  for (auto& action : handler_.handle(envelope, view)) {
+    if (stopped_) return;
+    switch (action.kind) {
+      case Action::Kind::Send:
+        send(action.envelope);
+        break;
+      case Action::Kind::MarkWelcomed:
+        welcomed_ = true;
+        deadline_.cancel();
+        transition(MemberEvent::Welcomed);
+        monitor_.start();
+        DSRUN_LOG(INFO) << peer_ << ": hello from '" << envelope.hello().client_name() << "'";
+        break;
+      case Action::Kind::Launch:
+        table_.launch(id_, action.launch);
+        break;
+      case Action::Kind::Signal:
+        DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
+        table_.signalJob(action.jobId, action.signal);
+        break;
+      case Action::Kind::Close:
+        closeAfterFlush(strCat("closing: ", action.reason));
+        break;
+    }
+  }
+}
+
+void Session::send(const Envelope& envelope) {
+  if (stopped_ || closing_) return;
+  std::string frame = proto::encodeFrame(envelope);
+  queuedBytes_ += frame.size();
+  writeQueue_.push_back(std::move(frame));
+  writeNext();
+}
+
+void Session::writeNext() {
+  if (writing_ || stopped_) return;
+  if (writeQueue_.empty()) {
+    if (closing_) stop(closeReason_);
+    return;
+  }
+  writing_ = true;
+  boost::asio::async_write(stream_, boost::asio::buffer(writeQueue_.front()),
+                           [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                             self->writing_ = false;
+                             if (self->stopped_) return;
+                             if (ec) {
+                               self->stop(strCat("write: ", tls::describeTlsError(ec), ", stopping its jobs"));
+                               return;
+                             }
+                             self->queuedBytes_ -= self->writeQueue_.front().size();
+                             self->writeQueue_.pop_front();
+                             if (self->queuedBytes_ < kLowWaterBytes) self->runDrainedCallbacks();
+                             self->writeNext();
+                           });
+}
+
+void Session::whenDrained(std::function<void()> resume) {
+  if (stopped_ || !congested()) {
+    resume();
+    return;
+  }
+  drainedCallbacks_.push_back(std::move(resume));
+}
+
+void Session::runDrainedCallbacks() {
+  auto callbacks = std::move(drainedCallbacks_);
+  drainedCallbacks_.clear();
+  for (auto& fn : callbacks) fn();
+}
+
+void Session::closeAfterFlush(const std::string& reason) {
+  if (closing_ || stopped_) return;
+  closing_ = true;
+  closeReason_ = reason;
+  writeNext();
+}
+
+void Session::drain() {
+  if (stopped_) return;
+  if (!welcomed_) {
+    stop("refused: agent shutting down");  // mid-handshake: nothing may be written yet
+    return;
+  }
+  transition(MemberEvent::Shutdown);
+  monitor_.stop();  // a draining peer is closed by us, not judged by its heartbeats
+  send(makeError("", "agent shutting down"));
+  closeAfterFlush("agent shutting down, stopping its jobs");
+}
+
+void Session::stop(const std::string& reason) {
+  if (stopped_) return;
+  auto self = shared_from_this();  // manager_.remove() may drop the last owner
+  stopped_ = true;
+  if (!reason.empty()) {
+    const bool refused = startsWith(reason, "refused") || startsWith(reason, "closing");
+    if (refused) {
+      DSRUN_LOG(WARN) << peer_ << ": " << reason;
+    } else {
+      DSRUN_LOG(INFO) << peer_ << ": " << reason;
+    }
+  }
+  transition(MemberEvent::Disconnected);
+  deadline_.cancel();
+  monitor_.stop();
+  boost::system::error_code ignored;
+  stream_.lowest_layer().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+  stream_.lowest_layer().close(ignored);
+  table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
+  runDrainedCallbacks();
+  writeQueue_.clear();
+  queuedBytes_ = 0;
+  manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
+}
+
+void Session::transition(MemberEvent event) {
+  const MemberState next = nextState(kMemberTransitions, state_, event);
+  if (next != state_) {
+    DSRUN_LOG(DEBUG) << peer_ << ": " << toString(state_) << " -> " << toString(next) << " (" << toString(event)
+                     << ")";
+  }
+  state_ = next;
+}
+
+}  // namespace dsrun::agent

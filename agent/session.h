@@ -1,0 +1,99 @@
+#pragma once
+// Session: one authenticated launcher connection (the Asio HTTP server's `connection`). Runs the
+// TLS handshake (a peer without a certificate of the cluster CA is refused before any byte of the
+// protocol is parsed), then reads frames, asks the RequestHandler what to do and does it, and
+// writes replies and job events through a bounded write queue. Owned by the SessionManager;
+// handlers hold shared_from_this(). Loop-thread only.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/heartbeat_monitor.h"
+#include "agent/member_state.h"
+#include "agent/request_handler.h"
+#include "agent/thread_checker.h"
+#include "proto/frame_codec.h"
+
+namespace dsrun::agent {
+
+class ProcessTable;
+class SessionManager;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using SslStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+
+  struct Timing {
+    std::chrono::milliseconds handshakeTimeout{10000};  ///< TLS handshake + Hello must finish within
+    std::chrono::milliseconds heartbeatPeriod{1000};    ///< monitor period (client beats at least this often)
+    int heartbeatThreshold = 3;                         ///< missed periods before the peer is lost
+  };
+
+  /// Queue sizes for backpressure on rank output.
+  static constexpr size_t kHighWaterBytes = 4u << 20;
+  static constexpr size_t kLowWaterBytes = 1u << 20;
+
+  Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, ProcessTable& table,
+          const RequestHandler& handler, Timing timing);
+
+  /// Starts the TLS handshake and, once authenticated, the read loop.
+  void start();
+  /// Closes at once and stops this connection's jobs; `reason` is logged (empty: nothing logged).
+  void stop(const std::string& reason);
+  /// The agent is shutting down: tell the peer, flush, close.
+  void drain();
+
+  /// Queues one envelope for the peer (dropped once the session is closing).
+  void send(const Envelope& envelope);
+  /// True while the write queue is above kHighWaterBytes.
+  bool congested() const { return queuedBytes_ > kHighWaterBytes; }
+  /// Runs `resume` once the queue falls below kLowWaterBytes (or the session stops).
+  void whenDrained(std::function<void()> resume);
+
+  uint64_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }
+  MemberState state() const { return state_; }
+
+ private:
+  void onHandshake(const boost::system::error_code& ec);
+  void readMore();
+  void onRead(const boost::system::error_code& ec, size_t n);
+  void dispatch(const Envelope& envelope);
+  void writeNext();
+  void closeAfterFlush(const std::string& reason);
+  void transition(MemberEvent event);
+  void runDrainedCallbacks();
+
+  uint64_t id_;                          ///< unique per agent process; owner id of this session's jobs
+  SslStream stream_;                     ///< the TLS connection
+  std::string peer_;                     ///< "addr:port" of the peer, for logs
+  SessionManager& manager_;              ///< told when this session ends
+  ProcessTable& table_;                  ///< runs this session's jobs
+  const RequestHandler& handler_;        ///< protocol decisions
+  Timing timing_;                        ///< injected durations
+  boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline
+  HeartbeatMonitor monitor_;             ///< started once welcomed
+  proto::FrameDecoder decoder_;          ///< incoming frames
+  std::vector<char> readBuffer_;         ///< target of async_read_some
+  std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written
+  size_t queuedBytes_ = 0;               ///< sum of writeQueue_ sizes
+  bool writing_ = false;                 ///< an async_write is in flight
+  bool closing_ = false;                 ///< close once the queue is flushed; ignore further input
+  bool stopped_ = false;                 ///< stop() ran
+  bool welcomed_ = false;                ///< Hello accepted
+  std::string closeReason_;              ///< logged when the flush completes
+  std::vector<std::function<void()>> drainedCallbacks_;  ///< whenDrained() waiters
+  MemberState state_ = MemberState::Joining;  ///< membership lifecycle
+  ThreadChecker thread_;                 ///< loop-thread confinement
+};
+
+}  // namespace dsrun::agent

@@ -1,0 +1,53 @@
+#include "agent/session_manager.h"
+
+#include <boost/asio/post.hpp>
+#include <vector>
+
+#include "agent/session.h"
+
+namespace dsrun::agent {
+
+void SessionManager::start(std::shared_ptr<Session> session) {
+  DSRUN_CHECK_THREAD(thread_);
+  sessions_[session->id()] = session;
+  session->start();
+}
+
+void SessionManager::remove(uint64_t id) {
+  DSRUN_CHECK_THREAD(thread_);
+  sessions_.erase(id);
+}
+
+void SessionManager::drainAll() {
+  // Copy: drain() may remove sessions from the map.
+  std::vector<std::shared_ptr<Session>> all;
+  for (auto& [id, s] : sessions_) all.push_back(s);
+  for (auto& s : all) s->drain();
+}
+
+void SessionManager::stopAll(const std::string& reason) {
+  std::vector<std::shared_ptr<Session>> all;
+  for (auto& [id, s] : sessions_) all.push_back(s);
+  for (auto& s : all) s->stop(reason);
+}
+
+void SessionManager::deliver(uint64_t owner, Envelope envelope) {
+  auto it = sessions_.find(owner);
+  if (it != sessions_.end()) it->second->send(envelope);
+}
+
+bool SessionManager::congested(uint64_t owner) const {
+  auto it = sessions_.find(owner);
+  return it != sessions_.end() && it->second->congested();
+}
+
+void SessionManager::whenDrained(uint64_t owner, std::function<void()> resume) {
+  auto it = sessions_.find(owner);
+  if (it == sessions_.end()) {
+    resume();
+    return;
+  }
+  it->second->whenDrained(std::move(resume));
+}
+
+}  // namespace dsrun::agent

@@ -1,0 +1,287 @@
+// AgentServer over real loopback TLS sockets with real /bin/sh ranks. The test client and the agent
+// share one io_context, stepped by the test thread.
+#include "agent/agent_server.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "common/posix_spawner.h"
+#include "tests/agent/test_client.h"
+#include "tests/tls/temp_dir.h"
+#include "tls/ssl_context.h"
+#include "tls/tls_directory.h"
+
+using Catch::Matchers::Contains;
+using namespace dsrun::agent;
+using namespace std::chrono_literals;
+using testing::runUntil;
+using testing::TestClient;
+
+namespace {
+
+struct Fixture {
+  Fixture() : Fixture(AgentServer::Options{}) {}
+  explicit Fixture(AgentServer::Options options) {
+    dsrun::tls::makeTlsDirectory(tmp.path() + "/tls");
+    options.listen = {boost::asio::ip::make_address("127.0.0.1"), 0};
+    options.hostName = "test-node";
+    if (options.killGrace == 30000ms) options.killGrace = 2000ms;
+    server = std::make_unique<AgentServer>(
+        io, options, dsrun::tls::makeSslContext(tmp.path() + "/tls", dsrun::tls::Role::Server), spawner);
+    server->start();
+    clientCtx.emplace(dsrun::tls::makeSslContext(tmp.path() + "/tls", dsrun::tls::Role::Client));
+  }
+
+  /// A connected, welcomed client.
+  std::unique_ptr<TestClient> welcomedClient() {
+    auto c = std::make_unique<TestClient>(io, *clientCtx);
+    REQUIRE_FALSE(c->connect(server->localEndpoint()));
+    c->hello();
+    auto w = c->next();
+    REQUIRE(w.has_value());
+    REQUIRE(w->has_welcome());
+    return c;
+  }
+
+  TempDir tmp;
+  boost::asio::io_context io;
+  dsrun::PosixSpawner spawner;
+  std::unique_ptr<AgentServer> server;
+  std::optional<boost::asio::ssl::context> clientCtx;
+};
+
+Envelope launchSh(const std::string& jobId, const std::vector<std::string>& scripts) {
+  Envelope e;
+  auto* l = e.mutable_launch();
+  l->set_job_id(jobId);
+  for (size_t r = 0; r < scripts.size(); ++r) {
+    auto* rank = l->add_ranks();
+    rank->set_rank(static_cast<int>(r));
+    rank->add_argv("/bin/sh");
+    rank->add_argv("-c");
+    rank->add_argv(scripts[r]);
+    (*rank->mutable_env())["RANK"] = std::to_string(r);
+    (*rank->mutable_env())["PATH"] = "/usr/bin:/bin";
+  }
+  return e;
+}
+
+/// Collects a job's events until every rank has exited.
+struct JobResult {
+  std::map<int, int> pid;
+  std::map<int, std::string> out, err;
+  std::map<int, dsrun::agent::RankExited> exited;
+  std::vector<std::string> errors;
+};
+
+JobResult collect(TestClient& c, size_t ranks) {
+  JobResult r;
+  while (r.exited.size() < ranks) {
+    auto e = c.next();
+    REQUIRE(e.has_value());
+    if (e->has_rank_started()) r.pid[e->rank_started().rank()] = e->rank_started().pid();
+    if (e->has_output()) {
+      (e->output().stream() == dsrun::agent::STDOUT ? r.out : r.err)[e->output().rank()] += e->output().data();
+    }
+    if (e->has_rank_exited()) r.exited[e->rank_exited().rank()] = e->rank_exited();
+    if (e->has_error()) r.errors.push_back(e->error().message());
+  }
+  return r;
+}
+
+bool alive(int pid) { return ::kill(pid, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("the agent runs /bin/sh ranks, streams their output and reports exit codes", "[agent][server]") {
+  Fixture f;
+  auto c = f.welcomedClient();
+  c->send(launchSh("job-1", {"echo out-$RANK; echo err-$RANK >&2; exit 0", "printf 'a\\nb'; exit 3"}));
+  JobResult r = collect(*c, 2);
+  CHECK(r.pid.size() == 2);
+  CHECK(r.out[0] == "out-0\n");
+  CHECK(r.err[0] == "err-0\n");
+  CHECK(r.out[1] == "a\nb");
+  CHECK(r.exited[0].exit_code() == 0);
+  CHECK(r.exited[1].exit_code() == 3);
+  CHECK(r.exited[1].pid() == r.pid[1]);
+  runUntil(f.io, [&] { return f.server->liveRankCount() == 0; }, "the job to be forgotten");
+}
+
+TEST_CASE("a SignalRequest terminates the job's ranks and reports the signal", "[agent][server]") {
+  Fixture f;
+  auto c = f.welcomedClient();
+  c->send(launchSh("job-s", {"exec sleep 30", "exec sleep 30"}));
+  c->nextWhere([](const Envelope& e) { return e.has_rank_started() && e.rank_started().rank() == 1; }, "rank 1");
+  Envelope sig;
+  sig.mutable_signal()->set_job_id("job-s");
+  sig.mutable_signal()->set_signal(SIGTERM);
+  c->send(sig);
+  JobResult r = collect(*c, 2);
+  CHECK(r.exited[0].signal() == SIGTERM);
+  CHECK(r.exited[1].signal() == SIGTERM);
+}
+
+TEST_CASE("ranks that ignore SIGTERM are killed after the grace period", "[agent][server]") {
+  AgentServer::Options o;
+  o.killGrace = 50ms;
+  Fixture f(o);
+  auto c = f.welcomedClient();
+  c->send(launchSh("job-k", {"trap '' TERM; echo ready; while :; do sleep 0.05; done"}));
+  c->nextWhere([](const Envelope& e) { return e.has_output(); }, "ready");
+  Envelope sig;
+  sig.mutable_signal()->set_job_id("job-k");
+  sig.mutable_signal()->set_signal(SIGTERM);
+  c->send(sig);
+  JobResult r = collect(*c, 1);
+  CHECK(r.exited[0].signal() == SIGKILL);
+}
+
+TEST_CASE("a launcher that disconnects has its ranks killed", "[agent][server]") {
+  Fixture f;
+  auto c = f.welcomedClient();
+  c->send(launchSh("job-d", {"exec sleep 30", "exec sleep 30"}));
+  int pid0 = c->nextWhere([](const Envelope& e) { return e.has_rank_started(); }, "a rank").rank_started().pid();
+  CHECK(alive(pid0));
+  c->close();
+  runUntil(f.io, [&] { return f.server->liveRankCount() == 0 && f.server->sessionCount() == 0; },
+           "the agent to stop the disconnected launcher's ranks");
+  CHECK_FALSE(alive(pid0));  // reaped, so not even a zombie is left
+}
+
+TEST_CASE("a launcher whose heartbeats stop has its ranks killed", "[agent][server]") {
+  AgentServer::Options o;
+  o.heartbeatTimeout = 30ms;  // 3 periods of 10 ms
+  Fixture f(o);
+  auto c = f.welcomedClient();
+  c->send(launchSh("job-h", {"exec sleep 30"}));
+  int pid = c->nextWhere([](const Envelope& e) { return e.has_rank_started(); }, "started").rank_started().pid();
+  c->waitClosed();  // the client never sends a heartbeat: the agent gives up on it
+  runUntil(f.io, [&] { return f.server->liveRankCount() == 0; }, "the lost launcher's ranks to be stopped");
+  CHECK_FALSE(alive(pid));
+}
+
+TEST_CASE("several jobs run at once, isolated by job id", "[agent][server]") {
+  Fixture f;
+  auto a = f.welcomedClient();
+  auto b = f.welcomedClient();
+  a->send(launchSh("job-a", {"exec sleep 30"}));
+  a->nextWhere([](const Envelope& e) { return e.has_rank_started(); }, "job-a started");
+  b->send(launchSh("job-a", {"true"}));
+  auto dup = b->nextWhere([](const Envelope& e) { return e.has_error(); }, "duplicate refused");
+  CHECK_THAT(dup.error().message(), Contains("job 'job-a' is already running on this agent"));
+  Envelope steal;
+  steal.mutable_signal()->set_job_id("job-a");
+  steal.mutable_signal()->set_signal(SIGKILL);
+  b->send(steal);
+  auto refused = b->nextWhere([](const Envelope& e) { return e.has_error(); }, "foreign signal refused");
+  CHECK_THAT(refused.error().message(), Contains("no job 'job-a' of this connection"));
+  b->send(launchSh("job-b", {"echo b"}));
+  JobResult rb = collect(*b, 1);
+  CHECK(rb.out[0] == "b\n");
+  CHECK(f.server->liveRankCount() == 1);  // job-a untouched
+}
+
+TEST_CASE("a rank that cannot be spawned is reported with errno and its siblings stopped", "[agent][server]") {
+  Fixture f;
+  auto c = f.welcomedClient();
+  Envelope e = launchSh("job-x", {"exec sleep 30", "x"});
+  e.mutable_launch()->mutable_ranks(1)->set_argv(0, "/nonexistent/python3");
+  c->send(e);
+  auto err = c->nextWhere([](const Envelope& m) { return m.has_error(); }, "spawn error");
+  CHECK(err.error().job_id() == "job-x");
+  CHECK_THAT(err.error().message(), Contains("test-node rank 1: spawn '/nonexistent/python3': No such file"));
+  JobResult r = collect(*c, 1);
+  CHECK(r.exited[0].signal() == SIGTERM);
+}
+
+TEST_CASE("each-rank logs go to <dir>/<tag>_rank<R>.log on the agent's node", "[agent][server]") {
+  Fixture f;
+  auto c = f.welcomedClient();
+  Envelope e = launchSh("job-l", {"echo hello-$RANK; echo oops >&2", "echo hello-$RANK"});
+  e.mutable_launch()->mutable_log()->set_each_rank_log_dir(f.tmp.path() + "/logs");
+  e.mutable_launch()->mutable_log()->set_tag("20240101000000");
+  c->send(e);
+  JobResult r = collect(*c, 2);
+  CHECK(r.out.empty());
+  std::ifstream in(f.tmp.path() + "/logs/20240101000000_rank0.log");
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "hello-0\noops\n");
+}
+
+TEST_CASE("a client without a certificate is refused and the agent keeps serving", "[agent][server][security]") {
+  Fixture f;
+  boost::asio::ssl::context anonymous(boost::asio::ssl::context::tls_client);
+  anonymous.set_verify_mode(boost::asio::ssl::verify_none);
+  TestClient rogue(f.io, anonymous);
+  rogue.connect(f.server->localEndpoint());  // TLS 1.3: the client may believe it succeeded
+  rogue.hello();
+  CHECK_FALSE(rogue.next().has_value());  // closed without a single message
+  runUntil(f.io, [&] { return f.server->sessionCount() == 0; }, "the refused session to go");
+  auto good = f.welcomedClient();
+  CHECK(f.server->sessionCount() == 1);
+}
+
+TEST_CASE("a client with a certificate from another CA is refused", "[agent][server][security]") {
+  Fixture f;
+  dsrun::tls::makeTlsDirectory(f.tmp.path() + "/rogue");
+  auto rogueCtx = dsrun::tls::makeSslContext(f.tmp.path() + "/rogue", dsrun::tls::Role::Client);
+  rogueCtx.load_verify_file(f.tmp.path() + "/tls/ca.pem");  // trusts the agent, is not trusted back
+  TestClient rogue(f.io, rogueCtx);
+  rogue.connect(f.server->localEndpoint());
+  rogue.hello();
+  rogue.send(launchSh("evil", {"touch " + f.tmp.path() + "/pwned"}));
+  CHECK_FALSE(rogue.next().has_value());
+  struct stat st {};
+  CHECK(::stat((f.tmp.path() + "/pwned").c_str(), &st) != 0);
+  auto good = f.welcomedClient();
+}
+
+TEST_CASE("a client speaking another protocol version is refused with both versions", "[agent][server]") {
+  Fixture f;
+  TestClient c(f.io, *f.clientCtx);
+  REQUIRE_FALSE(c.connect(f.server->localEndpoint()));
+  c.hello(42);
+  auto e = c.next();
+  REQUIRE(e.has_value());
+  REQUIRE(e->has_error());
+  CHECK_THAT(e->error().message(), Contains("speaks version 42, this agent speaks version 1"));
+  c.waitClosed();
+}
+
+TEST_CASE("a malformed or oversized frame closes only that connection", "[agent][server]") {
+  Fixture f;
+  auto victim = f.welcomedClient();
+  victim->send(launchSh("job-v", {"exec sleep 30"}));
+  victim->nextWhere([](const Envelope& e) { return e.has_rank_started(); }, "job-v started");
+  TestClient bad(f.io, *f.clientCtx);
+  REQUIRE_FALSE(bad.connect(f.server->localEndpoint()));
+  const std::string payload = GENERATE(std::string("\xff\xff\xff\xff", 4), std::string("\x00\x00\x00\x02\x0f\xff", 6));
+  bad.sendRaw(payload);
+  bad.waitClosed();
+  CHECK(f.server->liveRankCount() == 1);
+  CHECK(f.server->sessionCount() == 1);
+}
+
+TEST_CASE("shutdown stops every rank and lets the loop run out", "[agent][server]") {
+  AgentServer::Options o;
+  o.killGrace = 50ms;
+  Fixture f(o);
+  auto c = f.welcomedClient();
+  c->send(launchSh("job-t", {"trap '' TERM; exec sleep 30"}));
+  int pid = c->nextWhere([](const Envelope& e) { return e.has_rank_started(); }, "started").rank_started().pid();
+  f.server->shutdown();
+  auto bye = c->nextWhere([](const Envelope& e) { return e.has_error(); }, "shutdown notice");
+  CHECK_THAT(bye.error().message(), Contains("agent shutting down"));
+  c->waitClosed();
+  c.reset();
+  f.io.restart();
+  f.io.run();  // returns only when nothing is left: acceptor, sessions, timers and children gone
+  CHECK(f.server->liveRankCount() == 0);
+  CHECK_FALSE(alive(pid));
+}

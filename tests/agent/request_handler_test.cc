@@ -1,0 +1,177 @@
+#include "agent/request_handler.h"
+
+#include <catch2/catch.hpp>
+
+#include "proto/protocol.h"
+
+using Catch::Matchers::Contains;
+using namespace dsrun::agent;
+using Kind = Action::Kind;
+
+namespace {
+
+RequestHandler handler() { return RequestHandler({"node-7", 250, 8}); }
+
+Envelope hello(uint32_t version) {
+  Envelope e;
+  e.mutable_hello()->set_protocol_version(version);
+  e.mutable_hello()->set_client_name("dsrun test");
+  return e;
+}
+
+Envelope launch(const std::string& jobId, int ranks = 2) {
+  Envelope e;
+  auto* l = e.mutable_launch();
+  l->set_job_id(jobId);
+  for (int r = 0; r < ranks; ++r) {
+    auto* rank = l->add_ranks();
+    rank->set_rank(r);
+    rank->add_argv("/bin/true");
+    (*rank->mutable_env())["RANK"] = std::to_string(r);
+  }
+  return e;
+}
+
+Envelope signal(const std::string& jobId, int sig) {
+  Envelope e;
+  e.mutable_signal()->set_job_id(jobId);
+  e.mutable_signal()->set_signal(sig);
+  return e;
+}
+
+SessionView welcomed() {
+  SessionView v;
+  v.welcomed = true;
+  return v;
+}
+
+std::vector<Kind> kinds(const std::vector<Action>& actions) {
+  std::vector<Kind> out;
+  for (const auto& a : actions) out.push_back(a.kind);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a matching hello is answered with a welcome naming the host and heartbeat period", "[agent]") {
+  auto actions = handler().handle(hello(dsrun::proto::kProtocolVersion), SessionView{});
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::MarkWelcomed, Kind::Send});
+  const auto& w = actions[1].envelope.welcome();
+  CHECK(w.protocol_version() == dsrun::proto::kProtocolVersion);
+  CHECK(w.agent_host() == "node-7");
+  CHECK(w.heartbeat_period_ms() == 250);
+}
+
+TEST_CASE("a hello with another protocol version is refused naming both versions", "[agent]") {
+  auto actions = handler().handle(hello(99), SessionView{});
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send, Kind::Close});
+  CHECK_THAT(actions[0].envelope.error().message(),
+             Contains("protocol version mismatch: client 'dsrun test' speaks version 99, this agent speaks version 1"));
+}
+
+TEST_CASE("any message before hello closes the connection", "[agent]") {
+  Envelope first = GENERATE(launch("j"), signal("j", 15), Envelope());
+  auto actions = handler().handle(first, SessionView{});
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send, Kind::Close});
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("expected hello first"));
+}
+
+TEST_CASE("a second hello closes the connection", "[agent]") {
+  auto actions = handler().handle(hello(dsrun::proto::kProtocolVersion), welcomed());
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send, Kind::Close});
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("duplicate hello"));
+}
+
+TEST_CASE("agent-to-client messages from a client close the connection", "[agent]") {
+  Envelope e;
+  e.mutable_rank_exited()->set_rank(0);
+  auto actions = handler().handle(e, welcomed());
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send, Kind::Close});
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("unexpected rank_exited from a client"));
+}
+
+TEST_CASE("a valid launch request becomes a Launch action", "[agent]") {
+  auto actions = handler().handle(launch("job-1"), welcomed());
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Launch});
+  CHECK(actions[0].launch.job_id() == "job-1");
+  CHECK(actions[0].launch.ranks_size() == 2);
+}
+
+TEST_CASE("a launch reusing a running job id is refused without closing", "[agent]") {
+  SessionView v = welcomed();
+  v.agentJobs = {"job-1"};
+  auto actions = handler().handle(launch("job-1"), v);
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send});
+  CHECK(actions[0].envelope.error().job_id() == "job-1");
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("job 'job-1' is already running on this agent"));
+}
+
+TEST_CASE("invalid launch requests are refused naming the field", "[agent]") {
+  auto [name, mutate, expected] =
+      GENERATE(table<std::string, std::function<void(LaunchRequest&)>, std::string>({
+          {"empty job id", [](LaunchRequest& l) { l.set_job_id(""); }, "job_id is empty"},
+          {"job id with space", [](LaunchRequest& l) { l.set_job_id("a b"); }, "printable ASCII"},
+          {"no ranks", [](LaunchRequest& l) { l.clear_ranks(); }, "no ranks to launch"},
+          {"duplicate rank", [](LaunchRequest& l) { l.mutable_ranks(1)->set_rank(0); }, "rank 0 appears twice"},
+          {"negative rank", [](LaunchRequest& l) { l.mutable_ranks(0)->set_rank(-1); }, "non-negative"},
+          {"empty argv", [](LaunchRequest& l) { l.mutable_ranks(1)->clear_argv(); }, "rank 1: argv is empty"},
+          {"NUL in argv", [](LaunchRequest& l) { l.mutable_ranks(0)->add_argv(std::string("a\0b", 3)); },
+           "argv contains a NUL byte"},
+          {"bad env name", [](LaunchRequest& l) { (*l.mutable_ranks(0)->mutable_env())["A=B"] = "x"; },
+           "invalid environment variable name 'A=B'"},
+          {"tag with slash", [](LaunchRequest& l) { l.mutable_log()->set_tag("../x"); }, "log tag"},
+          {"too many ranks", [](LaunchRequest& l) {
+             for (int r = 2; r < 9; ++r) {
+               auto* extra = l.add_ranks();
+               extra->CopyFrom(l.ranks(0));
+               extra->set_rank(r);
+             }
+           }, "too many ranks: at most 8 per job, got 9"},
+          {"grace too long", [](LaunchRequest& l) { l.set_kill_grace_s(1e9); }, "kill_grace_s"},
+          {"bad core", [](LaunchRequest& l) { l.mutable_ranks(0)->add_cores(-3); }, "invalid core '-3'"},
+      }));
+  INFO(name);
+  Envelope e = launch("job-1");
+  mutate(*e.mutable_launch());
+  auto actions = handler().handle(e, welcomed());
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send});
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("launch refused: " ) && Contains(expected));
+}
+
+TEST_CASE("a signal for one of the session's jobs becomes a Signal action", "[agent]") {
+  SessionView v = welcomed();
+  v.ownJobs = {"job-1"};
+  v.agentJobs = {"job-1"};
+  auto actions = handler().handle(signal("job-1", 15), v);
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Signal});
+  CHECK(actions[0].jobId == "job-1");
+  CHECK(actions[0].signal == 15);
+}
+
+TEST_CASE("a signal for another connection's job is refused (jobs are isolated)", "[agent]") {
+  SessionView v = welcomed();
+  v.agentJobs = {"their-job"};
+  auto actions = handler().handle(signal("their-job", 9), v);
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send});
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("no job 'their-job' of this connection is running"));
+}
+
+TEST_CASE("a signal number out of range is refused", "[agent]") {
+  SessionView v = welcomed();
+  v.ownJobs = {"j"};
+  const int sig = GENERATE(0, -1, 65, 1000);
+  auto actions = handler().handle(signal("j", sig), v);
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send});
+  CHECK_THAT(actions[0].envelope.error().message(), Contains("signal number must be in 1.."));
+}
+
+TEST_CASE("heartbeats need no action and a client error closes the connection", "[agent]") {
+  Envelope beat;
+  beat.mutable_heartbeat()->set_sequence(3);
+  CHECK(handler().handle(beat, welcomed()).empty());
+  Envelope err;
+  err.mutable_error()->set_message("bye");
+  auto actions = handler().handle(err, welcomed());
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Close});
+  CHECK_THAT(actions[0].reason, Contains("client reported: bye"));
+}

@@ -1,0 +1,118 @@
+#pragma once
+// A minimal protocol client for the agent tests: raw TLS (or plain TCP) socket, frames in and out,
+// driven by stepping the same io_context the AgentServer runs on. Not the launcher's AgentClient:
+// agent tests link only the agent library.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <optional>
+
+#include "proto/frame_codec.h"
+#include "proto/protocol.h"
+
+namespace testing {
+
+using dsrun::agent::Envelope;
+
+/// Steps `io` until `done()` holds. A guard (not an assertion on speed) fails the test instead of
+/// hanging if it never does.
+inline void runUntil(boost::asio::io_context& io, const std::function<bool()>& done, const char* what) {
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > guard) FAIL("gave up after 30 s waiting for: " << what);
+    io.run_one_for(std::chrono::milliseconds(50));
+    if (io.stopped()) io.restart();
+  }
+}
+
+class TestClient {
+ public:
+  TestClient(boost::asio::io_context& io, boost::asio::ssl::context& ctx) : io_(io), stream_(io, ctx) {}
+
+  /// Connects and runs the TLS handshake; returns its error (empty on success).
+  boost::system::error_code connect(const boost::asio::ip::tcp::endpoint& ep) {
+    std::optional<boost::system::error_code> result;
+    stream_.lowest_layer().async_connect(ep, [&](boost::system::error_code ec) {
+      if (ec) {
+        result = ec;
+        return;
+      }
+      stream_.async_handshake(boost::asio::ssl::stream_base::client,
+                              [&](boost::system::error_code hec) { result = hec; });
+    });
+    runUntil(io_, [&] { return result.has_value(); }, "TLS handshake");
+    if (!*result) readLoop();
+    return *result;
+  }
+
+  void send(const Envelope& e) { sendRaw(dsrun::proto::encodeFrame(e)); }
+
+  void sendRaw(std::string bytes) {
+    auto data = std::make_shared<std::string>(std::move(bytes));
+    boost::asio::async_write(stream_, boost::asio::buffer(*data), [data](boost::system::error_code, size_t) {});
+  }
+
+  void hello(uint32_t version = dsrun::proto::kProtocolVersion) {
+    Envelope e;
+    e.mutable_hello()->set_protocol_version(version);
+    e.mutable_hello()->set_client_name("agent test");
+    send(e);
+  }
+
+  /// The next envelope from the agent (steps the loop); nullopt once the connection is closed.
+  std::optional<Envelope> next() {
+    runUntil(io_, [&] { return !inbox_.empty() || closed_; }, "a message from the agent");
+    if (inbox_.empty()) return std::nullopt;
+    Envelope e = std::move(inbox_.front());
+    inbox_.pop_front();
+    return e;
+  }
+
+  /// Skips messages until one satisfies `pred`; fails if the connection closes first.
+  Envelope nextWhere(const std::function<bool(const Envelope&)>& pred, const char* what) {
+    for (;;) {
+      auto e = next();
+      if (!e) FAIL("connection closed while waiting for " << what);
+      if (pred(*e)) return *e;
+      seen.push_back(*e);
+    }
+  }
+
+  /// Steps until the agent has closed the connection.
+  void waitClosed() { runUntil(io_, [&] { return closed_; }, "the agent to close the connection"); }
+
+  void close() {
+    boost::system::error_code ignored;
+    stream_.lowest_layer().close(ignored);
+  }
+
+  bool closed() const { return closed_; }
+  std::vector<Envelope> seen;  ///< messages skipped by nextWhere, in order
+
+ private:
+  void readLoop() {
+    stream_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code ec, size_t n) {
+      if (ec) {
+        closed_ = true;
+        return;
+      }
+      for (auto& e : decoder_.feed(std::string_view(buffer_, n))) inbox_.push_back(std::move(e));
+      readLoop();
+    });
+  }
+
+  boost::asio::io_context& io_;
+  boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;
+  dsrun::proto::FrameDecoder decoder_{"agent"};
+  char buffer_[65536];
+  std::deque<Envelope> inbox_;
+  bool closed_ = false;
+};
+
+}  // namespace testing
