@@ -25,15 +25,12 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
-
-namespace c10d {
-class ProcessGroup;
-}  // namespace c10d
 
 namespace dsrt {
 namespace optim {
