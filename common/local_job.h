@@ -16,11 +16,15 @@ struct LocalJobOptions {
   bool tagOutput = false;      ///< prefix each forwarded line with "host:rank | "
   double killGraceS = 30;      ///< SIGTERM -> SIGKILL delay when stopping ranks
   double exitTimeoutS = -1;    ///< after the first clean exit, how long the others may run (<0: unlimited)
+  int savePid = 0;             ///< non-zero: DeepSpeed's --save_pid file /tmp/<savePid>.deepspeed (see PidFile)
 };
 
 /// Runs `ranks` to completion on this machine. Returns 0 if every rank exited 0; otherwise the first
 /// failing rank's exit code (128+signal for a signal), after printing one summary line naming it.
-/// Throws IoError if a rank cannot be spawned (after stopping the ones already started).
+/// Throws IoError if a rank cannot be spawned (after stopping the ones already started), ConfigError
+/// or IoError if eachRankLogDir or the pid file cannot be used (before anything is started).
+/// Call from the main thread: it installs signal handlers for its duration and restores them.
+/// See docs/local_launch.md for the process model, signals and exit codes.
 int runLocalJob(const std::vector<RankSpec>& ranks, const LocalJobOptions& options);
 
 }  // namespace dsrun

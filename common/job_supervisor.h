@@ -1,0 +1,88 @@
+#pragma once
+// JobSupervisor: the decisions of a local job, apart from the event loop that feeds it (STYLE.md §3,
+// §10). It starts ranks through a Spawner, is told about exits, signals and the time, and answers by
+// signalling process groups through the same Spawner. Time is a number of seconds passed in, so tests
+// drive it with a FakeSpawner and a made-up clock; runLocalJob drives it from poll(), the agent can
+// drive it from Asio.
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/rank_spec.h"
+#include "common/spawner.h"
+
+namespace dsrun {
+
+struct SupervisorOptions {
+  double killGraceS = 30;    ///< delay between the first signal to a rank and SIGKILL
+  double exitTimeoutS = -1;  ///< after the first clean exit, how long the others may run (<0: unlimited)
+};
+
+/// Not thread-safe: call it from one thread (the one that spawns, for PDEATHSIG's sake). `ranks`
+/// and `spawner` must outlive it. Rules:
+/// - a rank exiting non-zero or by a signal: SIGTERM to every other running rank's group, SIGKILL
+///   killGraceS later; the job's code is that rank's (128+signal for a signal);
+/// - SIGINT/SIGTERM/SIGHUP: forwarded once to every running rank's group, SIGKILL killGraceS later; a
+///   second signal sends SIGKILL at once; code: the first failing rank's, else 128+signal;
+/// - a rank's exit: SIGKILL to the rest of its process group (no orphans);
+/// - exitTimeoutS after the first clean exit: the ranks still running are stopped as above.
+class JobSupervisor {
+ public:
+  JobSupervisor(const std::vector<RankSpec>& ranks, SupervisorOptions options, Spawner& spawner);
+
+  /// Spawns ranks[index] (call in index order, while !stopping()). On IoError the error is kept
+  /// (spawnError()), the ranks already started are stopped, and nullopt is returned.
+  std::optional<Subprocess> start(size_t index, const SpawnOptions& options, double now);
+  /// A reaped child; pids that are not a rank's (re-parented orphans) are ignored.
+  void onExit(pid_t pid, int waitStatus, double now);
+  /// A signal dsrun received (SIGINT, SIGTERM or SIGHUP).
+  void onSignal(int signal, double now);
+  /// Acts on deadlines that have passed (exit timeout, kill grace).
+  void onTime(double now);
+  /// Emergency stop (the caller is failing): SIGKILL to every running rank's group, no notice.
+  void abort();
+
+  /// When onTime() must be called next; nullopt when no deadline is pending.
+  std::optional<double> nextDeadline() const;
+  /// True once the job is being stopped (failure, signal, exit timeout or spawn failure).
+  bool stopping() const { return stopping_; }
+  /// True when no rank is running and no more will be started.
+  bool done() const;
+  size_t runningCount() const;
+  /// The job's exit code (see the rules above); meaningful once done().
+  int exitCode() const;
+  /// The spawn failure that stopped the job, if any.
+  const std::optional<IoError>& spawnError() const { return spawnError_; }
+  /// Lines for the user (one per decision, e.g. the failure summary), oldest first; clears them.
+  std::vector<std::string> takeNotices();
+
+ private:
+  /// What the supervisor knows about one rank.
+  struct Slot {
+    pid_t pid = -1;        ///< -1 until started
+    bool running = false;  ///< started and not yet reaped
+    int waitStatus = 0;    ///< valid once reaped
+  };
+
+  size_t stopAll(int signal, double now);
+  std::string who(size_t index) const;
+
+  const std::vector<RankSpec>& ranks_;  ///< the job, owned by the caller
+  SupervisorOptions options_;           ///< grace and exit timeout
+  Spawner& spawner_;                    ///< starts ranks and delivers signals
+  std::vector<Slot> slots_;             ///< parallel to ranks_
+  size_t started_ = 0;                  ///< number of start() calls that succeeded
+  bool stopping_ = false;               ///< see stopping()
+  std::optional<size_t> firstFailure_;  ///< first rank reaped with a failure
+  std::optional<int> signalled_;        ///< first signal dsrun received
+  std::optional<double> exitDeadline_;  ///< first clean exit + exitTimeoutS
+  std::optional<double> killDeadline_;  ///< when the stopped ranks get SIGKILL
+  std::optional<IoError> spawnError_;   ///< see spawnError()
+  std::vector<std::string> notices_;    ///< see takeNotices()
+};
+
+}  // namespace dsrun

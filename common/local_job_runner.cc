@@ -1,0 +1,176 @@
+#include "common/local_job_runner.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <optional>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/orphan_sweeper.h"
+#include "common/pid_file.h"
+#include "common/rank_log.h"
+
+namespace dsrun {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+/// Reads per stream per wake-up, so one chatty rank cannot starve the others or the signals.
+constexpr int kReadsPerWake = 4;
+/// After every process of the job is dead, pipes reach EOF at once; this only bounds a pathological case.
+constexpr double kDrainLimitS = 5;
+
+}  // namespace
+
+double monotonicSeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+LocalJobRunner::LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options)
+    : ranks_(ranks),
+      options_(options),
+      supervisor_(ranks, SupervisorOptions{options.killGraceS, options.exitTimeoutS}, spawner_),
+      signals_({SIGINT, SIGTERM, SIGHUP}),
+      stdout_(STDOUT_FILENO),
+      stderr_(STDERR_FILENO) {}
+
+int LocalJobRunner::run() {
+  std::optional<PidFile> pidFile;
+  if (options_.savePid != 0) pidFile.emplace(options_.savePid);
+  OrphanSweeper sweeper;
+  try {
+    startRanks();
+    while (!supervisor_.done()) step(pollTimeoutMs());
+  } catch (...) {
+    supervisor_.abort();
+    sweeper.sweep();
+    throw;
+  }
+  sweeper.sweep();
+  drainOutput();
+  printNotices();
+  if (supervisor_.spawnError()) throw *supervisor_.spawnError();
+  return supervisor_.exitCode();
+}
+
+void LocalJobRunner::startRanks() {
+  // Log files are opened before anything starts, so a bad directory leaves nothing to clean up.
+  std::vector<UniqueFd> logs;
+  if (!options_.eachRankLogDir.empty()) {
+    prepareRankLogDir(options_.eachRankLogDir);
+    std::string prefix = rankLogPrefix(std::time(nullptr));
+    for (const RankSpec& spec : ranks_) {
+      logs.push_back(openRankLog(rankLogPath(options_.eachRankLogDir, prefix, spec.rank), spec.rank));
+    }
+  }
+  // A rank in its own process group that reads the terminal would be stopped by SIGTTIN forever.
+  bool stdinIsTerminal = ::isatty(STDIN_FILENO) == 1;
+  for (size_t i = 0; i < ranks_.size() && !supervisor_.stopping(); ++i) {
+    SpawnOptions spawnOptions;
+    spawnOptions.cores = ranks_[i].cores;
+    spawnOptions.stdinNull = stdinIsTerminal;
+    if (!logs.empty()) {
+      spawnOptions.output = OutputMode::File;
+      spawnOptions.outputFd = logs[i].get();
+    }
+    std::optional<Subprocess> child = supervisor_.start(i, spawnOptions, monotonicSeconds());
+    if (logs.size() > i) logs[i].reset();
+    if (child && child->stdoutFd.valid()) {
+      const RankSpec& spec = ranks_[i];
+      std::string prefix =
+          options_.tagOutput ? strCat(spec.host.empty() ? "localhost" : spec.host, ":", spec.rank, " | ") : "";
+      streams_.push_back(Stream{std::move(child->stdoutFd), LineBuffer(), &stdout_, prefix});
+      streams_.push_back(Stream{std::move(child->stderrFd), LineBuffer(), &stderr_, prefix});
+    }
+    handleSignals();  // a SIGTERM during a long start-up stops the remaining spawns
+  }
+}
+
+void LocalJobRunner::step(int timeoutMs) {
+  std::vector<pollfd> fds;
+  fds.push_back({signals_.fd(), POLLIN, 0});
+  for (const Stream& stream : streams_) fds.push_back({stream.fd.get(), POLLIN, 0});
+  if (::poll(fds.data(), fds.size(), timeoutMs) < 0 && errno != EINTR) {
+    throw IoError("", "poll", errno, "supervising the ranks");
+  }
+  handleSignals();
+  // Walk backwards so erasing a finished stream does not shift the ones still to visit.
+  for (size_t i = streams_.size(); i-- > 0;) {
+    if (fds[i + 1].revents == 0) continue;
+    if (!readStream(streams_[i])) {
+      closeStream(streams_[i]);
+      streams_.erase(streams_.begin() + static_cast<long>(i));
+    }
+  }
+  supervisor_.onTime(monotonicSeconds());
+  printNotices();
+}
+
+void LocalJobRunner::handleSignals() {
+  for (int signal : signals_.drain()) {
+    if (signal != SIGCHLD) supervisor_.onSignal(signal, monotonicSeconds());
+  }
+  // Reap on every wake-up, not only on SIGCHLD: signals coalesce and the pipe may drop bytes when full.
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) supervisor_.onExit(pid, status, monotonicSeconds());
+  printNotices();
+}
+
+bool LocalJobRunner::readStream(Stream& stream) {
+  char buffer[kReadChunk];
+  for (int i = 0; i < kReadsPerWake; ++i) {
+    ssize_t n = ::read(stream.fd.get(), buffer, sizeof buffer);
+    if (n > 0) {
+      stream.lines.feed(std::string_view(buffer, static_cast<size_t>(n)),
+                        [&](std::string_view line) { stream.sink->write(stream.prefix, line); });
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return true;
+    } else {
+      return false;  // EOF, or an error that ends this stream
+    }
+  }
+  return true;
+}
+
+void LocalJobRunner::closeStream(Stream& stream) {
+  stream.lines.finish([&](std::string_view line) { stream.sink->write(stream.prefix, line); });
+  stream.fd.reset();
+}
+
+void LocalJobRunner::drainOutput() {
+  double limit = monotonicSeconds() + kDrainLimitS;
+  while (!streams_.empty()) {
+    double left = limit - monotonicSeconds();
+    if (left <= 0) {
+      DSRUN_LOG(WARN) << streams_.size() << " output pipes of the ranks are still open after every rank exited; "
+                      << "dropping what they may still carry";
+      break;
+    }
+    step(static_cast<int>(std::ceil(left * 1000)));
+  }
+  for (Stream& stream : streams_) closeStream(stream);
+  streams_.clear();
+}
+
+void LocalJobRunner::printNotices() {
+  for (const std::string& notice : supervisor_.takeNotices()) stderr_.write("", notice);
+}
+
+int LocalJobRunner::pollTimeoutMs() const {
+  std::optional<double> deadline = supervisor_.nextDeadline();
+  if (!deadline) return -1;
+  double ms = std::ceil((*deadline - monotonicSeconds()) * 1000);
+  if (ms <= 0) return 0;
+  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+}  // namespace dsrun

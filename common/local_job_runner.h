@@ -1,0 +1,57 @@
+#pragma once
+// LocalJobRunner: the poll() event loop behind runLocalJob. It owns the OS side (signals, pipes,
+// waitpid) and feeds JobSupervisor, which makes every decision.
+
+#include <string>
+#include <vector>
+
+#include "common/job_supervisor.h"
+#include "common/line_buffer.h"
+#include "common/line_sink.h"
+#include "common/local_job.h"
+#include "common/posix_spawner.h"
+#include "common/signal_pipe.h"
+
+namespace dsrun {
+
+class LocalJobRunner {
+ public:
+  /// `ranks` must outlive the runner. Installs signal handlers (see SignalPipe) until destroyed.
+  LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options);
+
+  /// Starts every rank, forwards output and signals until all have exited, kills what they left
+  /// behind, and returns the job's exit code. Throws as runLocalJob documents. Call once.
+  int run();
+
+ private:
+  /// One open stdout or stderr pipe of a rank.
+  struct Stream {
+    UniqueFd fd;         ///< read end, non-blocking
+    LineBuffer lines;    ///< bytes waiting for their '\n'
+    LineSink* sink;      ///< dsrun's stdout or stderr
+    std::string prefix;  ///< "host:rank | " with tagOutput, else empty
+  };
+
+  void startRanks();
+  void step(int timeoutMs);
+  void handleSignals();
+  bool readStream(Stream& stream);
+  void closeStream(Stream& stream);
+  void drainOutput();
+  void printNotices();
+  int pollTimeoutMs() const;
+
+  const std::vector<RankSpec>& ranks_;  ///< the job
+  LocalJobOptions options_;             ///< as given
+  PosixSpawner spawner_;                ///< starts ranks, signals groups
+  JobSupervisor supervisor_;            ///< decides
+  SignalPipe signals_;                  ///< SIGINT/SIGTERM/SIGHUP/SIGCHLD as bytes
+  LineSink stdout_;                     ///< dsrun's stdout
+  LineSink stderr_;                     ///< dsrun's stderr
+  std::vector<Stream> streams_;         ///< open rank pipes
+};
+
+/// Seconds on a monotonic clock (the time the supervisor is given).
+double monotonicSeconds();
+
+}  // namespace dsrun

@@ -1,0 +1,34 @@
+#pragma once
+// OrphanSweeper: makes this process the child subreaper (PR_SET_CHILD_SUBREAPER) while it lives, so
+// processes that escape a rank's process group (setsid, double fork) are re-parented here instead of
+// to init, and sweep() can kill them once the job is over.
+
+#include <sys/types.h>
+
+#include <set>
+
+namespace dsrun {
+
+class OrphanSweeper {
+ public:
+  /// Remembers the children that already exist (they are not the job's) and becomes subreaper.
+  OrphanSweeper();
+  /// Puts the previous subreaper setting back.
+  ~OrphanSweeper();
+  OrphanSweeper(const OrphanSweeper&) = delete;
+  OrphanSweeper& operator=(const OrphanSweeper&) = delete;
+
+  /// SIGKILLs and reaps every child that was not there at construction, again and again as their own
+  /// descendants are re-parented here, until none is left. Returns how many it killed. Blocks only
+  /// while a SIGKILLed process dies. Call from the thread that reaps.
+  int sweep();
+
+ private:
+  std::set<pid_t> before_;      ///< children present at construction
+  int previousSubreaper_ = 0;   ///< PR_GET_CHILD_SUBREAPER at construction
+};
+
+/// The current children of this process, read from /proc/<pid>/stat.
+std::set<pid_t> listChildren();
+
+}  // namespace dsrun

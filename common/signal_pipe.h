@@ -1,0 +1,40 @@
+#pragma once
+// SignalPipe: turns signals into bytes on a pipe that a poll() loop watches (the self-pipe trick),
+// for as long as the object lives. One instance per process at a time.
+
+#include <csignal>
+#include <vector>
+
+#include "common/unique_fd.h"
+
+namespace dsrun {
+
+class SignalPipe {
+ public:
+  /// Catches SIGCHLD and each of `forwarded` (e.g. SIGINT, SIGTERM, SIGHUP) except those already
+  /// ignored on entry (nohup, `cmd &` in a script: as bash does for traps, they stay ignored), and
+  /// ignores SIGPIPE. Throws IoError if the pipe cannot be made. Not thread-safe; handlers are global.
+  explicit SignalPipe(const std::vector<int>& forwarded);
+  /// Restores every disposition it changed.
+  ~SignalPipe();
+  SignalPipe(const SignalPipe&) = delete;
+  SignalPipe& operator=(const SignalPipe&) = delete;
+
+  /// Readable when a signal arrived (non-blocking).
+  int fd() const { return readEnd_.get(); }
+  /// Signals received since the last call, in arrival order (SIGCHLD may repeat or coalesce).
+  std::vector<int> drain();
+
+ private:
+  /// A disposition to put back in the destructor.
+  struct Saved {
+    int signal;               ///< which signal
+    struct sigaction action;  ///< what it was before
+  };
+
+  UniqueFd readEnd_;         ///< watched by the loop
+  UniqueFd writeEnd_;        ///< written by the handler
+  std::vector<Saved> saved_;  ///< dispositions to restore
+};
+
+}  // namespace dsrun
