@@ -59,7 +59,7 @@ inline void update(const AdamBuffers& b, const Consts& c, int64_t i, __m256i mas
     g = _mm256_fmadd_ps(p, c.l2, g);
   }
   m = _mm256_fmadd_ps(g, c.oneMinusBeta1, _mm256_mul_ps(m, c.beta1));
-  v = _mm256_add_ps(_mm256_mul_ps(v, c.beta2), _mm256_mul_ps(_mm256_mul_ps(c.oneMinusBeta2, g), g));
+  v = _mm256_fmadd_ps(_mm256_mul_ps(c.oneMinusBeta2, g), g, _mm256_mul_ps(v, c.beta2));
   __m256 denom = _mm256_sqrt_ps(v);
   if (kDivBc2) {
     denom = _mm256_div_ps(denom, c.bc2Sqrt);

@@ -50,7 +50,7 @@ inline void update(const AdamBuffers& b, const Consts& c, int64_t i, __mmask16 m
     g = _mm512_fmadd_ps(p, c.l2, g);
   }
   m = _mm512_fmadd_ps(g, c.oneMinusBeta1, _mm512_mul_ps(m, c.beta1));
-  v = _mm512_add_ps(_mm512_mul_ps(v, c.beta2), _mm512_mul_ps(_mm512_mul_ps(c.oneMinusBeta2, g), g));
+  v = _mm512_fmadd_ps(_mm512_mul_ps(c.oneMinusBeta2, g), g, _mm512_mul_ps(v, c.beta2));
   __m512 denom = _mm512_sqrt_ps(v);
   if (kDivBc2) {
     denom = _mm512_div_ps(denom, c.bc2Sqrt);

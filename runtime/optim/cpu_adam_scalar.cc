@@ -1,7 +1,9 @@
 // The scalar reference: torch.optim.Adam/AdamW's per-element expression, one operation at a time, in the
-// order torch's vectorised CPU kernels evaluate it (add/add_ with alpha is an FMA there, addcmul and
-// addcdiv are separate multiply, divide and add). Built with -ffp-contract=off so the compiler cannot fuse
-// what torch does not, which is what lets the SIMD variants be checked against it bit for bit.
+// order and with the roundings of torch 1.13's vectorised CPU kernels, found by reproducing torch's
+// results bit for bit: add_(x, alpha) is fma(x, alpha, self); addcmul_ is fma(value * t1, t2, self) (GCC
+// contracted it in torch's build); mul_, sqrt, the division by sqrt(bc2) and addcdiv's
+// self + (value * t1) / t2 are separately rounded. Built with -ffp-contract=off so the compiler cannot
+// fuse anything else, which is what lets the SIMD variants be checked against it bit for bit.
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -27,7 +29,7 @@ void adamRangeScalar(const AdamBuffers& b, const AdamConstants& c, int64_t begin
       g = std::fma(p, c.l2, g);
     }
     const float m = std::fma(g, c.oneMinusBeta1, b.expAvg[i] * c.beta1);
-    const float v = b.expAvgSq[i] * c.beta2 + (c.oneMinusBeta2 * g) * g;
+    const float v = std::fma(c.oneMinusBeta2 * g, g, b.expAvgSq[i] * c.beta2);
     float denom = std::sqrt(v);
     if (c.divideBc2) {
       denom = denom / c.bc2Sqrt;
