@@ -35,7 +35,7 @@ AgentServer::AgentServer(boost::asio::io_context& io, Options options, boost::as
                                       static_cast<uint32_t>(sessionTiming(options_).heartbeatPeriod.count()), 4096}),
       table_(io, spawner, sessions_,
              ProcessTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
-                                   64 * 1024}) {}
+                                   64 * 1024, options_.baseEnv}) {}
 
 void AgentServer::start() {
   DSRUN_CHECK_THREAD(thread_);

@@ -9,6 +9,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,7 @@ class AgentServer {
     std::chrono::milliseconds killGrace{30000};           ///< default SIGTERM -> SIGKILL delay
     std::chrono::milliseconds handshakeTimeout{10000};    ///< TLS handshake + Hello deadline
     std::chrono::milliseconds drainAfterExit{2000};       ///< how long output may trail a reaped rank
+    std::map<std::string, std::string> baseEnv;           ///< environment ranks inherit (the agent's)
   };
 
   /// `ssl` must be a server context from tls::makeSslContext. `spawner` must outlive the server.

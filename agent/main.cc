@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include "agent/agent_options.h"
@@ -60,6 +61,10 @@ int run(int argc, char** argv) {
   serverOptions.logDir = options.logDir;
   serverOptions.heartbeatTimeout = millis(options.heartbeatTimeoutS);
   serverOptions.killGrace = millis(options.killGraceS);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) serverOptions.baseEnv.emplace(std::string(*e, static_cast<size_t>(eq - *e)), std::string(eq + 1));
+  }
   AgentServer server(io, serverOptions, std::move(ssl), spawner);
   server.start();
   io.run();

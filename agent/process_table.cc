@@ -101,7 +101,9 @@ void ProcessTable::spawnRank(Job& job, const RankLaunch& spec, const LaunchReque
     so.output = OutputMode::File;
     so.outputFd = logFile.get();
   }
-  Command command{{spec.argv().begin(), spec.argv().end()}, {spec.env().begin(), spec.env().end()}, spec.cwd()};
+  // Like a login shell on the node for pdsh/ssh: the agent's environment, then the launcher's variables.
+  Command command{{spec.argv().begin(), spec.argv().end()}, options_.baseEnv, spec.cwd()};
+  for (const auto& [name, value] : spec.env()) command.env[name] = value;
   Subprocess child = spawner_.spawn(command, so);
   Rank& rank = job.ranks[spec.rank()];
   rank.rank = spec.rank();
@@ -238,6 +240,9 @@ void ProcessTable::onReaped(pid_t pid, int status) {
     if (rank.pid != pid) continue;
     rank.reaped = true;
     rank.waitStatus = status;
+    // Whatever the rank left in its process group dies with it (as in the local launcher), which also
+    // closes pipes a background grandchild would otherwise hold open.
+    spawner_.signalGroup(pid, SIGKILL);
     if (rank.openPumps > 0) {
       // Output may still be in the pipe; give it a bounded time (a grandchild may hold the pipe open).
       rank.drainTimer = std::make_unique<boost::asio::steady_timer>(io_, options_.drainAfterExit);

@@ -34,6 +34,7 @@ class ProcessTable {
     std::string logDir;   ///< base for a relative each_rank_log_dir (empty: the agent's cwd)
     std::string hostName; ///< this node's name, for messages
     size_t maxChunkBytes = 64 * 1024;  ///< LogPump chunk size
+    std::map<std::string, std::string> baseEnv;  ///< the agent's environment, under each rank's env
   };
 
   ProcessTable(boost::asio::io_context& io, Spawner& spawner, JobEvents& events, Options options);
