@@ -17,7 +17,7 @@
 
 namespace dsrun {
 
-std::set<pid_t> listChildren() {
+std::set<pid_t> scanAllProcesses() {
   std::set<pid_t> children;
   pid_t self = ::getpid();
   DIR* proc = ::opendir("/proc");
@@ -39,6 +39,26 @@ std::set<pid_t> listChildren() {
   }
   ::closedir(proc);
   return children;
+}
+
+std::set<pid_t> listChildren() {
+  // Fast path: /proc/self/task/<tid>/children (CONFIG_PROC_CHILDREN), one small file per thread.
+  std::set<pid_t> children;
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (tasks == nullptr) return scanAllProcesses();
+  bool readable = true;
+  while (dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + entry->d_name + "/children");
+    if (!in) {
+      readable = false;
+      break;
+    }
+    long pid = 0;
+    while (in >> pid) children.insert(static_cast<pid_t>(pid));
+  }
+  ::closedir(tasks);
+  return readable ? children : scanAllProcesses();
 }
 
 OrphanSweeper::OrphanSweeper() : before_(listChildren()) {

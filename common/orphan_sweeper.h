@@ -28,7 +28,11 @@ class OrphanSweeper {
   int previousSubreaper_ = 0;   ///< PR_GET_CHILD_SUBREAPER at construction
 };
 
-/// The current children of this process, read from /proc/<pid>/stat.
+/// The current children of this process, from /proc/self/task/*/children (microseconds), or from
+/// scanAllProcesses() where the kernel lacks CONFIG_PROC_CHILDREN.
 std::set<pid_t> listChildren();
+
+/// The same by reading every /proc/<pid>/stat (milliseconds with a few hundred processes).
+std::set<pid_t> scanAllProcesses();
 
 }  // namespace dsrun
