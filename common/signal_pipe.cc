@@ -48,9 +48,15 @@ SignalPipe::SignalPipe(const std::vector<int>& forwarded) {
   }
   install(SIGCHLD, onSignal);  // always: an inherited SIG_IGN would make the kernel reap our ranks
   install(SIGPIPE, SIG_IGN);   // a closed stdout must not kill dsrun while ranks run
+  // A caller that blocked these would never wake the loop (no pipe wakes it in each-rank-log mode).
+  sigset_t wanted;
+  sigemptyset(&wanted);
+  for (const Saved& saved : saved_) sigaddset(&wanted, saved.signal);
+  ::pthread_sigmask(SIG_UNBLOCK, &wanted, &oldMask_);
 }
 
 SignalPipe::~SignalPipe() {
+  ::pthread_sigmask(SIG_SETMASK, &oldMask_, nullptr);
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) ::sigaction(it->signal, &it->action, nullptr);
   handlerFd.store(-1);
 }

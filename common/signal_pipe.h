@@ -13,9 +13,10 @@ class SignalPipe {
  public:
   /// Catches SIGCHLD and each of `forwarded` (e.g. SIGINT, SIGTERM, SIGHUP) except those already
   /// ignored on entry (nohup, `cmd &` in a script: as bash does for traps, they stay ignored), and
-  /// ignores SIGPIPE. Throws IoError if the pipe cannot be made. Not thread-safe; handlers are global.
+  /// ignores SIGPIPE, and unblocks them in the calling thread. Throws IoError if the pipe cannot be
+  /// made. Not thread-safe; handlers are process-wide.
   explicit SignalPipe(const std::vector<int>& forwarded);
-  /// Restores every disposition it changed.
+  /// Restores every disposition it changed and the thread's signal mask.
   ~SignalPipe();
   SignalPipe(const SignalPipe&) = delete;
   SignalPipe& operator=(const SignalPipe&) = delete;
@@ -35,6 +36,7 @@ class SignalPipe {
   UniqueFd readEnd_;         ///< watched by the loop
   UniqueFd writeEnd_;        ///< written by the handler
   std::vector<Saved> saved_;  ///< dispositions to restore
+  sigset_t oldMask_{};        ///< the calling thread's mask before
 };
 
 }  // namespace dsrun

@@ -203,3 +203,18 @@ TEST_CASE("runLocalJob writes each rank's output to its own DeepSpeed-named file
   CHECK(readFile(options.eachRankLogDir + "/" + names[0]) == "out 0\nerr 0\n");
   CHECK(readFile(options.eachRankLogDir + "/" + names[1]) == "out 1\n");
 }
+
+TEST_CASE("runLocalJob notices exits even if the caller blocked SIGCHLD (no pipes to wake it)", "[common][local]") {
+  TempDir dir;
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);
+  LocalJobOptions options;
+  options.eachRankLogDir = dir.path;
+  Captured result = runCaptured({shellRank(0, "exit 4")}, options);
+  sigset_t after;
+  ::pthread_sigmask(SIG_SETMASK, &old, &after);
+  CHECK(result.code == 4);
+  CHECK(sigismember(&after, SIGCHLD) == 1);  // the caller's mask is back
+}
