@@ -1,0 +1,198 @@
+#include "launcher/agent_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "proto/protocol.h"
+#include "tls/ssl_context.h"
+
+namespace dsrun {
+
+namespace asio = boost::asio;
+
+std::shared_ptr<AgentClient> AgentClient::create(asio::io_context& io, asio::ssl::context& ssl, std::string host,
+                                                 int port, std::string clientName, Callbacks callbacks) {
+  return std::shared_ptr<AgentClient>(
+      new AgentClient(io, ssl, std::move(host), port, std::move(clientName), std::move(callbacks)));
+}
+
+AgentClient::AgentClient(asio::io_context& io, asio::ssl::context& ssl, std::string host, int port,
+                         std::string clientName, Callbacks callbacks)
+    : io_(io),
+      resolver_(io),
+      stream_(io, ssl),
+      deadline_(io),
+      host_(std::move(host)),
+      port_(port),
+      address_(strCat(host_, ":", port_)),
+      clientName_(std::move(clientName)),
+      callbacks_(std::move(callbacks)),
+      decoder_(strCat("agent ", address_)),
+      readBuffer_(64 * 1024, '\0') {}
+
+void AgentClient::connect(std::chrono::milliseconds timeout) {
+  deadline_.expires_after(timeout);
+  deadline_.async_wait([self = shared_from_this(), timeout](const boost::system::error_code& ec) {
+    if (ec || self->ready_) return;
+    self->fail(strCat("no answer within ", timeout.count(), " ms (", self->stage_, ")"));
+  });
+  stage_ = "resolving";
+  resolver_.async_resolve(host_, std::to_string(port_), [self = shared_from_this()](
+                                                            const boost::system::error_code& ec,
+                                                            const asio::ip::tcp::resolver::results_type& results) {
+    if (self->closed_) return;
+    if (ec) {
+      self->fail(strCat("resolve: ", ec.message()));
+      return;
+    }
+    self->stage_ = "connecting";
+    asio::async_connect(self->stream_.lowest_layer(), results,
+                        [self](const boost::system::error_code& cec, const asio::ip::tcp::endpoint&) {
+                          if (self->closed_) return;
+                          if (cec) {
+                            self->fail(strCat("connect: ", cec.message(), " (is dsrun-agent running there?)"));
+                            return;
+                          }
+                          self->onConnected();
+                        });
+  });
+}
+
+void AgentClient::onConnected() {
+  boost::system::error_code ignored;
+  stream_.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ignored);
+  stage_ = "TLS handshake";
+  stream_.async_handshake(asio::ssl::stream_base::client, [self = shared_from_this()](
+                                                              const boost::system::error_code& ec) {
+    if (self->closed_) return;
+    if (ec) {
+      self->fail(strCat("TLS handshake: ", tls::describeTlsError(ec),
+                        " (the agent must hold a certificate of the CA in --tls_dir)"));
+      return;
+    }
+    self->handshakeDone_ = true;
+    self->stage_ = "waiting for welcome";
+    agent::Envelope hello;
+    hello.mutable_hello()->set_protocol_version(proto::kProtocolVersion);
+    hello.mutable_hello()->set_client_name(self->clientName_);
+    self->send(hello);
+    self->readMore();
+  });
+}
+
+void AgentClient::readMore() {
+  stream_.async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](const boost::system::error_code& ec,
+                                                                                   size_t n) {
+    if (self->closed_) return;
+    if (ec) {
+      if (self->ready_ && (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)) {
+        self->fail("connection closed by the agent");
+      } else if (!self->ready_) {
+        // In TLS 1.3 the agent judges our certificate after our handshake completed: its refusal
+        // arrives here, as an alert, instead of a Welcome.
+        self->fail(strCat("closed the connection before welcome: ", tls::describeTlsError(ec),
+                          " (does the agent trust the CA of --tls_dir?)"));
+      } else {
+        self->fail(strCat("read: ", tls::describeTlsError(ec)));
+      }
+      return;
+    }
+    std::vector<agent::Envelope> envelopes;
+    try {
+      envelopes = self->decoder_.feed(std::string_view(self->readBuffer_.data(), n));
+    } catch (const ParseError& e) {
+      self->fail(strCat("protocol error: ", e.what()));
+      return;
+    }
+    for (const auto& e : envelopes) {
+      if (self->closed_) return;
+      self->onFrame(e);
+    }
+    if (!self->closed_) self->readMore();
+  });
+}
+
+void AgentClient::onFrame(const agent::Envelope& e) {
+  if (!ready_) {
+    if (e.has_welcome()) {
+      if (e.welcome().protocol_version() != proto::kProtocolVersion) {
+        fail(strCat("protocol version mismatch: agent speaks version ", e.welcome().protocol_version(),
+                    ", this dsrun speaks version ", proto::kProtocolVersion));
+        return;
+      }
+      ready_ = true;
+      deadline_.cancel();
+      if (callbacks_.onReady) callbacks_.onReady(e.welcome());
+    } else if (e.has_error()) {
+      fail(strCat("refused: ", e.error().message()));
+    } else {
+      fail(strCat("protocol error: expected welcome, got message type ", static_cast<int>(e.msg_case())));
+    }
+    return;
+  }
+  switch (e.msg_case()) {
+    case agent::Envelope::kRankStarted:
+      if (callbacks_.onRankStarted) callbacks_.onRankStarted(e.rank_started());
+      break;
+    case agent::Envelope::kOutput:
+      if (callbacks_.onOutput) callbacks_.onOutput(e.output());
+      break;
+    case agent::Envelope::kRankExited:
+      if (callbacks_.onRankExited) callbacks_.onRankExited(e.rank_exited());
+      break;
+    case agent::Envelope::kError:
+      if (e.error().job_id().empty()) {
+        fail(e.error().message());  // connection-level: the agent closes after it
+      } else if (callbacks_.onError) {
+        callbacks_.onError(e.error());
+      }
+      break;
+    default:
+      fail(strCat("protocol error: unexpected message type ", static_cast<int>(e.msg_case())));
+  }
+}
+
+void AgentClient::send(const agent::Envelope& envelope) {
+  if (closed_) return;
+  writeQueue_.push_back(proto::encodeFrame(envelope));
+  writeNext();
+}
+
+void AgentClient::writeNext() {
+  if (writing_ || writeQueue_.empty() || closed_) return;
+  writing_ = true;
+  asio::async_write(stream_, asio::buffer(writeQueue_.front()),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                      self->writing_ = false;
+                      if (self->closed_) return;
+                      if (ec) {
+                        self->fail(strCat("write: ", tls::describeTlsError(ec)));
+                        return;
+                      }
+                      self->writeQueue_.pop_front();
+                      self->writeNext();
+                    });
+}
+
+void AgentClient::fail(const std::string& what) {
+  if (closed_) return;
+  close();
+  if (callbacks_.onClosed) callbacks_.onClosed(strCat("agent ", address_, ": ", what));
+}
+
+void AgentClient::close() {
+  if (closed_) return;
+  closed_ = true;
+  deadline_.cancel();
+  resolver_.cancel();
+  boost::system::error_code ignored;
+  stream_.lowest_layer().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  stream_.lowest_layer().close(ignored);
+  writeQueue_.clear();
+}
+
+}  // namespace dsrun

@@ -1,0 +1,83 @@
+#pragma once
+// AgentClient: the launcher's end of one dsrun-agent connection (Boost.Asio, mutual TLS). Connects,
+// authenticates the agent against the cluster CA, says Hello, and then forwards LaunchRequests,
+// SignalRequests and heartbeats while reporting the agent's events through callbacks. Lives on the
+// caller's io_context; every method and callback runs on that loop's thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proto/agent.pb.h"
+#include "proto/frame_codec.h"
+
+namespace dsrun {
+
+class AgentClient : public std::enable_shared_from_this<AgentClient> {
+ public:
+  struct Callbacks {
+    std::function<void(const agent::Welcome&)> onReady;  ///< handshake done, launches may be sent
+    std::function<void(const agent::RankStarted&)> onRankStarted;
+    std::function<void(const agent::OutputChunk&)> onOutput;
+    std::function<void(const agent::RankExited&)> onRankExited;
+    std::function<void(const agent::Error&)> onError;  ///< an Error from the agent (job or connection)
+    /// The connection ended or never came up; `reason` is one line starting with "agent HOST:PORT: ".
+    /// Called at most once; nothing else is called afterwards.
+    std::function<void(const std::string& reason)> onClosed;
+  };
+
+  /// `ssl` must outlive the client (a client context from tls::makeSslContext).
+  static std::shared_ptr<AgentClient> create(boost::asio::io_context& io, boost::asio::ssl::context& ssl,
+                                             std::string host, int port, std::string clientName, Callbacks callbacks);
+
+  /// Resolves, connects, runs the TLS handshake and sends Hello; onReady or onClosed follows. The
+  /// whole sequence must finish within `timeout`.
+  void connect(std::chrono::milliseconds timeout);
+  /// Queues one envelope (ignored once closed).
+  void send(const agent::Envelope& envelope);
+  /// Closes the connection without calling onClosed (the agent then stops this client's jobs).
+  void close();
+
+  /// "HOST:PORT" as given.
+  const std::string& address() const { return address_; }
+  const std::string& host() const { return host_; }
+  bool ready() const { return ready_; }
+  bool closed() const { return closed_; }
+
+ private:
+  AgentClient(boost::asio::io_context& io, boost::asio::ssl::context& ssl, std::string host, int port,
+              std::string clientName, Callbacks callbacks);
+  void fail(const std::string& what);
+  void onConnected();
+  void readMore();
+  void onFrame(const agent::Envelope& envelope);
+  void writeNext();
+
+  boost::asio::io_context& io_;                                    ///< the caller's loop
+  boost::asio::ip::tcp::resolver resolver_;                        ///< host name lookup
+  boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;  ///< the TLS connection
+  boost::asio::steady_timer deadline_;                             ///< connect + handshake + welcome deadline
+  std::string host_;                                               ///< as in the hostfile
+  int port_;                                                       ///< --agent_port
+  std::string address_;                                            ///< "host:port" for messages
+  std::string clientName_;                                         ///< sent in Hello
+  Callbacks callbacks_;                                            ///< event sinks
+  proto::FrameDecoder decoder_;                                    ///< incoming frames
+  std::string readBuffer_;                                         ///< async_read_some target
+  std::deque<std::string> writeQueue_;                             ///< encoded frames to send
+  bool writing_ = false;                                           ///< an async_write is in flight
+  bool handshakeDone_ = false;                                     ///< TLS established
+  bool ready_ = false;                                             ///< Welcome received
+  bool closed_ = false;                                            ///< no more callbacks
+  std::string stage_ = "connecting";                               ///< what we were doing, for errors
+};
+
+}  // namespace dsrun

@@ -1,0 +1,71 @@
+#include "launcher/backends/agent_backend.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "common/error.h"
+#include "common/line_sink.h"
+#include "common/rank_log.h"
+#include "common/strings.h"
+#include "launcher/backends/agent_job.h"
+#include "tls/ssl_context.h"
+
+namespace dsrun {
+namespace {
+
+std::string currentDirectory() {
+  std::string buf(4096, '\0');
+  if (::getcwd(buf.data(), buf.size()) == nullptr) throw IoError("", "getcwd", errno, "finding the launch directory");
+  return buf.c_str();
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const {
+  std::vector<NodeCommand> out;
+  for (size_t i = 0; i < plan.hosts.size(); ++i) {
+    std::vector<std::string> ranks;
+    for (const PlannedRank* r : plan.ranksOnNode(static_cast<int>(i))) ranks.push_back(std::to_string(r->rank));
+    if (ranks.empty()) continue;
+    out.push_back(NodeCommand{plan.hosts[i].host,
+                              {"dsrun-agent", strCat(plan.hosts[i].host, ":", ctx.options.agentPort), "--job_id",
+                               plan.jobId, "--ranks", join(ranks, ",")}});
+  }
+  return out;
+}
+
+int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
+  const Options& o = ctx.options;
+  if (o.tlsDir.empty()) {
+    throw ConfigError("--launcher agent needs --tls_dir DIR (the cluster's TLS directory)\n"
+                      "  hint: create one with 'dsrun --make_tls DIR', copy it to every host and start "
+                      "'dsrun-agent --tls_dir DIR' there");
+  }
+  auto ssl = tls::makeSslContext(o.tlsDir, tls::Role::Client);
+  AgentJob::Settings s;
+  s.port = o.agentPort;
+  s.killGraceS = o.killGraceS;
+  s.exitTimeoutS = o.exitTimeoutS;
+  s.tagOutput = o.tagOutput;
+  s.cwd = currentDirectory();
+  if (!o.eachRankLogDir.empty()) {
+    // Interpreted on every node, like the remote `cd <cwd>` of DeepSpeed's pdsh runner.
+    s.eachRankLogDir = o.eachRankLogDir[0] == '/' ? o.eachRankLogDir : s.cwd + "/" + o.eachRankLogDir;
+    s.logTag = rankLogPrefix(std::time(nullptr));
+  }
+  s.clientName = strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", plan.jobId);
+  LineSink out(STDOUT_FILENO);
+  LineSink err(STDERR_FILENO);
+  AgentJob job(plan, ssl, s, out, err);
+  return job.run();
+}
+
+}  // namespace dsrun

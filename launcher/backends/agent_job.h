@@ -1,0 +1,104 @@
+#pragma once
+// AgentJob: one job run through dsrun-agents, one connection per host (STYLE.md §4: the agent-side
+// counterpart of runLocalJob). Connects to every agent in parallel and starts nothing unless all of
+// them authenticate and welcome us; then launches each host's ranks, multiplexes their output,
+// keeps the connections alive with heartbeats, and applies the local failure semantics across nodes:
+// the first failing rank anywhere stops every rank everywhere and decides the exit code.
+// Single-threaded: run() drives its own io_context on the calling thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/line_buffer.h"
+#include "common/line_sink.h"
+#include "launcher/agent_client.h"
+#include "launcher/world_plan.h"
+
+namespace dsrun {
+
+class AgentJob {
+ public:
+  struct Settings {
+    int port = 29600;                                  ///< --agent_port
+    std::chrono::milliseconds connectTimeout{10000};   ///< connect + TLS + welcome, per agent
+    double killGraceS = 30;                            ///< --kill_grace_s, applied by the agents
+    double exitTimeoutS = -1;                          ///< --exit_timeout_s (<0: unlimited)
+    bool tagOutput = false;                            ///< --tag_output: "host:rank | " prefixes
+    std::string eachRankLogDir;                        ///< --enable_each_rank_log (absolute), on each node
+    std::string logTag;                                ///< each-rank log file prefix (one per job)
+    std::string cwd;                                   ///< ranks' working directory on every node
+    std::string clientName;                            ///< sent in Hello, shown in the agents' logs
+  };
+
+  /// `ssl` is a client context (tls::makeSslContext); `plan`, `ssl` and the sinks outlive the job.
+  AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settings settings, LineSink& out, LineSink& err);
+
+  /// Runs the job to completion. Returns 0 if every rank exited 0, else the first failure's exit
+  /// code (128+signal for a signal; 1 for a lost agent), after printing one line naming it. Throws
+  /// dsrun::Error, with nothing started anywhere, if any agent cannot be reached or refuses us, and
+  /// after stopping everything if an agent could not spawn a rank.
+  int run();
+
+ private:
+  struct Node {
+    std::string host;                     ///< as in the hostfile
+    int nodeRank = 0;                     ///< index in plan.hosts
+    std::vector<int> ranks;               ///< global ranks on this host
+    std::shared_ptr<AgentClient> client;  ///< the connection
+    bool ready = false;                   ///< welcomed
+    bool done = false;                    ///< connection ended (or never came up)
+    std::string error;                    ///< why the connection ended, if it failed
+    uint32_t heartbeatMs = 1000;          ///< the agent's requested period
+  };
+  struct RankState {
+    int rank = 0;        ///< global rank
+    std::string host;    ///< its host
+    int pid = -1;        ///< on its host, once started
+    bool exited = false; ///< reported (or lost with its agent)
+    LineBuffer out;      ///< partial stdout line
+    LineBuffer err;      ///< partial stderr line
+    std::string prefix;  ///< "host:rank | " with --tag_output
+  };
+
+  void connectAll();
+  void launchAll();
+  void onRankExited(Node& node, const agent::RankExited& exited);
+  void onSpawnError(Node& node, const std::string& message);
+  void onNodeLost(Node& node, const std::string& reason);
+  void fail(int exitCode, const std::string& what, bool isSpawnError = false);
+  void stopEverything(int signal);
+  void armHeartbeat();
+  void armSignals();
+  void onExitTimeout();
+  void flushOutput(RankState& rank);
+  std::string who(const RankState& rank) const;
+  size_t runningRanks() const;
+  bool finished() const;
+
+  const WorldPlan& plan_;                          ///< the job
+  boost::asio::ssl::context& ssl_;                 ///< client TLS context
+  Settings settings_;                              ///< fixed at construction
+  LineSink& out_;                                  ///< dsrun's stdout
+  LineSink& err_;                                  ///< dsrun's stderr
+  boost::asio::io_context io_;                     ///< the job's only loop
+  boost::asio::signal_set signals_;                ///< SIGINT, SIGTERM, SIGHUP
+  boost::asio::steady_timer heartbeat_;            ///< periodic Heartbeat to every agent
+  boost::asio::steady_timer exitTimer_;            ///< --exit_timeout_s after the first clean exit
+  std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
+  std::map<int, RankState> ranks_;                 ///< by global rank
+  std::optional<int> exitCode_;                    ///< first failure's code
+  std::string spawnError_;                         ///< set if the first failure was a spawn error
+  bool stopping_ = false;                          ///< every rank has been told to stop
+  int firstSignal_ = 0;                            ///< first SIGINT/SIGTERM/SIGHUP received, 0 if none
+  bool cleanExitSeen_ = false;                     ///< a rank exited 0 (exit timeout armed)
+};
+
+}  // namespace dsrun
