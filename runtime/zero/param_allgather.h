@@ -1,0 +1,26 @@
+#pragma once
+// After each rank updated its own partition of the flat parameters, make every rank's buffer whole
+// again: all-gather the partitions in shards of about allgather_bucket_size elements (DeepSpeed's
+// all_gather_dp_groups sharding). Gloo in torch 1.13 has no _allgather_base, so each shard is an
+// allgather over a list of per-rank views; Gloo copies the result straight into them.
+
+#include "runtime/zero/partition_plan.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdint>
+
+namespace c10d {
+class ProcessGroup;
+}  // namespace c10d
+
+namespace dsrt::zero {
+
+/// Collective: every rank calls it with its own `flat` (plan.paddedNumel elements) whose partition
+/// `rank` is current; afterwards all partitions are. `bucketNumel` caps the elements per collective
+/// summed over ranks (at least one element per rank). Blocks until done; throws c10::Error.
+void allgatherPartitions(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int rank, const PartitionPlan& plan,
+                         const at::Tensor& flat, int64_t bucketNumel);
+
+}  // namespace dsrt::zero
