@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Real dsrun-agent processes on loopback addresses (127.0.0.1, 127.0.0.2) and `dsrun --launcher agent`:
+# launch, output tagging, cross-node failure, unreachable and untrusted agents, signals, a killed agent.
+# usage: agent_loopback.sh DSRUN DSRUN_AGENT
+set -u
+DSRUN=${1:?usage: agent_loopback.sh DSRUN DSRUN_AGENT}
+AGENT=${2:?usage: agent_loopback.sh DSRUN DSRUN_AGENT}
+DSRUN=$(readlink -f "$DSRUN")
+AGENT=$(readlink -f "$AGENT")
+tmp=$(mktemp -d)
+pids=()
+failures=0
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; failures=$((failures + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+
+# Processes whose environment carries this job id (the way dsrun's tests find leftovers, no pkill -f).
+job_procs() { grep -l "DSRUN_JOB_ID=$1" /proc/[0-9]*/environ 2>/dev/null | wc -l; }
+# The job id dsrun chose, as its ranks saw it (they write it to $tmp/jobid-<tag>).
+job_id_of() {
+  for _ in $(seq 200); do [ -s "$tmp/jobid-$1" ] && { cat "$tmp/jobid-$1"; return; }; sleep 0.05; done
+  echo "no-job-id-written"
+}
+
+port=$((29700 + RANDOM % 250))
+"$DSRUN" --make_tls "$tmp/tls" >/dev/null || { echo "not ok - dsrun --make_tls failed"; exit 1; }
+check "--make_tls makes key files 0600" test "$(stat -c %a "$tmp/tls/key.pem")" = 600
+
+start_agent() {  # start_agent ADDR
+  "$AGENT" --listen "$1:$port" --tls_dir "$tmp/tls" --kill_grace_s 2 --heartbeat_timeout_s 3 \
+    >"$tmp/agent-$1.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q "listening on" "$tmp/agent-$1.log" && return 0; sleep 0.05; done
+  echo "not ok - agent on $1:$port did not start:"; cat "$tmp/agent-$1.log"; exit 1
+}
+start_agent 127.0.0.1
+start_agent 127.0.0.2
+agent2_pid=${pids[1]}
+
+printf '127.0.0.1 slots=2\n127.0.0.2 slots=2\n' >"$tmp/hostfile"
+run_dsrun() {  # run_dsrun JOBID ARGS... (stdout/stderr to $tmp/out, $tmp/err; rc in $rc)
+  local id=$1; shift
+  DSRUN_JOB_ID=$id "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/hostfile" \
+    --master_addr 127.0.0.1 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+# 1. Launch 2 hosts x 2 ranks with tagged output.
+cat >"$tmp/rank.sh" <<'EOS'
+#!/bin/sh
+echo "rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE cwd=$(pwd) arg=$1"
+EOS
+chmod +x "$tmp/rank.sh"
+cd "$tmp" || exit 1
+run_dsrun agent-it-1 --tag_output --no_python --no_local_rank "$tmp/rank.sh" 'a b$c'
+cd - >/dev/null || exit 1
+check "a 2x2 job exits 0" test "$rc" = 0
+check "every rank printed once, tagged host:rank" test "$(grep -c ' | rank=' "$tmp/out")" = 4
+check "rank 3 ran on 127.0.0.2 as local rank 1 with argv intact" \
+  grep -qxF "127.0.0.2:3 | rank=3 local=1 world=4 cwd=$tmp arg=a b\$c" "$tmp/out"
+
+# 2. One failing rank anywhere stops every rank everywhere and decides the exit code.
+cat >"$tmp/fail.sh" <<EOS
+#!/bin/sh
+echo \$DSRUN_JOB_ID > $tmp/jobid-fail
+[ "\$RANK" = 3 ] && { sleep 0.3; exit 7; }
+exec sleep 30
+EOS
+chmod +x "$tmp/fail.sh"
+run_dsrun agent-it-2 --no_python --no_local_rank "$tmp/fail.sh"
+check "dsrun exits with the failing rank's code" test "$rc" = 7
+check "the failure line names host, rank, pid and cause" \
+  grep -qE "dsrun: rank 3 \(127\.0\.0\.2 pid [0-9]+\) exited with code 7; terminated 3 other ranks" "$tmp/err"
+sleep 0.2
+check "no process of the failed job is left" test "$(job_procs "$(job_id_of fail)")" = 0
+
+# 3. An unreachable agent: nothing starts anywhere.
+printf '127.0.0.1 slots=1\n127.0.0.3 slots=1\n' >"$tmp/hostfile3"
+DSRUN_JOB_ID=agent-it-3 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/hostfile3" \
+  --master_addr 127.0.0.1 --no_python --no_local_rank /bin/sh -c "touch $tmp/started-\$RANK" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "an unreachable agent fails the launch" test "$rc" != 0
+check "it is named by host:port with the reason" grep -q "agent 127.0.0.3:$port: connect: Connection refused" "$tmp/err"
+check "nothing was started on the reachable host" test ! -e "$tmp/started-0"
+
+# 4. A launcher with a certificate from another CA is refused by the agents.
+"$DSRUN" --make_tls "$tmp/rogue" >/dev/null
+DSRUN_JOB_ID=agent-it-4 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/rogue" -H "$tmp/hostfile" \
+  --master_addr 127.0.0.1 --no_python --no_local_rank /bin/sh -c "touch $tmp/rogue-\$RANK" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a launcher from another CA is refused" test "$rc" != 0
+check "nothing ran for it" test ! -e "$tmp/rogue-0"
+check "the agent logged the refusal with the peer address" grep -q "127.0.0.1:[0-9]*: refused: TLS handshake failed" "$tmp/agent-127.0.0.1.log"
+
+# 5. SIGTERM to dsrun leaves no process of the job on any node.
+DSRUN_JOB_ID=agent-it-5 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/hostfile" \
+  --master_addr 127.0.0.1 --no_python --no_local_rank /bin/sh -c "echo \$DSRUN_JOB_ID > $tmp/jobid-5; exec sleep 30" \
+  >"$tmp/out" 2>"$tmp/err" &
+dpid=$!
+id5=$(job_id_of 5)
+for _ in $(seq 100); do [ "$(job_procs "$id5")" -ge 4 ] && break; sleep 0.05; done
+kill -TERM $dpid
+wait $dpid
+rc=$?
+check "dsrun exits 128+15 after SIGTERM" test "$rc" = 143
+sleep 0.2
+check "no process of the signalled job is left" test "$(job_procs "$id5")" = 0
+
+# 6. kill -9 of an agent mid-job: dsrun names it and stops the other node's ranks.
+DSRUN_JOB_ID=agent-it-6 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/hostfile" \
+  --master_addr 127.0.0.1 --no_python --no_local_rank /bin/sh -c "echo \$DSRUN_JOB_ID > $tmp/jobid-6; exec sleep 30" \
+  >"$tmp/out" 2>"$tmp/err" &
+dpid=$!
+id6=$(job_id_of 6)
+for _ in $(seq 100); do [ "$(job_procs "$id6")" -ge 4 ] && break; sleep 0.05; done
+kill -KILL "$agent2_pid"
+wait $dpid
+rc=$?
+check "dsrun fails when an agent dies" test "$rc" != 0
+check "it names the lost agent" grep -q "agent 127.0.0.2:$port: " "$tmp/err"
+sleep 0.3
+check "no process of that job is left on either node" test "$(job_procs "$id6")" = 0
+
+if [ "$failures" -ne 0 ]; then
+  echo "# $failures check(s) failed; dsrun stderr:"; cat "$tmp/err"
+  echo "# agent logs:"; tail -n 20 "$tmp"/agent-*.log
+  exit 1
+fi
+echo "# all agent loopback checks passed"
