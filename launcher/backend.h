@@ -1,0 +1,55 @@
+#pragma once
+// The backend seam (STYLE.md "The backend seam", after gloo transport::Device and DeepSpeed's
+// MultiNodeRunner): a Backend turns a WorldPlan into running ranks. `local` runs this node's ranks with
+// runLocalJob; the multi-node backends (pdsh, openmpi, mpich, mvapich, impi, slurm, ssh, agent) live in
+// launcher/backends/ and are registered in launcher/builtin_backends.cc.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/environment.h"
+#include "launcher/options.h"
+#include "launcher/world_plan.h"
+
+namespace dsrun {
+
+/// What a backend runs for one node (or, for a single launcher command such as mpirun/srun, for all of
+/// them: then `host` names the first host). Shown in --dry_run's "node_commands".
+struct NodeCommand {
+  std::string host;               ///< host the command is for
+  std::vector<std::string> argv;  ///< the command, byte for byte
+};
+
+/// Everything a backend may need besides the plan. Owned by the caller; valid during the call.
+struct LaunchContext {
+  const Options& options;     ///< the parsed command line (launcher_args, ssh_port, tls_dir, ...)
+  const EnvMap& launcherEnv;  ///< the launcher's own environment (base of local ranks' environment)
+  int launcherPid = 0;        ///< dsrun's pid: names DeepSpeed's --save_pid file /tmp/<pid>.deepspeed
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// The --launcher name ("local", "pdsh", ...).
+  virtual std::string_view name() const = 0;
+
+  /// Empty if usable here; otherwise why not, e.g. "'srun' not found in PATH".
+  virtual std::optional<std::string> unavailableReason() const = 0;
+
+  /// How to fix or bypass unavailability (the "hint:" line), or empty.
+  virtual std::string unavailableHint() const { return {}; }
+
+  /// The per-node commands this backend would run for `plan` (--dry_run); empty for `local`. Pure: runs
+  /// nothing. May throw BackendUnavailable when it cannot even describe them.
+  virtual std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const = 0;
+
+  /// Starts every rank of `plan` and waits for the job: returns 0 when all ranks exited 0, else the first
+  /// failing rank's code (128+signal for a signal). Blocks the calling thread; SIGINT/SIGTERM/SIGHUP stop
+  /// the job. Throws dsrun::Error when the job cannot start (nothing is left running then).
+  virtual int run(const WorldPlan& plan, const LaunchContext& ctx) = 0;
+};
+
+}  // namespace dsrun

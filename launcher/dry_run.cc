@@ -1,0 +1,35 @@
+#include "launcher/dry_run.h"
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/resource_spec.h"
+
+namespace dsrun {
+
+std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands) {
+  // ordered_json keeps world_info in hostfile order and the keys in the documented order.
+  using Json = nlohmann::ordered_json;
+  Json worldInfo = Json::object();
+  for (const HostSlots& host : plan.hosts) worldInfo[host.host] = host.slots;
+
+  Json ranks = Json::array();
+  for (const PlannedRank& r : plan.ranks) {
+    Json rank = {{"rank", r.rank}, {"local_rank", r.localRank}, {"host", r.host}, {"slot", r.slot}};
+    Json env = Json::object();
+    for (const auto& [name, value] : r.env) env[name] = value;
+    rank["env"] = env;
+    rank["argv"] = r.argv;
+    if (!r.cores.empty()) rank["cores"] = formatRangeList(r.cores);
+    ranks.push_back(rank);
+  }
+
+  Json commands = Json::array();
+  for (const NodeCommand& c : nodeCommands) commands.push_back({{"host", c.host}, {"argv", c.argv}});
+
+  Json out = {{"world_info", worldInfo},          {"master_addr", plan.masterAddr},
+              {"master_port", plan.masterPort},    {"launcher", plan.launcher},
+              {"ranks", ranks},                    {"node_commands", commands}};
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace dsrun

@@ -1,0 +1,18 @@
+#pragma once
+// --dry_run: the resolved plan as one JSON object (issue 2 item 6).
+
+#include <string>
+#include <vector>
+
+#include "launcher/backend.h"
+#include "launcher/world_plan.h"
+
+namespace dsrun {
+
+/// {"world_info": {HOST: [slot, ...]} (hostfile order), "master_addr", "master_port", "launcher",
+///  "ranks": [{"rank", "local_rank", "host", "slot", "env": {...}, "argv": [...], "cores": "0-3" (only with
+///  binding)}], "node_commands": [{"host", "argv"}]}, on one line. Invalid UTF-8 in a value is replaced by
+/// U+FFFD (JSON cannot carry raw bytes); everything else is verbatim.
+std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands);
+
+}  // namespace dsrun

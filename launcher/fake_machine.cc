@@ -1,0 +1,27 @@
+#include "launcher/fake_machine.h"
+
+
+#include "common/error.h"
+
+namespace dsrun {
+
+std::optional<std::string> FakeMachine::readFile(const std::string& path) const {
+  if (auto it = unreadable.find(path); it != unreadable.end()) {
+    throw Error(strCat("open '", path, "': ", it->second));
+  }
+  auto it = files.find(path);
+  if (it == files.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string FakeMachine::resolveMasterAddr(const std::string& host, std::optional<int>) {
+  resolved.push_back(host);
+  auto it = hostAddrs.find(host);
+  if (it == hostAddrs.end()) {
+    throw Error(strCat("cannot infer the master address: 'ssh ", host,
+                       " hostname -I' failed\n  hint: pass --master_addr ADDR"));
+  }
+  return it->second;
+}
+
+}  // namespace dsrun

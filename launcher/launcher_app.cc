@@ -1,0 +1,79 @@
+#include "launcher/launcher_app.h"
+
+#include <cerrno>
+#include <memory>
+#include <optional>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/strings.h"
+#include "launcher/dry_run.h"
+#include "launcher/hostfile.h"
+#include "launcher/job_id.h"
+
+#ifndef DSRUN_VERSION
+#define DSRUN_VERSION "unknown"
+#endif
+
+namespace dsrun {
+
+PlanInputs gatherPlanInputs(const Options& options, const Machine& machine) {
+  PlanInputs inputs;
+  const std::optional<std::string> text = machine.readFile(options.hostfile);
+  if (text) {
+    inputs.hostfile = parseHostfile(*text, options.hostfile);
+  } else if (options.hostfileGiven) {
+    throw IoError(options.hostfile, "open", ENOENT, "reading the hostfile given with -H/--hostfile");
+  }
+  inputs.launcherEnv = machine.environment();
+  inputs.cwd = machine.currentDir();
+  for (const std::string& path : envFilePaths(inputs.launcherEnv, machine.homeDir(), inputs.cwd)) {
+    if (std::optional<std::string> env = machine.readFile(path)) inputs.envFiles.push_back(EnvFile{path, *env});
+  }
+  inputs.gpuCount = machine.gpuCount();
+  inputs.physicalCores = machine.physicalCoreCount();
+  inputs.jobId = makeJobId(machine.pid());
+  return inputs;
+}
+
+int runDsrun(const std::vector<std::string>& args, Machine& machine, const BackendRegistry& registry,
+             std::ostream& out) {
+  const Options options = parseOptions(args);
+  if (options.help) {
+    out << usageText();
+    return 0;
+  }
+  if (options.version) {
+    out << "dsrun " << DSRUN_VERSION << "\n";
+    return 0;
+  }
+  if (!options.makeTls.empty()) {
+    throw ConfigError(strCat("--make_tls ", options.makeTls, ": not implemented yet in this build"));
+  }
+
+  const PlanInputs inputs = gatherPlanInputs(options, machine);
+  // The master address of a multi-node job costs an ssh round trip: refuse an unusable backend first.
+  auto checkBackend = [&](const std::string& name) {
+    const std::unique_ptr<Backend> backend = registry.create(name);
+    if (std::optional<std::string> reason = backend->unavailableReason()) {
+      throw BackendUnavailable(std::string(backend->name()), *reason, backend->unavailableHint());
+    }
+  };
+  const WorldPlan plan = planWorld(options, inputs, [&](const std::string& host) {
+    if (!options.dryRun && !options.noSsh) checkBackend(options.launcher);
+    return machine.resolveMasterAddr(host, options.sshPort);
+  });
+  for (const std::string& note : plan.notes) DSRUN_LOG(INFO) << note;
+
+  const std::unique_ptr<Backend> backend = registry.create(plan.launcher);
+  const LaunchContext ctx{options, inputs.launcherEnv, machine.pid()};
+  if (options.dryRun) {
+    const std::string json = dryRunJson(plan, backend->nodeCommands(plan, ctx));
+    out << json << "\n" << std::flush;
+    return 0;
+  }
+  checkBackend(plan.launcher);
+  return backend->run(plan, ctx);
+}
+
+}  // namespace dsrun

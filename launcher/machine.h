@@ -1,0 +1,42 @@
+#pragma once
+// Machine: everything the launcher learns from the computer it runs on, behind one interface so the whole
+// dsrun flow (hostfile -> plan -> backend) runs in tests with FakeMachine (STYLE.md §12).
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace dsrun {
+
+class Machine {
+ public:
+  virtual ~Machine() = default;
+
+  /// The launcher's environment (name -> value).
+  virtual const std::map<std::string, std::string>& environment() const = 0;
+
+  /// The whole file, or nullopt if nothing exists at `path`. Throws IoError naming `path` when it exists
+  /// but cannot be read (permissions, a directory, ...).
+  virtual std::optional<std::string> readFile(const std::string& path) const = 0;
+
+  /// The home directory (`~` as DeepSpeed expands it: $HOME, else the password database).
+  virtual std::string homeDir() const = 0;
+
+  /// The launcher's working directory (absolute).
+  virtual std::string currentDir() const = 0;
+
+  /// Number of GPUs on this machine (/dev/nvidia0, /dev/nvidia1, ...); 0 without GPUs.
+  virtual int gpuCount() const = 0;
+
+  /// Physical cores (DeepSpeed uses psutil.cpu_count(logical=False)); at least 1.
+  virtual int physicalCoreCount() const = 0;
+
+  /// The address DeepSpeed would use as MASTER_ADDR for `host`: the first word of
+  /// `ssh [-p PORT] HOST hostname -I`. Throws Error (with a --master_addr hint) when that fails.
+  virtual std::string resolveMasterAddr(const std::string& host, std::optional<int> sshPort) = 0;
+
+  /// This process's pid (for the job id and --save_pid).
+  virtual int pid() const = 0;
+};
+
+}  // namespace dsrun

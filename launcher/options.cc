@@ -1,0 +1,256 @@
+#include "launcher/options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include <boost/program_options.hpp>
+
+#include "common/error.h"
+#include "common/strings.h"
+
+namespace po = boost::program_options;
+
+namespace dsrun {
+
+const std::vector<std::string> kLauncherChoices = {"pdsh", "openmpi", "mpich", "mvapich",
+                                                   "impi", "slurm",   "ssh",   "agent"};
+
+namespace {
+
+po::options_description describe() {
+  po::options_description d("dsrun [options] SCRIPT [ARGS...]\n\nDeepSpeed launcher options");
+  auto text = [] { return po::value<std::string>()->value_name("ARG"); };
+  d.add_options()
+      ("hostfile,H", text(), "hostfile (MPI style, 'worker-0 slots=4'); default /job/hostfile, "
+                             "local mode if that is absent")
+      ("include,i", text(), "NODE_SPEC[@NODE_SPEC...], NODE_SPEC=NAME[:SLOT[,SLOT...]]: resources to use")
+      ("exclude,e", text(), "resources not to use; same syntax; exclusive with --include")
+      ("num_nodes", text(), "use the first N hosts")
+      ("num_gpus", text(), "use the first N slots of each host")
+      ("num_accelerators", text(), "alias of --num_gpus")
+      ("min_elastic_nodes", text(), "elastic training: minimum nodes")
+      ("max_elastic_nodes", text(), "elastic training: maximum nodes")
+      ("master_port", text(), "rendezvous port (default 29500)")
+      ("master_addr", text(), "rendezvous address (default: 127.0.0.1 locally, first host's "
+                              "'hostname -I' for multi-node)")
+      ("node_rank", text(), "this node's index in the world (with --no_ssh)")
+      ("launcher", text(), "multi-node backend: pdsh (default), openmpi, mpich, mvapich, impi, slurm, "
+                           "ssh, agent")
+      ("launcher_args", text(), "extra arguments for the backend, as one quoted string")
+      ("module", po::bool_switch(), "run SCRIPT as a python module (python -m)")
+      ("no_python", po::bool_switch(), "execute SCRIPT directly, without python")
+      ("no_local_rank", po::bool_switch(), "do not pass --local_rank=N to SCRIPT")
+      ("no_ssh", po::bool_switch(), "launch only this node's ranks (needs --node_rank)")
+      ("no_ssh_check", po::bool_switch(), "skip the passwordless-ssh check")
+      ("force_multi", po::bool_switch(), "use the multi-node backend even for a single host")
+      ("save_pid", po::bool_switch(), "write the launcher pid to /tmp/<pid>.deepspeed")
+      ("enable_each_rank_log", text(), "write each rank's stdout+stderr to a file in DIR")
+      ("autotuning", text(), "DeepSpeed autotuner (not supported by dsrun)")
+      ("elastic_training", po::bool_switch(), "elastic training (not supported by dsrun)")
+      ("bind_cores_to_rank", po::bool_switch(), "bind each rank to its share of the cores")
+      ("bind_core_list", text(), "cores to share out, e.g. 0,2-5 (default: all physical cores)")
+      ("ssh_port", text(), "ssh port for remote hosts");
+  po::options_description own("dsrun options");
+  own.add_options()
+      ("python", text(), "interpreter for the ranks (default python3)")
+      ("dry_run", po::bool_switch(), "print the resolved plan as JSON and launch nothing")
+      ("tag_output", po::bool_switch(), "prefix each output line with 'host:rank | '")
+      ("kill_grace_s", text(), "seconds between SIGTERM and SIGKILL when stopping ranks (default 30)")
+      ("exit_timeout_s", text(), "seconds the other ranks may run after the first clean exit "
+                                 "(default unlimited)")
+      ("agent_port", text(), "dsrun-agent port (default 29600)")
+      ("tls_dir", text(), "CA and certificate directory for the agent backend")
+      ("ssh_config", text(), "OpenSSH client config for the ssh backend (default ~/.ssh/config)")
+      ("make_tls", text(), "create a cluster CA and a certificate/key pair in DIR, then exit")
+      ("help,h", po::bool_switch(), "show this help")
+      ("version", po::bool_switch(), "show the version");
+  d.add(own);
+  return d;
+}
+
+// Index of the user script in `args` (args.size() if there is none): the first token that is neither an
+// option nor an option's value, or the token after "--". Everything from there on belongs to the script
+// (argparse's REMAINDER), so it is kept away from Boost, which would otherwise parse the script's flags.
+size_t scriptIndex(const po::options_description& desc, const std::vector<std::string>& args, bool& sawDashDash) {
+  sawDashDash = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& token = args[i];
+    if (token == "--") {
+      sawDashDash = true;
+      return i + 1;
+    }
+    if (token.size() < 2 || token[0] != '-') return i;
+    std::string name;
+    if (startsWith(token, "--")) {
+      if (token.find('=') != std::string::npos) continue;  // --flag=value
+      name = token.substr(2);
+    } else if (token.size() == 2) {
+      name = token;  // "-H value"; "-Hvalue" carries its value
+    } else {
+      continue;
+    }
+    // Unknown or ambiguous names are left for Boost to report, with its better message.
+    const po::option_description* option = nullptr;
+    try {
+      option = desc.find_nothrow(name, true);
+    } catch (const po::ambiguous_option&) {
+      return args.size();
+    }
+    if (option != nullptr && option->semantic()->max_tokens() > 0) ++i;
+  }
+  return args.size();
+}
+
+int toInt(const std::string& flag, const std::string& value) {
+  long long parsed = 0;
+  if (!parseInt(value, parsed) || parsed < std::numeric_limits<int>::min() ||
+      parsed > std::numeric_limits<int>::max()) {
+    throw ParseError("--" + flag, 0, strCat("expected an integer, got '", value, "'"));
+  }
+  return static_cast<int>(parsed);
+}
+
+double toSeconds(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  double parsed = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(parsed)) {
+    throw ParseError("--" + flag, 0, strCat("expected a number of seconds, got '", value, "'"));
+  }
+  return parsed;
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+using Setter = std::function<void(Options&, const std::string&)>;
+
+// Flag name -> how its value lands in Options. Applied in command-line order, so a repeated flag keeps
+// its last value as with argparse.
+const std::map<std::string, Setter>& setters() {
+  static const std::map<std::string, Setter> table = {
+      {"hostfile", [](Options& o, const std::string& v) { o.hostfile = v; o.hostfileGiven = true; }},
+      {"include", [](Options& o, const std::string& v) { o.include = v; }},
+      {"exclude", [](Options& o, const std::string& v) { o.exclude = v; }},
+      {"num_nodes", [](Options& o, const std::string& v) { o.numNodes = toInt("num_nodes", v); }},
+      {"num_gpus", [](Options& o, const std::string& v) { o.numGpus = toInt("num_gpus", v); }},
+      {"num_accelerators",
+       [](Options& o, const std::string& v) { o.numGpus = toInt("num_accelerators", v); }},
+      {"min_elastic_nodes",
+       [](Options& o, const std::string& v) { o.minElasticNodes = toInt("min_elastic_nodes", v); }},
+      {"max_elastic_nodes",
+       [](Options& o, const std::string& v) { o.maxElasticNodes = toInt("max_elastic_nodes", v); }},
+      {"master_port",
+       [](Options& o, const std::string& v) {
+         o.masterPort = toInt("master_port", v);
+         if (o.masterPort < 0 || o.masterPort > 65535) {
+           throw ParseError("--master_port", 0, strCat("expected a port in [0, 65535], got '", v, "'"));
+         }
+       }},
+      {"master_addr", [](Options& o, const std::string& v) { o.masterAddr = v; }},
+      {"node_rank", [](Options& o, const std::string& v) { o.nodeRank = toInt("node_rank", v); }},
+      {"launcher",
+       [](Options& o, const std::string& v) {
+         o.launcher = lower(v);
+         if (std::find(kLauncherChoices.begin(), kLauncherChoices.end(), o.launcher) ==
+             kLauncherChoices.end()) {
+           throw ParseError("--launcher", 0,
+                            strCat("unknown launcher '", v, "' (choices: ", join(kLauncherChoices, ", "), ")"));
+         }
+       }},
+      {"launcher_args", [](Options& o, const std::string& v) { o.launcherArgs = v; }},
+      {"module", [](Options& o, const std::string&) { o.module = true; }},
+      {"no_python", [](Options& o, const std::string&) { o.noPython = true; }},
+      {"no_local_rank", [](Options& o, const std::string&) { o.noLocalRank = true; }},
+      {"no_ssh", [](Options& o, const std::string&) { o.noSsh = true; }},
+      {"no_ssh_check", [](Options& o, const std::string&) { o.noSshCheck = true; }},
+      {"force_multi", [](Options& o, const std::string&) { o.forceMulti = true; }},
+      {"save_pid", [](Options& o, const std::string&) { o.savePid = true; }},
+      // DeepSpeed's default is the string "None", which it treats as "off".
+      {"enable_each_rank_log",
+       [](Options& o, const std::string& v) { o.eachRankLogDir = v == "None" ? "" : v; }},
+      {"autotuning",
+       [](Options& o, const std::string& v) {
+         if (v != "tune" && v != "run") {
+           throw ParseError("--autotuning", 0, strCat("expected 'tune' or 'run', got '", v, "'"));
+         }
+         o.autotuning = v;
+       }},
+      {"elastic_training", [](Options& o, const std::string&) { o.elasticTraining = true; }},
+      {"bind_cores_to_rank", [](Options& o, const std::string&) { o.bindCoresToRank = true; }},
+      {"bind_core_list", [](Options& o, const std::string& v) { o.bindCoreList = v; }},
+      {"ssh_port", [](Options& o, const std::string& v) { o.sshPort = toInt("ssh_port", v); }},
+      {"python", [](Options& o, const std::string& v) { o.python = v; }},
+      {"dry_run", [](Options& o, const std::string&) { o.dryRun = true; }},
+      {"tag_output", [](Options& o, const std::string&) { o.tagOutput = true; }},
+      {"kill_grace_s",
+       [](Options& o, const std::string& v) {
+         o.killGraceS = toSeconds("kill_grace_s", v);
+         if (o.killGraceS < 0) {
+           throw ParseError("--kill_grace_s", 0, strCat("expected a non-negative number, got '", v, "'"));
+         }
+       }},
+      {"exit_timeout_s", [](Options& o, const std::string& v) { o.exitTimeoutS = toSeconds("exit_timeout_s", v); }},
+      {"agent_port",
+       [](Options& o, const std::string& v) {
+         o.agentPort = toInt("agent_port", v);
+         if (o.agentPort <= 0 || o.agentPort > 65535) {
+           throw ParseError("--agent_port", 0, strCat("expected a port in [1, 65535], got '", v, "'"));
+         }
+       }},
+      {"tls_dir", [](Options& o, const std::string& v) { o.tlsDir = v; }},
+      {"ssh_config", [](Options& o, const std::string& v) { o.sshConfig = v; }},
+      {"make_tls", [](Options& o, const std::string& v) { o.makeTls = v; }},
+      {"help", [](Options& o, const std::string&) { o.help = true; }},
+      {"version", [](Options& o, const std::string&) { o.version = true; }},
+  };
+  return table;
+}
+
+}  // namespace
+
+Options parseOptions(const std::vector<std::string>& args) {
+  static const po::options_description desc = describe();
+  Options options;
+  std::vector<std::string> positional;
+  try {
+    bool sawDashDash = false;
+    const size_t script = scriptIndex(desc, args, sawDashDash);
+    const size_t optionsEnd = sawDashDash ? script - 1 : script;
+    const std::vector<std::string> launcherArgs(args.begin(), args.begin() + static_cast<long>(optionsEnd));
+    positional.assign(args.begin() + static_cast<long>(std::min(script, args.size())), args.end());
+    const po::parsed_options parsed = po::command_line_parser(launcherArgs).options(desc).run();
+    for (const po::option& opt : parsed.options) {
+      const auto& table = setters();
+      auto it = table.find(opt.string_key);
+      if (it == table.end()) throw InternalError("no setter for option --" + opt.string_key);
+      it->second(options, opt.value.empty() ? std::string() : opt.value.front());
+    }
+  } catch (const po::error& e) {
+    throw ParseError("command line", 0, strCat(e.what(), "\n  hint: run 'dsrun --help' for the options"));
+  }
+  if (!positional.empty()) {
+    options.userScript = positional.front();
+    options.userArgs.assign(positional.begin() + 1, positional.end());
+  } else if (!options.help && !options.version && options.makeTls.empty()) {
+    throw ParseError("command line", 0,
+                     "missing the user script\n  hint: usage: dsrun [options] SCRIPT [ARGS...]; "
+                     "see 'dsrun --help'");
+  }
+  return options;
+}
+
+std::string usageText() {
+  std::ostringstream out;
+  out << describe();
+  return out.str();
+}
+
+}  // namespace dsrun

@@ -1,0 +1,75 @@
+#pragma once
+// The `dsrun` command line: every flag of DeepSpeed's runner (deepspeed/launcher/runner.py) plus dsrun's own.
+// Parsing stops at the user script: it and everything after it reach the ranks untouched (argparse REMAINDER).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+/// Multi-node launchers `--launcher` accepts (lower case; the flag itself is case-insensitive).
+extern const std::vector<std::string> kLauncherChoices;
+
+/// Default `--hostfile` (DeepSpeed's DLTS_HOSTFILE); its absence means local mode.
+inline constexpr const char* kDefaultHostfile = "/job/hostfile";
+
+/// Default `--agent_port` of the dsrun-agent backend.
+inline constexpr int kDefaultAgentPort = 29600;
+
+/// Parsed command line. Defaults are DeepSpeed's; -1 means "not given" where DeepSpeed uses -1.
+struct Options {
+  // --- DeepSpeed runner flags ---
+  std::string hostfile = kDefaultHostfile;  ///< -H/--hostfile
+  bool hostfileGiven = false;               ///< true if -H/--hostfile was on the command line
+  std::string include;                      ///< -i/--include NODE_SPEC[@NODE_SPEC...]; empty = none
+  std::string exclude;                      ///< -e/--exclude, same syntax
+  int numNodes = -1;                        ///< --num_nodes (first N hosts)
+  int numGpus = -1;                         ///< --num_gpus/--num_accelerators (first N slots per host)
+  int minElasticNodes = -1;                 ///< --min_elastic_nodes
+  int maxElasticNodes = -1;                 ///< --max_elastic_nodes
+  int masterPort = 29500;                   ///< --master_port
+  std::string masterAddr;                   ///< --master_addr; empty = infer
+  int nodeRank = -1;                        ///< --node_rank (with --no_ssh)
+  std::string launcher = "pdsh";            ///< --launcher, lower-cased, one of kLauncherChoices
+  std::string launcherArgs;                 ///< --launcher_args, one string split by the backend
+  bool module = false;                      ///< --module: python -u -m SCRIPT
+  bool noPython = false;                    ///< --no_python: exec SCRIPT directly
+  bool noLocalRank = false;                 ///< --no_local_rank: no --local_rank=N argument
+  bool noSsh = false;                       ///< --no_ssh: launch only this node's ranks (needs --node_rank)
+  bool noSshCheck = false;                  ///< --no_ssh_check
+  bool forceMulti = false;                  ///< --force_multi: multi-node backend even for one host
+  bool savePid = false;                     ///< --save_pid: write /tmp/<pid>.deepspeed
+  std::string eachRankLogDir;               ///< --enable_each_rank_log DIR; empty = off
+  std::string autotuning;                   ///< --autotuning tune|run (accepted, not supported)
+  bool elasticTraining = false;             ///< --elastic_training (accepted, not supported)
+  bool bindCoresToRank = false;             ///< --bind_cores_to_rank
+  std::optional<std::string> bindCoreList;  ///< --bind_core_list "0,2-5"
+  std::optional<int> sshPort;               ///< --ssh_port
+
+  // --- dsrun's own flags ---
+  std::string python = "python3";  ///< --python PATH: interpreter for the ranks
+  bool dryRun = false;             ///< --dry_run: print the plan as JSON, launch nothing
+  bool tagOutput = false;          ///< --tag_output: prefix rank output lines with "host:rank | "
+  double killGraceS = 30;          ///< --kill_grace_s: SIGTERM -> SIGKILL delay
+  double exitTimeoutS = -1;        ///< --exit_timeout_s: <0 = unlimited
+  int agentPort = kDefaultAgentPort;  ///< --agent_port (agent backend)
+  std::string tlsDir;                 ///< --tls_dir (agent backend)
+  std::string sshConfig;              ///< --ssh_config FILE (ssh backend); empty = ~/.ssh/config
+  std::string makeTls;                ///< --make_tls DIR: create a CA + cert pair, then exit
+  bool help = false;                  ///< -h/--help
+  bool version = false;               ///< --version
+
+  // --- the user's program ---
+  std::string userScript;              ///< first positional argument
+  std::vector<std::string> userArgs;   ///< everything after it, byte for byte
+};
+
+/// Parses `args` (without argv[0]). Both `--flag=value` and `--flag value` work; unique prefixes of long
+/// flags are accepted as argparse does. Throws ParseError naming the flag and the bad value.
+Options parseOptions(const std::vector<std::string>& args);
+
+/// The --help text.
+std::string usageText();
+
+}  // namespace dsrun

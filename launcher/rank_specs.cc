@@ -1,0 +1,34 @@
+// rankSpecsForNode and localJobOptions (declared in local_backend.h) live apart from LocalBackend so
+// that code which only builds RankSpecs does not pull runLocalJob in.
+
+#include "launcher/local_backend.h"
+
+namespace dsrun {
+
+std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, const EnvMap& baseEnv) {
+  std::vector<RankSpec> specs;
+  for (const PlannedRank* r : plan.ranksOnNode(nodeRank)) {
+    RankSpec spec;
+    spec.rank = r->rank;
+    spec.localRank = r->localRank;
+    spec.host = r->host;
+    spec.command.argv = r->argv;
+    spec.command.env = baseEnv;
+    for (const auto& [name, value] : r->env) spec.command.env[name] = value;
+    spec.cores = r->cores;
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+LocalJobOptions localJobOptions(const Options& options, int launcherPid) {
+  LocalJobOptions job;
+  job.eachRankLogDir = options.eachRankLogDir;
+  job.tagOutput = options.tagOutput;
+  job.killGraceS = options.killGraceS;
+  job.exitTimeoutS = options.exitTimeoutS;
+  job.savePid = options.savePid ? launcherPid : 0;
+  return job;
+}
+
+}  // namespace dsrun

@@ -1,0 +1,28 @@
+#pragma once
+// RealMachine: the Machine dsrun runs on (environ, files, /dev/nvidia*, /sys CPU topology, ssh).
+
+#include "launcher/machine.h"
+
+namespace dsrun {
+
+class RealMachine : public Machine {
+ public:
+  /// Snapshots `environ` and the working directory.
+  RealMachine();
+
+  const std::map<std::string, std::string>& environment() const override { return env_; }
+  std::optional<std::string> readFile(const std::string& path) const override;
+  std::string homeDir() const override;
+  std::string currentDir() const override { return cwd_; }
+  int gpuCount() const override;
+  int physicalCoreCount() const override;
+  /// Runs `ssh [-p PORT] -o BatchMode=yes HOST hostname -I` (stdin from /dev/null, stderr passed through).
+  std::string resolveMasterAddr(const std::string& host, std::optional<int> sshPort) override;
+  int pid() const override;
+
+ private:
+  std::map<std::string, std::string> env_;  ///< environ at construction
+  std::string cwd_;                         ///< getcwd() at construction
+};
+
+}  // namespace dsrun

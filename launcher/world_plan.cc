@@ -1,0 +1,136 @@
+#include "launcher/world_plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/env_contract.h"
+#include "common/error.h"
+#include "common/strings.h"
+#include "launcher/active_resources.h"
+#include "launcher/core_binding.h"
+
+namespace dsrun {
+
+namespace {
+
+void checkSupported(const Options& options) {
+  if (options.elasticTraining) {
+    throw ConfigError("--elastic_training: elastic training is not supported by dsrun"
+                      "\n  hint: drop --elastic_training to run a fixed-size job");
+  }
+  if (!options.autotuning.empty()) {
+    throw ConfigError(strCat("--autotuning ", options.autotuning, ": the DeepSpeed autotuner is not supported by dsrun",
+                             "\n  hint: run the autotuner with DeepSpeed's own launcher"));
+  }
+  if (options.noPython && options.module) {
+    throw ConfigError("--no_python and --module cannot be used together (--module runs 'python -m SCRIPT')");
+  }
+}
+
+// The cores --bind_cores_to_rank shares out on each node: --bind_core_list, else cores 0..N-1 where N is
+// the physical core count (what DeepSpeed does with psutil.cpu_count(logical=False)).
+std::vector<int> bindableCores(const Options& options, const PlanInputs& inputs) {
+  if (inputs.launcherEnv.count("KMP_AFFINITY") > 0) {
+    throw ConfigError("--bind_cores_to_rank: KMP_AFFINITY is set and conflicts with core binding"
+                      "\n  hint: unset KMP_AFFINITY before launching");
+  }
+  if (options.bindCoreList) return parseRangeList(*options.bindCoreList);
+  std::vector<int> cores(static_cast<size_t>(std::max(inputs.physicalCores, 1)));
+  std::iota(cores.begin(), cores.end(), 0);
+  return cores;
+}
+
+std::string joinInts(const std::vector<int>& values) {
+  std::vector<std::string> words;
+  for (int v : values) words.push_back(std::to_string(v));
+  return join(words, ",");
+}
+
+}  // namespace
+
+std::vector<const PlannedRank*> WorldPlan::ranksOnNode(int nodeRank) const {
+  std::vector<const PlannedRank*> out;
+  for (const PlannedRank& r : ranks) {
+    if (r.nodeRank == nodeRank) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<std::string> rankArgv(const Options& options, int localRank) {
+  std::vector<std::string> argv;
+  if (!options.noPython) {
+    argv = {options.python, "-u"};
+    if (options.module) argv.push_back("-m");
+  }
+  argv.push_back(options.userScript);
+  if (!options.noLocalRank) argv.push_back(strCat("--local_rank=", localRank));
+  argv.insert(argv.end(), options.userArgs.begin(), options.userArgs.end());
+  return argv;
+}
+
+WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const MasterAddrResolver& resolveMasterAddr) {
+  checkSupported(options);
+  ActiveResources active = resolveActiveResources(options, inputs.hostfile, inputs.gpuCount, inputs.launcherEnv);
+
+  WorldPlan plan;
+  plan.hosts = std::move(active.hosts);
+  plan.notes = std::move(active.notes);
+  const int hostCount = static_cast<int>(plan.hosts.size());
+  if (options.noSsh && (options.nodeRank < 0 || options.nodeRank >= hostCount)) {
+    throw ConfigError(strCat("--no_ssh needs --node_rank in [0, ", hostCount, ") for the ", hostCount,
+                             " active host(s), got ", options.nodeRank));
+  }
+  plan.multiNode = (options.forceMulti || hostCount > 1) && !options.noSsh;
+  plan.launcher = plan.multiNode ? options.launcher : "local";
+  plan.localNode = options.noSsh ? options.nodeRank : 0;
+  plan.masterPort = options.masterPort;
+  plan.jobId = inputs.jobId;
+
+  const bool spansHosts = plan.multiNode || (options.noSsh && hostCount > 1);
+  if (!options.masterAddr.empty()) {
+    plan.masterAddr = options.masterAddr;
+  } else if (active.fromHostfile && spansHosts) {
+    plan.masterAddr = resolveMasterAddr(plan.hosts.front().host);
+  } else {
+    plan.masterAddr = "127.0.0.1";
+  }
+
+  plan.exports = propagatedEnvironment(inputs.launcherEnv, inputs.envFiles, inputs.cwd);
+  const std::vector<int> coreList = options.bindCoresToRank ? bindableCores(options, inputs) : std::vector<int>{};
+
+  int totalRanks = 0;
+  for (const HostSlots& host : plan.hosts) totalRanks += static_cast<int>(host.slots.size());
+  int rank = 0;
+  for (int node = 0; node < hostCount; ++node) {
+    const HostSlots& host = plan.hosts[static_cast<size_t>(node)];
+    const int localSize = static_cast<int>(host.slots.size());
+    for (int localRank = 0; localRank < localSize; ++localRank, ++rank) {
+      PlannedRank r;
+      r.rank = rank;
+      r.localRank = localRank;
+      r.nodeRank = node;
+      r.host = host.host;
+      r.slot = host.slots[static_cast<size_t>(localRank)];
+      r.argv = rankArgv(options, localRank);
+      r.env = plan.exports;
+      r.env[kEnvRank] = std::to_string(rank);
+      r.env[kEnvLocalRank] = std::to_string(localRank);
+      r.env[kEnvWorldSize] = std::to_string(totalRanks);
+      r.env[kEnvLocalSize] = std::to_string(localSize);
+      r.env[kEnvCrossRank] = std::to_string(node);
+      r.env[kEnvCrossSize] = std::to_string(hostCount);
+      r.env[kEnvMasterAddr] = plan.masterAddr;
+      r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
+      r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
+      r.env[kEnvJobId] = plan.jobId;
+      if (options.bindCoresToRank) {
+        r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
+        r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
+      }
+      plan.ranks.push_back(std::move(r));
+    }
+  }
+  return plan;
+}
+
+}  // namespace dsrun

@@ -1,0 +1,71 @@
+#pragma once
+// planWorld: the pure planner from options + what the machine told us to the whole job: which hosts run
+// which ranks, with which environment and argv. Backends (launcher/backends/) and --dry_run consume it.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/environment.h"
+#include "launcher/hostfile.h"
+#include "launcher/options.h"
+#include "launcher/resource_spec.h"
+
+namespace dsrun {
+
+/// One rank of the job.
+struct PlannedRank {
+  int rank = 0;                   ///< global rank (RANK)
+  int localRank = 0;              ///< position on its node (LOCAL_RANK)
+  int nodeRank = 0;               ///< index of its host in WorldPlan::hosts (CROSS_RANK)
+  std::string host;               ///< host name as in the hostfile
+  int slot = 0;                   ///< the slot (GPU id) it owns
+  std::vector<std::string> argv;  ///< the command, e.g. {"python3", "-u", SCRIPT, "--local_rank=0", ARGS...}
+  EnvMap env;                     ///< every variable dsrun sets for it (propagated + rank contract)
+  std::vector<int> cores;         ///< CPU ids to bind to (--bind_cores_to_rank); empty = no binding
+};
+
+/// The resolved job.
+struct WorldPlan {
+  ResourcePool hosts;               ///< active hosts in hostfile order with their slots (DeepSpeed world_info)
+  std::vector<PlannedRank> ranks;   ///< all ranks of all hosts, in rank order (host by host)
+  std::string masterAddr;           ///< MASTER_ADDR
+  int masterPort = 29500;           ///< MASTER_PORT
+  std::string jobId;                ///< DSRUN_JOB_ID
+  bool multiNode = false;           ///< true: a multi-node backend starts the ranks on their hosts
+  std::string launcher;             ///< "local", or the multi-node backend's name (Options::launcher)
+  int localNode = 0;                ///< local mode: the host this machine runs (0, or --node_rank with --no_ssh)
+  EnvMap exports;                   ///< propagated variables (part of every rank's env); for remote exports
+  std::vector<std::string> notes;   ///< messages for the user (one line each), e.g. ignored settings
+
+  int worldSize() const { return static_cast<int>(ranks.size()); }
+  /// Ranks of host `nodeRank`, in local-rank order.
+  std::vector<const PlannedRank*> ranksOnNode(int nodeRank) const;
+};
+
+/// What planWorld needs from the machine; gathered by gatherPlanInputs() (launcher_app.h) or set by tests.
+struct PlanInputs {
+  std::optional<Hostfile> hostfile;  ///< nullopt: local mode
+  EnvMap launcherEnv;                ///< the launcher's environment
+  std::vector<EnvFile> envFiles;     ///< existing .deepspeed_env files, lowest precedence first
+  std::string cwd;                   ///< launch directory (PYTHONPATH prefix)
+  int gpuCount = 0;                  ///< GPUs on this machine (local mode pool)
+  int physicalCores = 1;             ///< cores shared out by --bind_cores_to_rank without --bind_core_list
+  std::string jobId;                 ///< DSRUN_JOB_ID for this job
+};
+
+/// Infers MASTER_ADDR for a host (Machine::resolveMasterAddr in production).
+using MasterAddrResolver = std::function<std::string(const std::string& host)>;
+
+/// Plans the job. MASTER_ADDR: --master_addr if given, else `resolveMasterAddr(first active host)` when
+/// the ranks span several hosts (multi-node, or --no_ssh over several hosts), else 127.0.0.1.
+/// Throws ConfigError/ParseError for everything the user must fix (see resolveActiveResources, plus
+/// --no_python with --module, --no_ssh without a valid --node_rank, --bind_cores_to_rank with
+/// KMP_AFFINITY set or too few cores, unsupported --elastic_training/--autotuning).
+WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const MasterAddrResolver& resolveMasterAddr);
+
+/// The argv of one rank (DeepSpeed's launch.py): [PYTHON -u [-m]] SCRIPT [--local_rank=N] ARGS...
+std::vector<std::string> rankArgv(const Options& options, int localRank);
+
+}  // namespace dsrun

@@ -1,0 +1,218 @@
+#include "launcher/launcher_app.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <sstream>
+
+#include "common/error.h"
+#include "launcher/fake_machine.h"
+#include "launcher/local_backend.h"
+
+using Catch::Matchers::Contains;
+using Json = nlohmann::json;
+using Args = std::vector<std::string>;
+
+namespace {
+
+// A backend that records what it was asked to run and returns a scripted exit code.
+struct Recorder {
+  std::vector<dsrun::WorldPlan> runs;
+  std::vector<std::string> launcherEnvKeys;
+  int launcherPid = 0;
+  std::optional<std::string> unavailable;
+  int exitCode = 0;
+};
+
+class RecordingBackend : public dsrun::Backend {
+ public:
+  RecordingBackend(std::string name, Recorder& rec) : name_(std::move(name)), rec_(rec) {}
+  std::string_view name() const override { return name_; }
+  std::optional<std::string> unavailableReason() const override { return rec_.unavailable; }
+  std::string unavailableHint() const override { return "install it"; }
+  std::vector<dsrun::NodeCommand> nodeCommands(const dsrun::WorldPlan& plan,
+                                               const dsrun::LaunchContext& ctx) const override {
+    std::vector<dsrun::NodeCommand> out;
+    if (name_ == "local") return out;
+    for (const auto& host : plan.hosts) out.push_back({host.host, {name_, host.host, ctx.options.launcherArgs}});
+    return out;
+  }
+  int run(const dsrun::WorldPlan& plan, const dsrun::LaunchContext& ctx) override {
+    rec_.runs.push_back(plan);
+    for (const auto& entry : ctx.launcherEnv) rec_.launcherEnvKeys.push_back(entry.first);
+    rec_.launcherPid = ctx.launcherPid;
+    return rec_.exitCode;
+  }
+
+ private:
+  std::string name_;
+  Recorder& rec_;
+};
+
+struct Fixture {
+  dsrun::FakeMachine machine;
+  Recorder rec;
+  dsrun::BackendRegistry registry;
+  std::ostringstream out;
+
+  Fixture() {
+    machine.env = {{"PATH", "/bin"}, {"NCCL_DEBUG", "INFO"}};
+    machine.processId = static_cast<int>(getpid());
+    for (const char* name : {"local", "pdsh", "ssh"}) {
+      registry.add(name, [this, name] { return std::make_unique<RecordingBackend>(name, rec); });
+    }
+  }
+  int run(const Args& args) { return dsrun::runDsrun(args, machine, registry, out); }
+  Json json() const { return Json::parse(out.str()); }
+};
+
+const char* const kTwoHosts = "worker-0 slots=2\nworker-1 slots=2\n";
+
+}  // namespace
+
+TEST_CASE("dsrun --dry_run without a hostfile plans one local rank per GPU, or one without GPUs", "[launcher][app]") {
+  Fixture f;
+  f.machine.gpus = GENERATE(0, 3);
+  REQUIRE(f.run({"--dry_run", "train.py", "--x"}) == 0);
+  const Json j = f.json();
+  CHECK(j["launcher"] == "local");
+  CHECK(j["master_addr"] == "127.0.0.1");
+  CHECK(j["ranks"].size() == static_cast<size_t>(std::max(f.machine.gpus, 1)));
+  CHECK(j["node_commands"].empty());
+  CHECK(j["ranks"][0]["env"]["DSRUN_JOB_ID"].get<std::string>().rfind("dsrun-", 0) == 0);
+  CHECK(f.rec.runs.empty());
+}
+
+TEST_CASE("dsrun reads the default /job/hostfile when it exists", "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = kTwoHosts;
+  f.machine.hostAddrs["worker-0"] = "10.0.0.5";
+  REQUIRE(f.run({"--dry_run", "--launcher_args", "-v", "train.py"}) == 0);
+  const Json j = f.json();
+  CHECK(j["launcher"] == "pdsh");
+  CHECK(j["master_addr"] == "10.0.0.5");
+  CHECK(f.machine.resolved == Args{"worker-0"});
+  CHECK(j["world_info"] == Json::parse(R"({"worker-0": [0, 1], "worker-1": [0, 1]})"));
+  REQUIRE(j["node_commands"].size() == 2);
+  CHECK(j["node_commands"][1]["argv"] == Json::array({"pdsh", "worker-1", "-v"}));
+}
+
+TEST_CASE("dsrun -H FILE that does not exist is an error; a single-host hostfile runs locally", "[launcher][app]") {
+  Fixture f;
+  REQUIRE_THROWS_AS(f.run({"-H", "/nope/hosts", "train.py"}), dsrun::IoError);
+  REQUIRE_THROWS_WITH(f.run({"-H", "/nope/hosts", "train.py"}),
+                      Contains("/nope/hosts: open: No such file or directory (reading the hostfile given with "
+                               "-H/--hostfile)"));
+  CHECK(f.out.str().empty());
+
+  f.machine.files["hosts"] = "localhost slots=2\n";
+  REQUIRE(f.run({"-H", "hosts", "--no_python", "/bin/true"}) == 0);
+  REQUIRE(f.rec.runs.size() == 1);
+  CHECK(f.rec.runs[0].launcher == "local");
+  CHECK(f.rec.runs[0].masterAddr == "127.0.0.1");
+  CHECK(f.rec.runs[0].worldSize() == 2);
+  CHECK(f.rec.launcherEnvKeys == Args{"NCCL_DEBUG", "PATH"});
+}
+
+TEST_CASE("dsrun reports hostfile and env-file errors with their location", "[launcher][app]") {
+  Fixture f;
+  auto [file, contents, args, expected] = GENERATE(table<std::string, std::string, Args, std::string>({
+      {"/job/hostfile", "worker-0 slots=2\nworker-1 slots=two\n", {"train.py"},
+       "/job/hostfile:2: expected 'slots=<N>' after host 'worker-1', got 'slots=two'"},
+      {"/home/user/.deepspeed_env", "OK=1\nbroken\n", {"train.py"},
+       "/home/user/.deepspeed_env:2: expected 'NAME=VALUE', got 'broken'"},
+      {"/work/job/.deepspeed_env", "=x\n", {"train.py"}, "/work/job/.deepspeed_env:1: empty variable name"},
+  }));
+  f.machine.files[file] = contents;
+  REQUIRE_THROWS_AS(f.run(args), dsrun::ParseError);
+  REQUIRE_THROWS_WITH(f.run(args), Contains(expected));
+}
+
+TEST_CASE("dsrun reports an unreadable default hostfile instead of silently running locally", "[launcher][app]") {
+  Fixture f;
+  f.machine.unreadable["/job/hostfile"] = "Permission denied";
+  REQUIRE_THROWS_WITH(f.run({"train.py"}), Contains("/job/hostfile"));
+}
+
+TEST_CASE("dsrun applies .deepspeed_env from home and cwd, DS_ENV_FILE renaming them", "[launcher][app]") {
+  Fixture f;
+  const bool renamed = GENERATE(false, true);
+  const std::string name = renamed ? "custom.env" : ".deepspeed_env";
+  if (renamed) f.machine.env["DS_ENV_FILE"] = name;
+  f.machine.files["/home/user/" + name] = "A=home\nB=home\n";
+  f.machine.files["/work/job/" + name] = "B=cwd\n";
+  REQUIRE(f.run({"--dry_run", "train.py"}) == 0);
+  const Json env = f.json()["ranks"][0]["env"];
+  CHECK(env["A"] == "home");
+  CHECK(env["B"] == "cwd");
+  CHECK(env["NCCL_DEBUG"] == "INFO");
+  CHECK(env["PYTHONPATH"] == "/work/job");
+  CHECK(env.count("PATH") == 0);
+}
+
+TEST_CASE("dsrun runs the job through the backend and returns its exit code", "[launcher][app]") {
+  Fixture f;
+  f.rec.exitCode = GENERATE(0, 3, 137);
+  REQUIRE(f.run({"--num_gpus", "2", "train.py"}) == f.rec.exitCode);
+  REQUIRE(f.rec.runs.size() == 1);
+  CHECK(f.rec.runs[0].worldSize() == 2);
+  CHECK(f.out.str().empty());
+}
+
+TEST_CASE("dsrun hands the backend its own pid for --save_pid", "[launcher][app]") {
+  Fixture f;
+  f.machine.processId = 31337;
+  REQUIRE(f.run({"--save_pid", "train.py"}) == 0);
+  CHECK(f.rec.launcherPid == 31337);
+  const dsrun::Options options = dsrun::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "5",
+                                                      "--exit_timeout_s", "7", "--enable_each_rank_log", "d", "x"});
+  const dsrun::LocalJobOptions job = dsrun::localJobOptions(options, 31337);
+  CHECK(job.savePid == 31337);
+  CHECK(job.tagOutput);
+  CHECK(job.killGraceS == 5);
+  CHECK(job.exitTimeoutS == 7);
+  CHECK(job.eachRankLogDir == "d");
+  CHECK(dsrun::localJobOptions(dsrun::parseOptions({"x"}), 31337).savePid == 0);
+}
+
+TEST_CASE("dsrun refuses an unavailable backend with its reason and hint", "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = kTwoHosts;
+  f.machine.hostAddrs["worker-0"] = "10.0.0.5";
+  f.rec.unavailable = "'pdsh' not found in PATH";
+  REQUIRE_THROWS_AS(f.run({"train.py"}), dsrun::BackendUnavailable);
+  REQUIRE_THROWS_WITH(f.run({"train.py"}),
+                      Contains("backend 'pdsh' unavailable: 'pdsh' not found in PATH\n  hint: install it"));
+  CHECK(f.rec.runs.empty());
+  // refused before the master address lookup (an ssh round trip) is attempted
+  CHECK(f.machine.resolved.empty());
+}
+
+TEST_CASE("dsrun says a multi-node launcher without a backend is not implemented yet", "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = kTwoHosts;
+  f.machine.hostAddrs["worker-0"] = "10.0.0.5";
+  const bool dryRun = GENERATE(false, true);
+  Args args = {"--launcher", "slurm", "train.py"};
+  if (dryRun) args.insert(args.begin(), "--dry_run");
+  REQUIRE_THROWS_WITH(f.run(args), Contains("backend 'slurm' unavailable: not implemented yet"));
+  CHECK(f.out.str().empty());
+}
+
+TEST_CASE("dsrun --help and --version print and succeed; --make_tls is not built yet", "[launcher][app]") {
+  Fixture f;
+  REQUIRE(f.run({"--help"}) == 0);
+  CHECK_THAT(f.out.str(), Contains("--hostfile"));
+  f.out.str("");
+  REQUIRE(f.run({"--version"}) == 0);
+  CHECK_THAT(f.out.str(), Contains("dsrun "));
+  REQUIRE_THROWS_WITH(f.run({"--make_tls", "/tmp/x"}), Contains("--make_tls /tmp/x: not implemented yet"));
+}
+
+TEST_CASE("dsrun prints nothing on stdout when --dry_run fails", "[launcher][app]") {
+  Fixture f;
+  REQUIRE_THROWS_AS(f.run({"--dry_run", "-i", "nohost", "train.py"}), dsrun::ConfigError);
+  CHECK(f.out.str().empty());
+}

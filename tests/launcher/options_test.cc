@@ -1,0 +1,203 @@
+#include "launcher/options.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+
+using Catch::Matchers::Contains;
+using dsrun::Options;
+using dsrun::parseOptions;
+using Args = std::vector<std::string>;
+
+TEST_CASE("parseOptions has DeepSpeed's defaults", "[launcher][options]") {
+  const Options o = parseOptions({"train.py"});
+  CHECK(o.hostfile == "/job/hostfile");
+  CHECK_FALSE(o.hostfileGiven);
+  CHECK(o.include.empty());
+  CHECK(o.exclude.empty());
+  CHECK(o.numNodes == -1);
+  CHECK(o.numGpus == -1);
+  CHECK(o.minElasticNodes == -1);
+  CHECK(o.maxElasticNodes == -1);
+  CHECK(o.masterPort == 29500);
+  CHECK(o.masterAddr.empty());
+  CHECK(o.nodeRank == -1);
+  CHECK(o.launcher == "pdsh");
+  CHECK(o.launcherArgs.empty());
+  CHECK_FALSE(o.module);
+  CHECK_FALSE(o.noPython);
+  CHECK_FALSE(o.noLocalRank);
+  CHECK_FALSE(o.noSsh);
+  CHECK_FALSE(o.noSshCheck);
+  CHECK_FALSE(o.forceMulti);
+  CHECK_FALSE(o.savePid);
+  CHECK(o.eachRankLogDir.empty());
+  CHECK_FALSE(o.elasticTraining);
+  CHECK_FALSE(o.bindCoresToRank);
+  CHECK_FALSE(o.bindCoreList.has_value());
+  CHECK_FALSE(o.sshPort.has_value());
+  CHECK(o.python == "python3");
+  CHECK_FALSE(o.dryRun);
+  CHECK_FALSE(o.tagOutput);
+  CHECK(o.killGraceS == 30);
+  CHECK(o.exitTimeoutS < 0);
+  CHECK(o.agentPort == dsrun::kDefaultAgentPort);
+  CHECK(o.userScript == "train.py");
+  CHECK(o.userArgs.empty());
+}
+
+TEST_CASE("parseOptions accepts every flag in both --flag=value and --flag value forms", "[launcher][options]") {
+  const bool equals = GENERATE(false, true);
+  auto flag = [&](const std::string& name, const std::string& value) {
+    return equals ? Args{"--" + name + "=" + value} : Args{"--" + name, value};
+  };
+  Args args;
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"hostfile", "hf"}, {"include", "a:0@b"}, {"num_nodes", "2"}, {"num_gpus", "3"},
+           {"min_elastic_nodes", "1"}, {"max_elastic_nodes", "4"}, {"master_port", "1234"},
+           {"master_addr", "10.0.0.1"}, {"node_rank", "1"}, {"launcher", "OpenMPI"},
+           {"launcher_args", "-mca btl_tcp_if_include eth1"}, {"enable_each_rank_log", "/tmp/logs"},
+           {"bind_core_list", "0-3"}, {"ssh_port", "2222"}, {"python", "/usr/bin/python3"},
+           {"kill_grace_s", "2.5"}, {"exit_timeout_s", "10"}, {"agent_port", "4000"}, {"tls_dir", "/etc/dsrun"},
+           {"ssh_config", "/root/.ssh/cfg"}}) {
+    const Args words = flag(name, value);
+    args.insert(args.end(), words.begin(), words.end());
+  }
+  for (const char* sw : {"--module", "--no_local_rank", "--no_ssh", "--no_ssh_check", "--force_multi",
+                         "--save_pid", "--bind_cores_to_rank", "--dry_run", "--tag_output"}) {
+    args.push_back(sw);
+  }
+  args.push_back("train.py");
+  const Options o = parseOptions(args);
+  CHECK(o.hostfile == "hf");
+  CHECK(o.hostfileGiven);
+  CHECK(o.include == "a:0@b");
+  CHECK(o.numNodes == 2);
+  CHECK(o.numGpus == 3);
+  CHECK(o.minElasticNodes == 1);
+  CHECK(o.maxElasticNodes == 4);
+  CHECK(o.masterPort == 1234);
+  CHECK(o.masterAddr == "10.0.0.1");
+  CHECK(o.nodeRank == 1);
+  CHECK(o.launcher == "openmpi");
+  CHECK(o.launcherArgs == "-mca btl_tcp_if_include eth1");
+  CHECK(o.eachRankLogDir == "/tmp/logs");
+  CHECK(o.bindCoreList == std::optional<std::string>("0-3"));
+  CHECK(o.sshPort == std::optional<int>(2222));
+  CHECK(o.python == "/usr/bin/python3");
+  CHECK(o.killGraceS == 2.5);
+  CHECK(o.exitTimeoutS == 10);
+  CHECK(o.agentPort == 4000);
+  CHECK(o.tlsDir == "/etc/dsrun");
+  CHECK(o.sshConfig == "/root/.ssh/cfg");
+  CHECK(o.module);
+  CHECK(o.noLocalRank);
+  CHECK(o.noSsh);
+  CHECK(o.noSshCheck);
+  CHECK(o.forceMulti);
+  CHECK(o.savePid);
+  CHECK(o.bindCoresToRank);
+  CHECK(o.dryRun);
+  CHECK(o.tagOutput);
+  CHECK(o.userScript == "train.py");
+}
+
+TEST_CASE("parseOptions reads short flags and aliases", "[launcher][options]") {
+  const Options o = parseOptions({"-H", "hf", "-e", "w:1", "--num_accelerators", "2", "--no_python", "x"});
+  CHECK(o.hostfile == "hf");
+  CHECK(o.exclude == "w:1");
+  CHECK(o.numGpus == 2);
+  CHECK(o.noPython);
+  CHECK(parseOptions({"-iw:0", "x"}).include == "w:0");
+}
+
+TEST_CASE("parseOptions passes the script's arguments through untouched (argparse REMAINDER)", "[launcher][options]") {
+  const Args tail = {"--num_gpus", "7", "-H", "other", "--", "--dry_run", "a b", "it's", "\"q\"", "$HOME",
+                     "line1\nline2", "ünïcødé", "", "-"};
+  Args args = {"--num_gpus", "2", "train.py"};
+  args.insert(args.end(), tail.begin(), tail.end());
+  const Options o = parseOptions(args);
+  CHECK(o.numGpus == 2);
+  CHECK(o.hostfile == "/job/hostfile");
+  CHECK_FALSE(o.dryRun);
+  CHECK(o.userScript == "train.py");
+  CHECK(o.userArgs == tail);
+}
+
+TEST_CASE("parseOptions treats '--' as the end of dsrun's options", "[launcher][options]") {
+  const Options o = parseOptions({"--dry_run", "--", "--weird-script", "--x"});
+  CHECK(o.dryRun);
+  CHECK(o.userScript == "--weird-script");
+  CHECK(o.userArgs == Args{"--x"});
+}
+
+TEST_CASE("parseOptions takes a flag value that starts with a dash", "[launcher][options]") {
+  // DeepSpeed test_multinode_runner.py passes '--launcher_arg' '-mca btl_tcp_if_include eth1'.
+  auto [flag, value] = GENERATE(table<std::string, std::string>({
+      {"--launcher_arg", "-mca btl_tcp_if_include eth1"},
+      {"--launcher_args", "--mca btl_tcp_if_include eth1"},
+      {"--launcher_args", "-x"},
+  }));
+  const Options o = parseOptions({flag, value, "test_launcher.py"});
+  CHECK(o.launcherArgs == value);
+  CHECK(o.userScript == "test_launcher.py");
+}
+
+TEST_CASE("parseOptions accepts unique prefixes of long flags, like argparse", "[launcher][options]") {
+  CHECK(parseOptions({"--num_g", "3", "x"}).numGpus == 3);
+  CHECK(parseOptions({"--force", "x"}).forceMulti);
+}
+
+TEST_CASE("parseOptions keeps the last value of a repeated flag, like argparse", "[launcher][options]") {
+  CHECK(parseOptions({"--num_gpus", "1", "--num_accelerators", "4", "x"}).numGpus == 4);
+  CHECK(parseOptions({"-i", "a", "-i", "b", "x"}).include == "b");
+}
+
+TEST_CASE("parseOptions lower-cases --launcher and treats 'None' as no per-rank log", "[launcher][options]") {
+  CHECK(parseOptions({"--launcher", "SLURM", "x"}).launcher == "slurm");
+  CHECK(parseOptions({"--enable_each_rank_log", "None", "x"}).eachRankLogDir.empty());
+}
+
+TEST_CASE("parseOptions needs no script for --help, --version and --make_tls", "[launcher][options]") {
+  CHECK(parseOptions({"--help"}).help);
+  CHECK(parseOptions({"-h"}).help);
+  CHECK(parseOptions({"--version"}).version);
+  CHECK(parseOptions({"--make_tls", "/tmp/tls"}).makeTls == "/tmp/tls");
+}
+
+TEST_CASE("parseOptions errors name the flag and the bad value", "[launcher][options]") {
+  auto [args, expected] = GENERATE(table<Args, std::string>({
+      {Args{}, "command line: missing the user script"},
+      {{"--dry_run"}, "command line: missing the user script"},
+      {{"--num_gpus", "two", "x"}, "--num_gpus: expected an integer, got 'two'"},
+      {{"--num_nodes=1.5", "x"}, "--num_nodes: expected an integer, got '1.5'"},
+      {{"--master_port", "70000", "x"}, "--master_port: expected a port in [0, 65535], got '70000'"},
+      {{"--ssh_port", "", "x"}, "--ssh_port: expected an integer, got ''"},
+      {{"--launcher", "torchrun", "x"},
+       "--launcher: unknown launcher 'torchrun' (choices: pdsh, openmpi, mpich, mvapich, impi, slurm, ssh, agent)"},
+      {{"--autotuning", "maybe", "x"}, "--autotuning: expected 'tune' or 'run', got 'maybe'"},
+      {{"--kill_grace_s", "-1", "x"}, "--kill_grace_s: expected a non-negative number, got '-1'"},
+      {{"--kill_grace_s", "soon", "x"}, "--kill_grace_s: expected a number of seconds, got 'soon'"},
+      {{"--agent_port", "0", "x"}, "--agent_port: expected a port in [1, 65535], got '0'"},
+      {{"--bogus", "x"}, "command line: unrecognised option '--bogus'"},
+      {{"--no", "x"}, "command line: option '--no' is ambiguous"},
+      {{"--hostfile"}, "command line: the required argument for option '--hostfile' is missing"},
+  }));
+  CAPTURE(args);
+  REQUIRE_THROWS_AS(parseOptions(args), dsrun::ParseError);
+  REQUIRE_THROWS_WITH(parseOptions(args), Contains(expected));
+  CHECK(dsrun::ParseError("s", 0, "w").exitCode() == 2);
+}
+
+TEST_CASE("usageText lists DeepSpeed's flags and dsrun's own", "[launcher][options]") {
+  const std::string usage = dsrun::usageText();
+  for (const char* flag : {"--hostfile", "--include", "--exclude", "--num_nodes", "--num_gpus", "--num_accelerators",
+                           "--master_port", "--master_addr", "--launcher", "--launcher_args", "--module",
+                           "--no_python", "--no_local_rank", "--no_ssh", "--force_multi", "--save_pid",
+                           "--enable_each_rank_log", "--bind_cores_to_rank", "--bind_core_list", "--ssh_port",
+                           "--python", "--dry_run", "--tag_output", "--kill_grace_s", "--exit_timeout_s",
+                           "--agent_port", "--tls_dir", "--ssh_config", "--make_tls"}) {
+    CAPTURE(flag);
+    CHECK_THAT(usage, Contains(flag));
+  }
+}

@@ -1,0 +1,246 @@
+#include "launcher/world_plan.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/env_contract.h"
+#include "common/error.h"
+#include "launcher/local_backend.h"
+
+using Catch::Matchers::Contains;
+using dsrun::Options;
+using dsrun::PlanInputs;
+using dsrun::planWorld;
+using dsrun::WorldPlan;
+using Args = std::vector<std::string>;
+
+namespace {
+
+Options opts(Args args) {
+  if (std::find(args.begin(), args.end(), "train.py") == args.end()) args.push_back("train.py");
+  return dsrun::parseOptions(args);
+}
+
+PlanInputs inputs(const std::string& hostfile = "") {
+  PlanInputs in;
+  if (!hostfile.empty()) in.hostfile = dsrun::parseHostfile(hostfile, "hf");
+  in.launcherEnv = {{"PATH", "/bin"}, {"NCCL_DEBUG", "INFO"}};
+  in.cwd = "/work";
+  in.gpuCount = 0;
+  in.physicalCores = 8;
+  in.jobId = "job-1";
+  return in;
+}
+
+// Resolves every host to "addr-of-<host>" and records the calls.
+struct RecordingResolver {
+  std::vector<std::string> calls;
+  dsrun::MasterAddrResolver fn() {
+    return [this](const std::string& host) {
+      calls.push_back(host);
+      return "addr-of-" + host;
+    };
+  }
+};
+
+const std::string kTwoHosts = "worker-0 slots=2\nworker-1 slots=2\n";
+
+}  // namespace
+
+TEST_CASE("planWorld plans a local job with the full rank environment", "[launcher][world_plan]") {
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts({"--num_gpus", "2", "train.py", "--lr", "1"}), inputs(), resolver.fn());
+  CHECK_FALSE(plan.multiNode);
+  CHECK(plan.launcher == "local");
+  CHECK(plan.masterAddr == "127.0.0.1");
+  CHECK(plan.masterPort == 29500);
+  CHECK(plan.jobId == "job-1");
+  CHECK(resolver.calls.empty());
+  REQUIRE(plan.worldSize() == 2);
+  const dsrun::PlannedRank& r1 = plan.ranks[1];
+  CHECK(r1.rank == 1);
+  CHECK(r1.localRank == 1);
+  CHECK(r1.nodeRank == 0);
+  CHECK(r1.host == "localhost");
+  CHECK(r1.slot == 1);
+  CHECK(r1.argv == Args{"python3", "-u", "train.py", "--local_rank=1", "--lr", "1"});
+  const dsrun::EnvMap expected = {
+      {"RANK", "1"},           {"LOCAL_RANK", "1"},         {"WORLD_SIZE", "2"},
+      {"LOCAL_SIZE", "2"},     {"CROSS_RANK", "0"},         {"CROSS_SIZE", "1"},
+      {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
+      {"DSRUN_JOB_ID", "job-1"}, {"NCCL_DEBUG", "INFO"},    {"PYTHONPATH", "/work"}};
+  CHECK(r1.env == expected);
+  CHECK(r1.cores.empty());
+}
+
+TEST_CASE("planWorld numbers ranks host by host and LOCAL_RANK by position on the node", "[launcher][world_plan]") {
+  // 3 + 2 slots: DeepSpeed's RANK % LOCAL_SIZE would give rank 3 local rank 1; dsrun gives 0.
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts({"-i", "b:1,3@a"}), inputs("a slots=3\nb slots=4\n"), resolver.fn());
+  REQUIRE(plan.worldSize() == 5);
+  CHECK(plan.multiNode);
+  CHECK(plan.launcher == "pdsh");
+  const int expectedLocal[] = {0, 1, 2, 0, 1};
+  const int expectedSlot[] = {0, 1, 2, 1, 3};
+  for (int i = 0; i < 5; ++i) {
+    const dsrun::PlannedRank& r = plan.ranks[static_cast<size_t>(i)];
+    CAPTURE(i);
+    CHECK(r.rank == i);
+    CHECK(r.localRank == expectedLocal[i]);
+    CHECK(r.slot == expectedSlot[i]);
+    CHECK(r.host == (i < 3 ? "a" : "b"));
+    CHECK(r.env.at("LOCAL_RANK") == std::to_string(expectedLocal[i]));
+    CHECK(r.env.at("CROSS_RANK") == (i < 3 ? "0" : "1"));
+    CHECK(r.env.at("CROSS_SIZE") == "2");
+    CHECK(r.env.at("LOCAL_SIZE") == (i < 3 ? "3" : "2"));
+    CHECK(r.env.at("WORLD_SIZE") == "5");
+    CHECK(r.env.at("CUDA_VISIBLE_DEVICES") == (i < 3 ? "0,1,2" : "1,3"));
+    CHECK(r.argv[3] == "--local_rank=" + std::to_string(expectedLocal[i]));
+  }
+  CHECK(plan.ranksOnNode(1).size() == 2);
+  CHECK(plan.ranksOnNode(1)[0]->rank == 3);
+}
+
+TEST_CASE("planWorld picks MASTER_ADDR by DeepSpeed's rules, honouring --master_addr always", "[launcher][world_plan]") {
+  auto [args, hostfile, expectedAddr, expectedResolved, multi] =
+      GENERATE(table<Args, std::string, std::string, std::string, bool>({
+          {Args{}, "", "127.0.0.1", "", false},
+          {{"--master_addr", "10.1.1.1"}, "", "10.1.1.1", "", false},  // DeepSpeed would use 127.0.0.1 here
+          {{"--master_addr", "10.1.1.1"}, kTwoHosts, "10.1.1.1", "", true},
+          {Args{}, kTwoHosts, "addr-of-worker-0", "worker-0", true},
+          {{"-e", "worker-0:0"}, kTwoHosts, "addr-of-worker-0", "worker-0", true},
+          {{"-e", "worker-0"}, kTwoHosts, "127.0.0.1", "", false},  // one host left: runs here
+          {{"-e", "worker-0", "--force_multi"}, kTwoHosts, "addr-of-worker-1", "worker-1", true},
+          {{"--num_nodes", "1"}, kTwoHosts, "127.0.0.1", "", false},
+          {{"--force_multi"}, "", "127.0.0.1", "", true},  // no hostfile: DeepSpeed's 127.0.0.1
+          {{"--no_ssh", "--node_rank", "1"}, kTwoHosts, "addr-of-worker-0", "worker-0", false},
+          {{"--no_ssh", "--node_rank", "0"}, "solo slots=2\n", "127.0.0.1", "", false},
+      }));
+  CAPTURE(args, hostfile);
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts(args), inputs(hostfile), resolver.fn());
+  CHECK(plan.masterAddr == expectedAddr);
+  CHECK(plan.multiNode == multi);
+  CHECK(resolver.calls == (expectedResolved.empty() ? Args{} : Args{expectedResolved}));
+  for (const auto& r : plan.ranks) CHECK(r.env.at("MASTER_ADDR") == expectedAddr);
+}
+
+TEST_CASE("planWorld propagates a master-address failure", "[launcher][world_plan]") {
+  auto failing = [](const std::string& host) -> std::string {
+    throw dsrun::Error("cannot infer the master address for " + host);
+  };
+  REQUIRE_THROWS_WITH(planWorld(opts({}), inputs(kTwoHosts), failing), Contains("for worker-0"));
+}
+
+TEST_CASE("planWorld builds each rank's command as DeepSpeed's launch.py does", "[launcher][world_plan]") {
+  auto [args, expected] = GENERATE(table<Args, Args>({
+      {{"train.py", "a"}, {"python3", "-u", "train.py", "--local_rank=0", "a"}},
+      {{"--module", "train.py", "a"}, {"python3", "-u", "-m", "train.py", "--local_rank=0", "a"}},
+      {{"--no_python", "train.py", "a"}, {"train.py", "--local_rank=0", "a"}},
+      {{"--no_local_rank", "train.py", "a"}, {"python3", "-u", "train.py", "a"}},
+      {{"--no_python", "--no_local_rank", "train.py"}, {"train.py"}},
+      {{"--python", "/opt/py/bin/python", "train.py"}, {"/opt/py/bin/python", "-u", "train.py", "--local_rank=0"}},
+  }));
+  RecordingResolver resolver;
+  CHECK(planWorld(opts(args), inputs(), resolver.fn()).ranks[0].argv == expected);
+}
+
+TEST_CASE("planWorld keeps argv and environment values byte for byte", "[launcher][world_plan]") {
+  const Args tricky = {"I am 6' tall", "'I am 72\" tall'", "'\"translate English to Romanian: \"'",
+                       "I'm going to tell them \"DeepSpeed is the best\"", "$HOME `id` $(id)", "a\nb", "tab\there",
+                       "ünïcødé ✓", "", "\\"};
+  Args args = {"train.py"};
+  args.insert(args.end(), tricky.begin(), tricky.end());
+  PlanInputs in = inputs();
+  in.launcherEnv["NCCL_TRICKY"] = " sp 'q' \"d\" $X\nnl ✓ ";
+  in.envFiles.push_back({"/work/.deepspeed_env", "FROM_FILE=a \"b\" 'c' $d\n"});
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts(args), in, resolver.fn());
+  const Args argv = plan.ranks[0].argv;
+  CHECK(Args(argv.begin() + 4, argv.end()) == tricky);
+  CHECK(plan.ranks[0].env.at("NCCL_TRICKY") == " sp 'q' \"d\" $X\nnl ✓ ");
+  CHECK(plan.ranks[0].env.at("FROM_FILE") == "a \"b\" 'c' $d");
+}
+
+TEST_CASE("planWorld lets the rank contract override propagated variables", "[launcher][world_plan]") {
+  PlanInputs in = inputs();
+  in.envFiles.push_back({"/work/.deepspeed_env", "RANK=99\nMASTER_PORT=1\nNCCL_DEBUG=WARN\n"});
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts({}), in, resolver.fn());
+  CHECK(plan.ranks[0].env.at("RANK") == "0");
+  CHECK(plan.ranks[0].env.at("MASTER_PORT") == "29500");
+  CHECK(plan.ranks[0].env.at("NCCL_DEBUG") == "WARN");
+  CHECK(plan.exports.at("RANK") == "99");
+}
+
+TEST_CASE("planWorld binds cores per local rank and sets OMP_NUM_THREADS", "[launcher][world_plan]") {
+  auto [args, cores0, cores1, threads] = GENERATE(table<Args, std::vector<int>, std::vector<int>, std::string>({
+      {{"--num_gpus", "2", "--bind_cores_to_rank"}, {0, 1, 2, 3}, {4, 5, 6, 7}, "4"},
+      {{"--num_gpus", "2", "--bind_cores_to_rank", "--bind_core_list", "0,2-5"}, {0, 2}, {3, 4}, "2"},
+      {{"--num_gpus", "2", "--bind_cores_to_rank", "--bind_core_list", "1,3-5,7"}, {1, 3}, {4, 5}, "2"},
+  }));
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts(args), inputs(), resolver.fn());
+  CHECK(plan.ranks[0].cores == cores0);
+  CHECK(plan.ranks[1].cores == cores1);
+  CHECK(plan.ranks[1].env.at("OMP_NUM_THREADS") == threads);
+}
+
+TEST_CASE("planWorld ignores --bind_core_list without --bind_cores_to_rank, as DeepSpeed", "[launcher][world_plan]") {
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts({"--bind_core_list", "0-1"}), inputs(), resolver.fn());
+  CHECK(plan.ranks[0].cores.empty());
+  CHECK(plan.ranks[0].env.count("OMP_NUM_THREADS") == 0);
+}
+
+TEST_CASE("planWorld rejects impossible requests with one clear line", "[launcher][world_plan]") {
+  auto [args, hostfile, extraEnv, expected] = GENERATE(table<Args, std::string, std::string, std::string>({
+      {{"--no_python", "--module"}, "", "", "--no_python and --module cannot be used together"},
+      {{"--no_ssh"}, kTwoHosts, "", "--no_ssh needs --node_rank in [0, 2) for the 2 active host(s), got -1"},
+      {{"--no_ssh", "--node_rank", "2"}, kTwoHosts, "", "got 2"},
+      {{"--bind_cores_to_rank"}, "", "KMP_AFFINITY", "KMP_AFFINITY is set"},
+      {{"--num_gpus", "3", "--bind_cores_to_rank", "--bind_core_list", "0-1"}, "", "",
+       "--bind_cores_to_rank: 2 core(s) for 3 ranks on host 'localhost'"},
+      {{"--bind_cores_to_rank", "--bind_core_list", "3-1"}, "", "", "--bind_core_list '3-1': bad range"},
+      {{"--elastic_training"}, "", "", "--elastic_training: elastic training is not supported by dsrun"},
+      {{"--autotuning", "tune"}, "", "", "--autotuning tune: the DeepSpeed autotuner is not supported"},
+  }));
+  CAPTURE(args);
+  PlanInputs in = inputs(hostfile);
+  if (!extraEnv.empty()) in.launcherEnv[extraEnv] = "granularity=fine";
+  RecordingResolver resolver;
+  REQUIRE_THROWS_AS(planWorld(opts(args), in, resolver.fn()), dsrun::Error);
+  REQUIRE_THROWS_WITH(planWorld(opts(args), in, resolver.fn()), Contains(expected));
+}
+
+TEST_CASE("with --no_ssh the local node is the --node_rank host's share of the world", "[launcher][world_plan]") {
+  RecordingResolver resolver;
+  const WorldPlan plan = planWorld(opts({"--no_ssh", "--node_rank", "1"}), inputs(kTwoHosts), resolver.fn());
+  CHECK(plan.launcher == "local");
+  CHECK(plan.localNode == 1);
+  const auto specs = dsrun::rankSpecsForNode(plan, plan.localNode, {{"PATH", "/bin"}, {"RANK", "stale"}});
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0].rank == 2);
+  CHECK(specs[0].localRank == 0);
+  CHECK(specs[0].host == "worker-1");
+  CHECK(specs[0].command.env.at("PATH") == "/bin");
+  CHECK(specs[0].command.env.at("RANK") == "2");
+  CHECK(specs[0].command.env.at("CROSS_RANK") == "1");
+  CHECK(specs[0].command.cwd.empty());
+  CHECK(specs[1].command.argv == Args{"python3", "-u", "train.py", "--local_rank=1"});
+}
+
+TEST_CASE("every variable planWorld sets for a rank is in the environment contract", "[launcher][world_plan]") {
+  RecordingResolver resolver;
+  PlanInputs in = inputs();
+  in.launcherEnv.clear();
+  const WorldPlan plan = planWorld(opts({}), in, resolver.fn());
+  const std::vector<std::string> contract = {
+      dsrun::kEnvRank,      dsrun::kEnvLocalRank,  dsrun::kEnvWorldSize,          dsrun::kEnvLocalSize,
+      dsrun::kEnvCrossRank, dsrun::kEnvCrossSize,  dsrun::kEnvMasterAddr,         dsrun::kEnvMasterPort,
+      dsrun::kEnvCudaVisibleDevices, dsrun::kEnvJobId, "PYTHONPATH"};
+  for (const auto& [name, value] : plan.ranks[0].env) {
+    CAPTURE(name);
+    CHECK(std::find(contract.begin(), contract.end(), name) != contract.end());
+  }
+  CHECK(plan.ranks[0].env.size() == contract.size());
+}
