@@ -8,6 +8,9 @@
 #   test_cluster.sh hostfile N [SLOTS]         print a hostfile for the cluster
 #   test_cluster.sh down N                     stop everything, remove namespaces, bridge, hosts block
 #   test_cluster.sh status N
+#   test_cluster.sh slurm-up N                 munged + slurmctld (10.77.0.1) + one slurmd per host; then
+#                                              export SLURM_CONF=$DSRUN_CLUSTER_STATE/slurm/slurm.conf
+#   test_cluster.sh slurm-down N               stop the Slurm daemons (munged stays: it may be shared)
 # env: DSRUN_CLUSTER_STATE  state dir (keys, ssh_config, pid files), default /run/dsrun-cluster
 set -euo pipefail
 CMD=${1:-status}; N=${2:-4}
@@ -129,6 +132,62 @@ down() {
   hosts_strip
 }
 
+# Slurm on the cluster (PLATFORM.md §4): slurmd via nsenter (not `ip netns exec`, which hides the host's
+# cgroup mounts) in a private mount namespace with its own TmpFS, slurmctld in the root namespace.
+slurm_up() {
+  local d=$ST/slurm
+  command -v slurmctld >/dev/null || die "slurmctld not installed (apt-get install slurm-wlm)"
+  mkdir -p "$d/ctld" "$d/d" "$d/nodetmp" /run/munge
+  chown munge:munge /run/munge
+  { [ -S /run/munge/munge.socket.2 ] && munge -n >/dev/null 2>&1; } || runuser -u munge -- /usr/sbin/munged
+  cat > "$d/slurm.conf" <<EOC
+ClusterName=dsrun
+SlurmctldHost=$(hostname -s)($NET.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+StateSaveLocation=$d/ctld
+SlurmdSpoolDir=$d/d/%n
+SlurmctldPidFile=$d/slurmctld.pid
+SlurmdPidFile=$d/d/slurmd-%n.pid
+SlurmctldLogFile=$d/slurmctld.log
+SlurmdLogFile=$d/d/slurmd-%n.log
+TmpFS=$d/nodetmp
+NodeName=${P}[1-$N] NodeAddr=$NET.[11-$((10 + N))] CPUs=2 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
+EOC
+  export SLURM_CONF=$d/slurm.conf
+  alive "$d/slurmctld.pid" || slurmctld -f "$SLURM_CONF"
+  for i in $(seq 1 "$N"); do
+    local n=$P$i; mkdir -p "$d/nodetmp-$n"
+    alive "$d/d/slurmd-$n.pid" && continue
+    nsenter --net=/run/netns/$n unshare --uts --mount --propagation private -- sh -c \
+      "mount --bind $d/nodetmp-$n $d/nodetmp && hostname $n && exec slurmd -f $SLURM_CONF -N $n"
+  done
+  for _ in $(seq 150); do [ "$(sinfo -h -N -t idle -o %N 2>/dev/null | wc -l)" -ge "$N" ] && break; sleep 0.2; done
+  [ "$(sinfo -h -N -t idle -o %N 2>/dev/null | wc -l)" -ge "$N" ] || die "slurm nodes not idle within 30 s (logs: $d)"
+  echo "slurm up: SLURM_CONF=$d/slurm.conf"
+}
+
+slurm_down() {
+  local d=$ST/slurm f
+  for f in "$d"/d/slurmd-*.pid "$d/slurmctld.pid"; do
+    if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
+  done
+  rm -rf "$d/ctld"  # no job state carried into the next run
+  return 0
+}
+
 status() {
   ip -br addr show "$BR" 2>/dev/null || echo "no bridge"
   for i in $(seq 1 "$N"); do
@@ -138,5 +197,7 @@ status() {
 
 case "$CMD" in
   up|agents|hostfile|down|status) "$CMD" "$@" ;;
-  *) die "unknown verb '$CMD' (expected up, agents, hostfile, down or status)" ;;
+  slurm-up) slurm_up ;;
+  slurm-down) slurm_down ;;
+  *) die "unknown verb '$CMD' (expected up, agents, hostfile, down, status, slurm-up or slurm-down)" ;;
 esac

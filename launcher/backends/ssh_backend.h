@@ -1,0 +1,30 @@
+#pragma once
+// ssh: one libssh session per host, opened in parallel and configured like OpenSSH's client
+// (--ssh_config, default ~/.ssh/config; --ssh_port). Each session runs the same remote shell line pdsh
+// would (exports, cd, dsrun-launch with that node's --node_rank) plus --watch_stdin, so closing the
+// channel, or dsrun dying, stops that node's ranks. Nothing starts anywhere until every host is connected
+// and authenticated; the first host is connected first and serves as the passwordless-ssh check.
+
+#include "launcher/backends/ssh_session.h"
+#include "launcher/command_backend.h"
+
+namespace dsrun {
+
+class SshBackend : public Backend {
+ public:
+  explicit SshBackend(BackendSite site) : site_(std::move(site)) {}
+
+  std::string_view name() const override { return "ssh"; }
+  std::optional<std::string> unavailableReason() const override { return std::nullopt; }
+  /// One entry per host: the remote shell words that host runs.
+  std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const override;
+  int run(const WorldPlan& plan, const LaunchContext& ctx) override;
+
+  /// Where each host is reached (config file, port).
+  static SshTarget targetFor(const std::string& host, const Options& options);
+
+ private:
+  BackendSite site_;  ///< dsrun-launch path and launch directory
+};
+
+}  // namespace dsrun

@@ -1,0 +1,168 @@
+#include "launcher/command_job.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <vector>
+
+#include "common/error.h"
+#include "common/exit_status.h"
+#include "common/line_buffer.h"
+#include "common/line_sink.h"
+#include "common/posix_spawner.h"
+#include "common/signal_pipe.h"
+
+namespace dsrun {
+
+namespace {
+
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Extra time the launcher command gets, after the job was told to stop, to notice and exit by itself.
+constexpr double kLauncherExitSlackS = 5;
+
+class Runner {
+ public:
+  explicit Runner(const CommandJobSpec& spec)
+      : spec_(spec), signals_({SIGINT, SIGTERM, SIGHUP}), out_(STDOUT_FILENO), err_(STDERR_FILENO) {}
+
+  CommandJobResult run() {
+    SpawnOptions options;
+    options.stdinNull = true;
+    Subprocess child = spawner_.spawn(spec_.command, options);
+    main_ = child.pid;
+    streams_.push_back({std::move(child.stdoutFd), LineBuffer(), &out_});
+    streams_.push_back({std::move(child.stderrFd), LineBuffer(), &err_});
+    while (main_ > 0 || kill_ > 0 || !streams_.empty()) step();
+    if (result_.failure) {
+      result_.exitCode = result_.failure->exitCode;
+      err_.write("", strCat("dsrun: ", describeFailure(*result_.failure), "; stopped the job on every host"));
+    } else if (result_.signal) {
+      result_.exitCode = 128 + *result_.signal;
+    } else {
+      result_.exitCode = exitCodeOf(mainStatus_);
+      if (result_.exitCode != 0) {
+        err_.write("", strCat("dsrun: '", spec_.command.argv.front(), "' ", describeWaitStatus(mainStatus_)));
+      }
+    }
+    return result_;
+  }
+
+ private:
+  struct Stream {
+    UniqueFd fd;
+    LineBuffer lines;
+    LineSink* sink;
+  };
+
+  void step() {
+    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+    for (const Stream& s : streams_) fds.push_back({s.fd.get(), POLLIN, 0});
+    int timeoutMs = 200;  // reaping also happens on a timer: SIGCHLD bytes can coalesce
+    if (::poll(fds.data(), fds.size(), timeoutMs) < 0 && errno != EINTR) {
+      throw IoError("", "poll", errno, "running " + spec_.command.argv.front());
+    }
+    for (int signal : signals_.drain()) {
+      if (signal == SIGCHLD) continue;
+      if (!result_.signal) result_.signal = signal;
+      if (stopping_) {
+        if (main_ > 0) spawner_.signalGroup(main_, SIGKILL);
+      } else {
+        stop();
+      }
+    }
+    for (size_t i = streams_.size(); i-- > 0;) {
+      if (fds[i + 1].revents == 0) continue;
+      if (!read(streams_[i])) streams_.erase(streams_.begin() + static_cast<long>(i));
+    }
+    reap();
+    if (stopping_ && main_ > 0 && nowSeconds() >= deadline_) {
+      spawner_.signalGroup(main_, escalated_ ? SIGKILL : SIGTERM);
+      escalated_ = true;
+      deadline_ = nowSeconds() + 2;
+    }
+  }
+
+  bool read(Stream& s) {
+    char buffer[65536];
+    const ssize_t n = ::read(s.fd.get(), buffer, sizeof buffer);
+    const auto emit = [&](std::string_view line) {
+      s.sink->write("", line);
+      if (!result_.failure) {
+        if (std::optional<RankFailure> f = parseFailureLine(line)) {
+          result_.failure = f;
+          if (!stopping_) stop();
+        }
+      }
+    };
+    if (n > 0) {
+      s.lines.feed(std::string_view(buffer, static_cast<size_t>(n)), emit);
+      return true;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    s.lines.finish(emit);
+    return false;
+  }
+
+  void stop() {
+    stopping_ = true;
+    deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
+    if (spec_.kill) {
+      SpawnOptions options;
+      options.output = OutputMode::Inherit;
+      options.stdinNull = true;
+      try {
+        kill_ = spawner_.spawn(*spec_.kill, options).pid;
+        return;
+      } catch (const IoError& e) {
+        err_.write("", strCat("dsrun: cannot run the kill command: ", e.what()));
+      }
+    }
+    if (main_ > 0) spawner_.signalGroup(main_, spec_.stopSignal);
+  }
+
+  void reap() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == main_) {
+        mainStatus_ = status;
+        main_ = -1;
+      } else if (pid == kill_) {
+        kill_ = -1;
+        // The remote ranks are gone; the launcher command should follow within its slack.
+        deadline_ = std::min(deadline_, nowSeconds() + kLauncherExitSlackS);
+      }
+    }
+  }
+
+  const CommandJobSpec& spec_;
+  SignalPipe signals_;
+  PosixSpawner spawner_;
+  LineSink out_;
+  LineSink err_;
+  std::vector<Stream> streams_;
+  pid_t main_ = -1;
+  pid_t kill_ = -1;
+  int mainStatus_ = 0;
+  bool stopping_ = false;
+  bool escalated_ = false;
+  double deadline_ = 0;
+  CommandJobResult result_;
+};
+
+}  // namespace
+
+CommandJobResult runCommandJob(const CommandJobSpec& spec) {
+  Runner runner(spec);
+  return runner.run();
+}
+
+}  // namespace dsrun

@@ -1,0 +1,33 @@
+#pragma once
+// CommandJob: runs the one local command a CommandBackend built (pdsh, mpirun, srun) and turns it into
+// dsrun's failure semantics: output is forwarded line by line, the first rank failure any node reports
+// (failure_line.h) or a SIGINT/SIGTERM/SIGHUP to dsrun stops the job everywhere (the backend's kill
+// command, else a signal to the launcher command), and the job's exit code is the first failure's.
+
+#include <optional>
+#include <string>
+
+#include "common/command.h"
+#include "launcher/failure_line.h"
+
+namespace dsrun {
+
+struct CommandJobSpec {
+  Command command;              ///< the launcher command
+  std::optional<Command> kill;  ///< stops the job on every node (pdsh); nullopt: signal `command` instead
+  int stopSignal = 15;          ///< what `command` gets when the job must stop and there is no kill command
+  double killGraceS = 30;       ///< how long the job may take to stop before SIGKILL
+};
+
+/// What happened.
+struct CommandJobResult {
+  int exitCode = 0;                        ///< first failure's code, else 128+signal, else the command's
+  std::optional<RankFailure> failure;      ///< first failure seen
+  std::optional<int> signal;               ///< first signal dsrun received
+};
+
+/// Runs the job to completion (main thread: it installs signal handlers while it runs). Throws IoError
+/// when the command cannot be spawned. Prints one summary line on stderr when the job failed.
+CommandJobResult runCommandJob(const CommandJobSpec& spec);
+
+}  // namespace dsrun

@@ -1,0 +1,143 @@
+#include "launcher/node_launch/job_registry.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/env_contract.h"
+#include "common/error.h"
+#include "common/strings.h"
+
+namespace dsrun {
+
+namespace {
+
+std::vector<std::string> listDir(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* dir = ::opendir(path.c_str())) {
+    while (dirent* entry = ::readdir(dir)) names.emplace_back(entry->d_name);
+    ::closedir(dir);
+  }
+  return names;
+}
+
+bool allDigits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// Pids recorded by the job's dsrun-launch processes that still run dsrun-launch.
+std::vector<pid_t> registeredLaunchers(const std::string& dir) {
+  std::vector<pid_t> pids;
+  for (const std::string& name : listDir(dir)) {
+    if (!startsWith(name, "launch-") || !endsWith(name, ".pid")) continue;
+    long long pid = 0;
+    if (!parseInt(trim(readAll(dir + "/" + name)), pid) || pid <= 1) continue;
+    // The pid may have been reused: only a dsrun-launch process counts.
+    char exe[4096];
+    const ssize_t n = ::readlink(strCat("/proc/", pid, "/exe").c_str(), exe, sizeof exe - 1);
+    if (n > 0 && endsWith(std::string(exe, static_cast<size_t>(n)), "dsrun-launch")) {
+      pids.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  return pids;
+}
+
+}  // namespace
+
+std::string jobDir(const std::string& jobId) {
+  if (jobId.empty() || jobId.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                           std::string::npos || jobId[0] == '.') {
+    throw ConfigError(strCat("--job_id: expected letters, digits, '.', '_' or '-', got '", jobId, "'"));
+  }
+  return "/tmp/dsrun-" + jobId;
+}
+
+JobRegistration::JobRegistration(const std::string& jobId) : dir_(jobDir(jobId)) {
+  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw IoError(dir_, "mkdir", errno, "registering the job");
+  pidFile_ = strCat(dir_, "/launch-", ::getpid(), ".pid");
+  std::ofstream out(pidFile_);
+  out << ::getpid() << "\n";
+  if (!out) throw IoError(pidFile_, "write", errno, "registering the job");
+}
+
+JobRegistration::~JobRegistration() {
+  ::unlink(pidFile_.c_str());
+  ::rmdir(dir_.c_str());  // fails while other launchers or a kill mark remain: fine
+}
+
+bool JobRegistration::killed() const { return ::access((dir_ + "/killed").c_str(), F_OK) == 0; }
+
+std::vector<pid_t> processesOfJob(const std::string& jobId, pid_t self) {
+  const std::string needle = strCat(kEnvJobId, "=", jobId);
+  std::vector<pid_t> pids;
+  for (const std::string& name : listDir("/proc")) {
+    if (!allDigits(name)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == self) continue;
+    const std::string environ = readAll(strCat("/proc/", name, "/environ"));
+    // Entries are NUL-separated: match a whole entry, never a substring of another job's id.
+    size_t at = 0;
+    while ((at = environ.find(needle, at)) != std::string::npos) {
+      const bool starts = at == 0 || environ[at - 1] == '\0';
+      const size_t end = at + needle.size();
+      if (starts && (end == environ.size() || environ[end] == '\0')) {
+        pids.push_back(pid);
+        break;
+      }
+      at = end;
+    }
+  }
+  return pids;
+}
+
+int killJob(const std::string& jobId, double graceS) {
+  const std::string dir = jobDir(jobId);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw IoError(dir, "mkdir", errno, "marking the job killed");
+  const int mark = ::open((dir + "/killed").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  if (mark < 0) throw IoError(dir + "/killed", "open", errno, "marking the job killed");
+  ::close(mark);
+
+  std::set<pid_t> signalled;
+  // Launchers first: they forward SIGTERM to their ranks once and report; stray processes get it directly.
+  std::vector<pid_t> launchers = registeredLaunchers(dir);
+  for (pid_t pid : launchers) {
+    if (::kill(pid, SIGTERM) == 0) signalled.insert(pid);
+  }
+  if (launchers.empty()) {
+    for (pid_t pid : processesOfJob(jobId, ::getpid())) {
+      if (::kill(pid, SIGTERM) == 0) signalled.insert(pid);
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(graceS);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = !processesOfJob(jobId, ::getpid()).empty();
+    for (pid_t pid : launchers) any = any || alive(pid);
+    if (!any) return static_cast<int>(signalled.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t pid : registeredLaunchers(dir)) {
+    if (::kill(pid, SIGKILL) == 0) signalled.insert(pid);
+  }
+  for (pid_t pid : processesOfJob(jobId, ::getpid())) {
+    if (::kill(pid, SIGKILL) == 0) signalled.insert(pid);
+  }
+  return static_cast<int>(signalled.size());
+}
+
+}  // namespace dsrun

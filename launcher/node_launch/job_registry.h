@@ -1,0 +1,42 @@
+#pragma once
+// Per-host bookkeeping of a multi-node job by its DSRUN_JOB_ID, so that a kill command stops exactly that
+// job (never `pkill -f` pattern matching): dsrun-launch records its pid in /tmp/dsrun-<job id>/, and
+// `dsrun-launch --kill` signals those launchers, then every process whose environment holds
+// DSRUN_JOB_ID=<job id>. A kill that arrives before the launch leaves a "killed" mark the launch honours.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+/// /tmp/dsrun-<jobId>. Throws ConfigError unless jobId is non-empty and made of [A-Za-z0-9._-].
+std::string jobDir(const std::string& jobId);
+
+/// Registration of one dsrun-launch process for the job; removed again by the destructor.
+class JobRegistration {
+ public:
+  /// Creates the job directory and this process's pid file. Throws IoError if it cannot.
+  explicit JobRegistration(const std::string& jobId);
+  ~JobRegistration();
+  JobRegistration(const JobRegistration&) = delete;
+  JobRegistration& operator=(const JobRegistration&) = delete;
+
+  /// True if a kill for this job already ran on this host (the launch must not start ranks).
+  bool killed() const;
+
+ private:
+  std::string dir_;      ///< jobDir(jobId)
+  std::string pidFile_;  ///< dir_/launch-<pid>.pid
+};
+
+/// Processes on this host whose environment has DSRUN_JOB_ID=<jobId> exactly, except `self`.
+std::vector<pid_t> processesOfJob(const std::string& jobId, pid_t self);
+
+/// Stops job `jobId` on this host: marks it killed, SIGTERMs its registered launchers (which stop their
+/// ranks), waits up to `graceS` for the job's processes to go, then SIGKILLs what is left. Returns how
+/// many processes were signalled.
+int killJob(const std::string& jobId, double graceS);
+
+}  // namespace dsrun

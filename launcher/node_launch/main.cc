@@ -1,0 +1,97 @@
+// dsrun-launch: the per-node program of dsrun's multi-node backends (see node_launch_args.h and
+// docs/backends.md). Errors end it with one line on stderr and the error's exit code.
+
+#include <unistd.h>
+
+#include <csignal>
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/local_job.h"
+#include "common/logging.h"
+#include "launcher/node_launch/job_registry.h"
+#include "launcher/node_launch/node_launch_args.h"
+#include "launcher/node_launch/node_ranks.h"
+#include "launcher/node_launch/rank_env_mapping.h"
+#include "launcher/node_launch/rank_process.h"
+#include "launcher/node_launch/stdin_watch.h"
+#include "launcher/real_machine.h"
+#include "launcher/world_plan.h"
+
+namespace {
+
+std::string hostName() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
+  std::optional<dsrun::JobRegistration> registration;
+  if (!args.jobId.empty()) {
+    registration.emplace(args.jobId);
+    if (registration->killed()) {
+      std::cerr << "dsrun-launch: " << hostName() << ": job " << args.jobId << " was stopped before it started here"
+                << std::endl;
+      return 128 + SIGTERM;
+    }
+  }
+  const std::vector<dsrun::RankSpec> ranks =
+      dsrun::nodeRankSpecs(args, machine.environment(), machine.physicalCoreCount());
+  if (args.watchStdin) dsrun::watchStdinForEof();
+  const int code = dsrun::runLocalJob(ranks, dsrun::nodeJobOptions(args));
+  if (code != 0 && !ranks.empty()) {
+    // The launcher's last resort when no rank line named the failure (see launcher/failure_line.h).
+    std::cerr << "dsrun-launch: " << ranks.front().host << " (node " << args.nodeRank << ", ranks "
+              << ranks.front().rank << "-" << ranks.back().rank << ") exited with code " << code << std::endl;
+  }
+  return code;
+}
+
+int runRank(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
+  const dsrun::RankIdentity id = dsrun::rankIdentityFromEnv(args.rankEnv, machine.environment());
+  dsrun::RankSpec spec;
+  spec.rank = id.rank;
+  spec.localRank = id.localRank;
+  spec.host = hostName();
+  spec.command.argv = dsrun::rankArgv(dsrun::optionsForNodeLaunch(args), id.localRank);
+  spec.command.env = dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.jobId);
+  return dsrun::runRankProcess(spec, args.killGraceS);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dsrun::setLogIdentity("dsrun-launch");
+  try {
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    if (!words.empty() && (words[0] == "-h" || words[0] == "--help")) {
+      std::cout << dsrun::nodeLaunchUsage();
+      return 0;
+    }
+    const dsrun::NodeLaunchArgs args = dsrun::parseNodeLaunchArgs(words);
+    dsrun::RealMachine machine;
+    switch (args.mode) {
+      case dsrun::NodeLaunchMode::Kill: {
+        const int n = dsrun::killJob(args.jobId, args.killGraceS);
+        if (n > 0) std::cerr << "dsrun-launch: " << hostName() << ": stopped " << n << " process(es) of job " << args.jobId << std::endl;
+        return 0;
+      }
+      case dsrun::NodeLaunchMode::Rank:
+        return runRank(args, machine);
+      case dsrun::NodeLaunchMode::Node:
+        return runNode(args, machine);
+    }
+    return 1;
+  } catch (const dsrun::Error& e) {
+    std::cerr << "dsrun-launch: " << hostName() << ": " << e.what() << std::endl;
+    return e.exitCode();
+  } catch (const std::exception& e) {
+    std::cerr << "dsrun-launch: " << hostName() << ": internal error: " << e.what() << std::endl;
+    return 1;
+  }
+}

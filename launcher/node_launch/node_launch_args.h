@@ -1,0 +1,49 @@
+#pragma once
+// The command line of `dsrun-launch`, the per-node program multi-node backends run on each host:
+//  - node mode (DeepSpeed's launch.py flags): --world_info=B64 --node_rank=N ... SCRIPT ARGS: runs that
+//    node's share of the world with runLocalJob;
+//  - rank mode: --rank_env=openmpi|mpich|impi|mvapich|slurm|auto ... SCRIPT ARGS: one MPI/Slurm task maps
+//    its launcher's variables to dsrun's environment contract and runs the rank program;
+//  - kill mode: --kill --job_id=ID: stops every process of job ID on this host.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+enum class NodeLaunchMode { Node, Rank, Kill };
+
+struct NodeLaunchArgs {
+  NodeLaunchMode mode = NodeLaunchMode::Node;
+  std::string worldInfo;                    ///< --world_info (node mode)
+  int nodeRank = 0;                         ///< --node_rank (node mode; pdsh's %n)
+  std::string masterAddr = "127.0.0.1";     ///< --master_addr
+  int masterPort = 29500;                   ///< --master_port
+  bool module = false;                      ///< --module
+  bool noPython = false;                    ///< --no_python
+  bool noLocalRank = false;                 ///< --no_local_rank
+  int savePid = 0;                          ///< --save_pid MAIN_PID: write /tmp/MAIN_PID.deepspeed
+  std::string eachRankLogDir;               ///< --enable_each_rank_log DIR ("None" = off, as launch.py)
+  bool bindCoresToRank = false;             ///< --bind_cores_to_rank
+  std::optional<std::string> bindCoreList;  ///< --bind_core_list
+  std::string jobId;                        ///< --job_id: DSRUN_JOB_ID of the job
+  std::string python = "python3";           ///< --python: the ranks' interpreter
+  bool tagOutput = false;                   ///< --tag_output
+  double killGraceS = 30;                   ///< --kill_grace_s
+  double exitTimeoutS = -1;                 ///< --exit_timeout_s
+  bool watchStdin = false;                  ///< --watch_stdin: stop the job when stdin reaches EOF (ssh)
+  std::string rankEnv;                      ///< --rank_env FLAVOR (rank mode)
+  std::string userScript;                   ///< the program (first positional)
+  std::vector<std::string> userArgs;        ///< its arguments, untouched
+};
+
+/// Parses `args` (no argv[0]); `--flag=value` and `--flag value` both work, parsing stops at the first
+/// word that is not a flag. Throws ParseError naming the flag for unknown flags, bad numbers, a missing
+/// script (node and rank mode), a missing --job_id (kill mode) or --world_info (node mode).
+NodeLaunchArgs parseNodeLaunchArgs(const std::vector<std::string>& args);
+
+/// The usage text of dsrun-launch.
+std::string nodeLaunchUsage();
+
+}  // namespace dsrun

@@ -1,0 +1,139 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "launcher/backends/mpi_backends.h"
+#include "launcher/backends/slurm_backend.h"
+#include "plan_fixture.h"
+
+using dsrun::test::fakeSite;
+using dsrun::test::kTwoWorkers;
+using dsrun::test::makePlan;
+using Words = std::vector<std::string>;
+
+namespace {
+
+bool contains(const Words& w, const std::string& s) { return std::find(w.begin(), w.end(), s) != w.end(); }
+
+const Words kRankTail = {"/opt/dsrun/bin/dsrun-launch", "--master_addr=10.0.0.1", "--master_port=29500",
+                         "--job_id=job-1", "--kill_grace_s=30", "train.py", "--lr", "0.1 x"};
+
+Words tailOf(const Words& argv, const std::string& flavor) {
+  auto at = std::find(argv.begin(), argv.end(), "/opt/dsrun/bin/dsrun-launch");
+  Words tail(at, argv.end());
+  Words expected = kRankTail;
+  expected.insert(expected.begin() + 1, "--rank_env=" + flavor);
+  CHECK(tail == expected);
+  return tail;
+}
+
+}  // namespace
+
+TEST_CASE("openmpi builds DeepSpeed's mpirun line with eth0 as the default interface", "[launcher][backends]") {
+  auto f = makePlan(kTwoWorkers, {"--launcher", "openmpi", "train.py", "--lr", "0.1 x"}, {{"NCCL_X", "a\"b c"}});
+  const Words argv = dsrun::OpenMpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  CHECK(Words(argv.begin(), argv.begin() + 11) == Words{"mpirun", "-n", "8", "-hostfile", "/job/hostfile", "--mca",
+                                                        "btl", "^openib", "--mca", "btl_tcp_if_include", "eth0"});
+  CHECK(contains(argv, "NCCL_X=a\"b c"));  // unquoted: DeepSpeed's literal "..." would reach the rank
+  CHECK(contains(argv, "UCX_TLS=tcp"));
+  CHECK(contains(argv, "PYTHONPATH=/work/job"));
+  tailOf(argv, "openmpi");
+}
+
+TEST_CASE("openmpi drops its eth0 default when launcher args name btl_tcp_if_include", "[launcher][backends]") {
+  auto args = GENERATE(std::string("-mca btl_tcp_if_include eth1"), std::string("--mca btl_tcp_if_include eth1"));
+  auto f = makePlan(kTwoWorkers, {"--launcher", "openmpi", "--launcher_args", args, "train.py"});
+  const Words argv = dsrun::OpenMpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  CHECK_FALSE(contains(argv, "eth0"));
+  CHECK(contains(argv, "eth1"));
+}
+
+TEST_CASE("MPI backends refuse DeepSpeed's unsupported resource filters", "[launcher][backends]") {
+  auto [flags, message] = GENERATE(table<Words, std::string>({
+      {{"-i", "worker-0"}, "does not support worker include/exclusion"},
+      {{"-e", "worker-1:0"}, "does not support worker include/exclusion"},
+      {{"--num_nodes", "1"}, "does not support limiting num nodes/gpus"},
+      {{"--num_gpus", "2"}, "does not support limiting num nodes/gpus"},
+  }));
+  auto name = GENERATE(std::string("openmpi"), std::string("mpich"), std::string("impi"), std::string("mvapich"));
+  Words args = {"--launcher", name};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.push_back("train.py");
+  auto f = makePlan(kTwoWorkers, args);
+  std::unique_ptr<dsrun::CommandBackend> backend;
+  if (name == "openmpi") backend = std::make_unique<dsrun::OpenMpiBackend>(fakeSite());
+  if (name == "mpich") backend = std::make_unique<dsrun::MpichBackend>(fakeSite());
+  if (name == "impi") backend = std::make_unique<dsrun::ImpiBackend>(fakeSite());
+  if (name == "mvapich") backend = std::make_unique<dsrun::MvapichBackend>(fakeSite());
+  REQUIRE_THROWS_WITH(backend->buildCommand(f->plan, *f->ctx), Catch::StartsWith(name) && Catch::Contains(message));
+}
+
+TEST_CASE("mpich builds -n/-ppn/-genv/-hosts and prefers mpirun.mpich", "[launcher][backends]") {
+  auto f = makePlan(kTwoWorkers, {"--launcher", "mpich", "train.py", "--lr", "0.1 x"});
+  Words argv = dsrun::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  CHECK(Words(argv.begin(), argv.begin() + 5) == Words{"mpirun.mpich", "-n", "8", "-ppn", "4"});
+  const Words genv = {"-genv", "PYTHONPATH", "/work/job", "-genv", "MASTER_ADDR", "10.0.0.1", "-genv", "MASTER_PORT",
+                      "29500", "-genv", "WORLD_SIZE", "8", "-genv", "LOCAL_SIZE", "4", "-hosts", "worker-0,worker-1"};
+  CHECK(Words(argv.begin() + 5, argv.begin() + 5 + static_cast<long>(genv.size())) == genv);
+  tailOf(argv, "mpich");
+  CHECK(dsrun::MpichBackend(fakeSite({"mpirun.mpich"})).buildCommand(f->plan, *f->ctx).argv[0] == "mpirun");
+}
+
+TEST_CASE("mpich, impi and mvapich need the same slots on every host", "[launcher][backends]") {
+  auto f = makePlan("a slots=2\nb slots=1\n", {"--launcher", "mpich", "train.py"});
+  REQUIRE_THROWS_WITH(dsrun::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
+                      Catch::Contains("MPICH requires same number of devices per node, got a: 2, b: 1"));
+  REQUIRE_THROWS_WITH(dsrun::ImpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
+                      Catch::Contains("Intel MPI requires same number of devices per node"));
+  REQUIRE_THROWS_WITH(dsrun::MvapichBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
+                      Catch::Contains("mvapich requires same number of devices per node"));
+}
+
+TEST_CASE("impi runs one -n 1 segment per rank with RANK and LOCAL_RANK", "[launcher][backends]") {
+  auto f = makePlan("a slots=2\nb slots=2\n", {"--launcher", "impi", "t.py"});
+  const Words argv = dsrun::ImpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  CHECK(Words(argv.begin(), argv.begin() + 3) == Words{"mpirun", "-ppn", "2"});
+  CHECK(std::count(argv.begin(), argv.end(), ":") == 3);
+  CHECK(contains(argv, "I_MPI_PIN"));
+  const auto third = std::find(argv.begin(), argv.end(), std::string("2"));
+  CHECK(third != argv.end());
+  const Words segment3 = {"-n", "1", "-env", "RANK", "3", "-env", "LOCAL_RANK", "1"};
+  CHECK(std::search(argv.begin(), argv.end(), segment3.begin(), segment3.end()) != argv.end());
+}
+
+TEST_CASE("mvapich builds DeepSpeed's mpirun line with a per-job hostfile and MV2 exports", "[launcher][backends]") {
+  auto f = makePlan(kTwoWorkers, {"--launcher", "mvapich", "train.py", "--lr", "0.1 x"});
+  const Words argv = dsrun::MvapichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  CHECK(Words(argv.begin(), argv.begin() + 7) ==
+        Words{"mpirun", "-np", "8", "-ppn", "4", "--hostfile", "/tmp/dsrun-mvapich-hostfile-job-1"});
+  CHECK(contains(argv, "MV2_SMP_USE_CMA=0"));
+  CHECK(contains(argv, "MV2_SUPPORT_DL=1"));
+  tailOf(argv, "mvapich");
+}
+
+TEST_CASE("slurm builds srun with --export and keeps comma values in srun's environment", "[launcher][backends]") {
+  auto f = makePlan(kTwoWorkers, {"--launcher", "slurm", "--launcher_args", "-p debug", "train.py", "--lr", "0.1 x"},
+                    {{"NCCL_A", "1"}, {"NCCL_B", "x,y"}});
+  const dsrun::Command c = dsrun::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx);
+  CHECK(Words(c.argv.begin(), c.argv.begin() + 9) ==
+        Words{"srun", "-n", "8", "-p", "debug", "--nodes=2", "--ntasks-per-node=4", "--kill-on-bad-exit=1",
+              "--export=ALL,NCCL_A=1,PYTHONPATH=/work/job"});
+  CHECK(c.env.at("NCCL_B") == "x,y");
+  tailOf(c.argv, "slurm");
+}
+
+TEST_CASE("slurm turns --include into --nodelist with the selected hosts", "[launcher][backends]") {
+  auto f = makePlan("a slots=2\nb slots=2\nc slots=2\n", {"--launcher", "slurm", "-i", "a@c", "t.py"});
+  const Words argv = dsrun::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  CHECK(contains(argv, "--nodelist=a,c"));
+  CHECK(argv[2] == "4");
+}
+
+TEST_CASE("command backends show one node command headed by the first host", "[launcher][backends]") {
+  auto f = makePlan(kTwoWorkers, {"--launcher", "openmpi", "t.py"});
+  const auto commands = dsrun::OpenMpiBackend(fakeSite()).nodeCommands(f->plan, *f->ctx);
+  REQUIRE(commands.size() == 1);
+  CHECK(commands[0].host == "worker-0");
+  CHECK(commands[0].argv[0] == "mpirun");
+}
