@@ -10,6 +10,7 @@
 #include "launcher/dry_run.h"
 #include "launcher/hostfile.h"
 #include "launcher/job_id.h"
+#include "tls/tls_directory.h"
 
 #ifndef DSRUN_VERSION
 #define DSRUN_VERSION "unknown"
@@ -48,7 +49,10 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
     return 0;
   }
   if (!options.makeTls.empty()) {
-    throw ConfigError(strCat("--make_tls ", options.makeTls, ": not implemented yet in this build"));
+    tls::makeTlsDirectory(options.makeTls);
+    out << "dsrun: created TLS directory " << options.makeTls
+        << " (ca.pem, ca.key, cert.pem, key.pem); copy it to every host and pass it as --tls_dir\n";
+    return 0;
   }
 
   const PlanInputs inputs = gatherPlanInputs(options, machine);
