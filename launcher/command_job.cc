@@ -95,7 +95,8 @@ class Runner {
     const ssize_t n = ::read(s.fd.get(), buffer, sizeof buffer);
     const auto emit = [&](std::string_view line) {
       s.sink->write("", line);
-      if (!result_.failure) {
+      // Once the job is being stopped, ranks dying of that stop are not failures.
+      if (!result_.failure && !stopping_) {
         if (std::optional<RankFailure> f = parseFailureLine(line)) {
           result_.failure = f;
           if (!stopping_) stop();

@@ -111,9 +111,9 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
         LineSink& sink = isStderr ? stderrSink : stdoutSink;
         const auto emit = [&](std::string_view line) {
           sink.write("", line);
-          if (!failure) {
+          if (!failure && !stopping) {  // ranks dying of a stop are not failures
             failure = parseFailureLine(line);
-            if (failure && !stopping) stopAll();
+            if (failure) stopAll();
           }
         };
         char buffer[65536];

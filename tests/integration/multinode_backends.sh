@@ -60,15 +60,20 @@ run_dsrun() {
     "$RANK_SH" "$dir" "$mode" "$NASTY_ARG" "" "plain" >"$dir/stdout" 2>"$dir/stderr"
   rc=$?
 }
-job_id_left() {  # any process on the machine (all hosts share it) still carrying DSRUN_JOB_ID of this test
-  local pid
+job_id_of() {  # the DSRUN_JOB_ID the ranks of run DIR saw
+  local f
+  for f in "$1"/env.*; do [ -f "$f" ] && { tr '\0' '\n' < "$f" | grep -m1 '^DSRUN_JOB_ID=' | cut -d= -f2-; return; }; done
+}
+job_id_left() {  # pids on the machine (every host shares it) whose environment has DSRUN_JOB_ID=$1
+  local pid left=""
+  [ -n "$1" ] || return 1
   for pid in /proc/[0-9]*; do
-    tr '\0' '\n' < "$pid/environ" 2>/dev/null | grep -q '^DSRUN_JOB_ID=' || continue
-    tr '\0' '\n' < "$pid/environ" 2>/dev/null | grep -q "^NCCL_NASTY=" && { echo "${pid#/proc/}"; return 0; }
+    { tr '\0' '\n' < "$pid/environ"; } 2>/dev/null | grep -qxF "DSRUN_JOB_ID=$1" && left="$left ${pid#/proc/}"
   done
+  [ -n "$left" ] && { echo "$left"; return 0; }
   return 1
 }
-wait_gone() { local i; for i in $(seq 100); do job_id_left >/dev/null || return 0; sleep 0.1; done; return 1; }
+wait_gone() { local i; for i in $(seq 100); do job_id_left "$1" >/dev/null || return 0; sleep 0.1; done; return 1; }
 
 check_world() {
   local b=$1 dir=$2 bad=""
@@ -115,11 +120,12 @@ for b in "$@"; do
   if [ "$rc" = 3 ] && grep -q "rank 5 on dsn3 (pid [0-9]*) exited with code 3" "$d/stderr"; then
     ok "$b: rank 5 on dsn3 exiting 3 ends dsrun with 3, naming host, rank, pid and cause"
   else not_ok "$b: rank 5 on dsn3 exiting 3 -> exit 3 naming it (got $rc)"; show "$d/stderr"; fi
-  if wait_gone; then ok "$b: nothing of the failed job is left on any host"
-  else not_ok "$b: nothing of the failed job is left" "left: $(job_id_left)"; fi
+  id=$(job_id_of "$d")
+  if [ -n "$id" ] && wait_gone "$id"; then ok "$b: nothing of the failed job is left on any host"
+  else not_ok "$b: nothing of the failed job ($id) is left" "left: $(job_id_left "$id")"; fi
 
   d=$WORK/$b-int; mkdir -p "$d"; chmod 777 "$d"
-  PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" "$DSRUN" -H "$WORK/hostfile" $(backend_flags "$b") \
+  PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" env --default-signal=INT "$DSRUN" -H "$WORK/hostfile" $(backend_flags "$b") \
     --launcher_args "$(launcher_args "$b")" --master_addr 10.77.0.11 --kill_grace_s 5 --no_python --no_local_rank \
     "$RANK_SH" "$d" wait >"$d/stdout" 2>"$d/stderr" &
   pid=$!
@@ -127,9 +133,14 @@ for b in "$@"; do
   kill -INT "$pid"
   for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; not_ok "$b: SIGINT during launch ends dsrun within 60 s"
-  else wait "$pid"; irc=$?; ok "$b: SIGINT during launch ends dsrun (exit $irc)"; fi
-  if wait_gone; then ok "$b: after SIGINT nothing of the job is left on any host"
-  else not_ok "$b: after SIGINT nothing of the job is left" "left: $(job_id_left)"; show "$d/stderr"; fi
+  else
+    wait "$pid"; irc=$?
+    if [ "$irc" = 130 ]; then ok "$b: SIGINT during launch ends dsrun with 130"
+    else not_ok "$b: SIGINT during launch ends dsrun with 130 (got $irc)"; show "$d/stderr"; fi
+  fi
+  id=$(job_id_of "$d")
+  if [ -n "$id" ] && wait_gone "$id"; then ok "$b: after SIGINT nothing of the job is left on any host"
+  else not_ok "$b: after SIGINT nothing of the job ($id) is left" "left: $(job_id_left "$id")"; show "$d/stderr"; fi
   [ "$b" = slurm ] && { "$CLUSTER" slurm-down 4 >/dev/null 2>&1; unset SLURM_CONF; }
 done
 echo "1..$n"
