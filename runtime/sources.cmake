@@ -1,12 +1,24 @@
 # Sources directly in runtime/ (owned by runtime-core): the strategy seam, distributed init, the engine.
 target_sources(dsrt PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/dist_env.cc
+  ${CMAKE_CURRENT_LIST_DIR}/engine.cc
+  ${CMAKE_CURRENT_LIST_DIR}/engine_timers.cc
   ${CMAKE_CURRENT_LIST_DIR}/grad_strategy.cc
+  ${CMAKE_CURRENT_LIST_DIR}/initialize.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rank_env.cc
 )
 
-# Until runtime/config/ adds its sources, dsrt_config would be a library without sources, which CMake
-# refuses to generate; give it an empty translation unit so the rest of the runtime still builds.
-get_target_property(_dsrt_config_sources dsrt_config SOURCES)
-if(NOT _dsrt_config_sources)
-  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/dsrt_config_empty.cc "// dsrt_config has no sources yet\n")
-  target_sources(dsrt_config PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/dsrt_config_empty.cc)
+# The NCCL process group: only when asked for, LibTorch was built with CUDA, and NCCL's header is found.
+# A CPU LibTorch (Debian's) never takes this branch, so the CPU build cannot break on it.
+if(DSRUN_WITH_CUDA AND TARGET torch_cuda)
+  find_path(DSRT_NCCL_INCLUDE_DIR nccl.h HINTS ENV NCCL_HOME ENV CUDA_HOME PATH_SUFFIXES include)
+  find_path(DSRT_TORCH_NCCL_HEADER torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp PATHS ${TORCH_INCLUDE_DIRS})
+  if(DSRT_NCCL_INCLUDE_DIR AND DSRT_TORCH_NCCL_HEADER)
+    message(STATUS "libdsrt: NCCL process group enabled (nccl.h in ${DSRT_NCCL_INCLUDE_DIR})")
+    target_compile_definitions(dsrt PRIVATE DSRT_WITH_NCCL USE_C10D_NCCL)
+    target_include_directories(dsrt PRIVATE ${DSRT_NCCL_INCLUDE_DIR})
+  else()
+    message(STATUS "libdsrt: CUDA LibTorch without nccl.h or ProcessGroupNCCL.hpp: NCCL process group disabled")
+  endif()
 endif()
+

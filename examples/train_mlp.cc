@@ -1,0 +1,189 @@
+// examples/train_mlp: trains an MLP on the deterministic synthetic task (examples/synthetic_task.h) with
+// libdsrt, driven by a ds_config. Start it with dsrun (one process per rank) or directly (one rank):
+//   dsrun --num_gpus 2 --no_python build/examples/train_mlp --deepspeed_config examples/ds_config_zero2.json
+// Rank 0 prints `step <n> loss <value>` after every optimizer step (the loss averaged over the whole
+// global batch: all ranks and accumulation steps); every rank prints its model_state_bytes and peak RSS.
+
+#include <ATen/Parallel.h>
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "examples/synthetic_task.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+struct Args {
+  int64_t hidden = 1024;
+  int64_t layers = 4;
+  int64_t steps = 10;
+  uint64_t seed = 42;
+  std::string config;
+  int threads = 0;  // 0: leave LibTorch's default (OMP_NUM_THREADS)
+};
+
+const char* kUsage =
+    "usage: train_mlp --deepspeed_config FILE [--hidden N=1024] [--layers N=4] [--steps N=10] [--seed S=42] "
+    "[--threads N]";
+
+Args parseArgs(int argc, char** argv) {
+  Args a;
+  std::map<std::string, std::string> kv;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::printf("%s\n", kUsage);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) {
+      throw std::invalid_argument("unexpected argument '" + arg + "'");
+    }
+    std::string key = arg.substr(2);
+    std::string value;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      throw std::invalid_argument("--" + key + " needs a value");
+    }
+    std::replace(key.begin(), key.end(), '-', '_');
+    kv[key] = value;
+  }
+  auto number = [&](const std::string& key, int64_t min) {
+    const std::string& v = kv.at(key);
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || v.empty() || n < min) {
+      throw std::invalid_argument("--" + key + " must be an integer >= " + std::to_string(min) + ", got '" + v + "'");
+    }
+    return static_cast<int64_t>(n);
+  };
+  for (const auto& [key, value] : kv) {
+    if (key == "local_rank") {
+      continue;  // dsrun --no_python / DeepSpeed pass --local_rank=N; LOCAL_RANK is in the environment too
+    } else if (key == "deepspeed_config") {
+      a.config = value;
+    } else if (key == "hidden") {
+      a.hidden = number(key, 1);
+    } else if (key == "layers") {
+      a.layers = number(key, 1);
+    } else if (key == "steps") {
+      a.steps = number(key, 0);
+    } else if (key == "seed") {
+      a.seed = static_cast<uint64_t>(number(key, 0));
+    } else if (key == "threads") {
+      a.threads = static_cast<int>(number(key, 1));
+    } else {
+      throw std::invalid_argument("unknown option --" + key);
+    }
+  }
+  if (a.config.empty()) {
+    throw std::invalid_argument("--deepspeed_config FILE is required");
+  }
+  return a;
+}
+
+// `layers` Linear(hidden, hidden) layers with ReLU between them (none after the last).
+struct MlpImpl : torch::nn::Module {
+  MlpImpl(int64_t hidden, int64_t layers) {
+    for (int64_t i = 0; i < layers; ++i) {
+      linears.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(hidden, hidden)));
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    for (size_t i = 0; i < linears.size(); ++i) {
+      x = linears[i]->forward(x);
+      if (i + 1 < linears.size()) {
+        x = torch::relu(x);
+      }
+    }
+    return x;
+  }
+  std::vector<torch::nn::Linear> linears;
+};
+TORCH_MODULE(Mlp);
+
+double peakRssMb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+int run(const Args& args) {
+  if (args.threads > 0) {
+    at::set_num_threads(args.threads);
+  }
+  torch::manual_seed(args.seed);  // every rank builds the same initial model (the engine also broadcasts rank 0's)
+  Mlp model(args.hidden, args.layers);
+  auto engine = dsrt::initialize(model, args.config);
+  const int rank = engine->rank();
+  const int world = engine->world_size();
+  const int64_t gas = engine->gradient_accumulation_steps();
+  const int64_t micro = engine->train_micro_batch_size_per_gpu();
+  std::vector<double> stepMs;
+  for (int64_t step = 0; step < args.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    at::Tensor lossSum = torch::zeros({1});
+    for (int64_t m = 0; m < gas; ++m) {
+      auto [x, y] = dsrt::examples::microBatch(args.seed, step * gas + m, micro, args.hidden, rank, world);
+      at::Tensor loss = torch::mse_loss(engine->forward(x), y);
+      engine->backward(loss);
+      engine->step();
+      lossSum += loss.detach();
+    }
+    stepMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    // Every micro-batch has the same size, so the global-batch mean is the mean of the micro-batch means.
+    std::vector<at::Tensor> t{lossSum};
+    engine->dist()->pg->allreduce(t)->wait();
+    if (rank == 0) {
+      std::printf("step %lld loss %.9g\n", static_cast<long long>(engine->global_steps()),
+                  t[0].item<double>() / static_cast<double>(gas * world));
+      std::fflush(stdout);
+    }
+  }
+  if (rank == 0 && stepMs.size() > 2) {
+    std::vector<double> tail(stepMs.begin() + 2, stepMs.end());  // skip warm-up (allocation, first touches)
+    std::sort(tail.begin(), tail.end());
+    std::printf("median_step_ms %.3f over %zu steps\n", tail[tail.size() / 2], tail.size());
+  }
+  std::printf("rank %d model_state_bytes %lld peak_rss_mb %.1f\n", rank,
+              static_cast<long long>(engine->model_state_bytes()), peakRssMb());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  try {
+    args = parseArgs(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_mlp: %s\n%s\n", e.what(), kUsage);
+    return 2;
+  }
+  try {
+    return run(args);
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "train_mlp: %s\n", e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_mlp: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,95 @@
+#pragma once
+// The training engine: DeepSpeed's DeepSpeedEngine in C++. Built by dsrt::initialize() (runtime/runtime.h)
+// from a model's parameters and a ds_config. The engine counts micro-steps, scales the loss by
+// 1/gradient_accumulation_steps, applies the LR schedule and gradient clipping, and hands gradient
+// reduction plus the optimizer update to a GradStrategy (stage 0 DDP, ZeRO 1 or 2).
+//
+// Per micro-step: loss = engine.forward(...) (or the model directly); engine.backward(loss); engine.step().
+// step() updates the model only at accumulation boundaries, like DeepSpeed's engine.step().
+// Single-threaded: call everything from the training thread. Errors: c10::Error.
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/config/deepspeed_config.h"
+#include "runtime/dist_env.h"
+#include "runtime/engine_timers.h"
+#include "runtime/grad_strategy.h"
+
+namespace dsrt {
+
+class Engine {
+ public:
+  /// `params`: the model's trainable parameters (their storage may be re-pointed by the strategy);
+  /// `dist`: the process group the config's batch arithmetic was resolved for.
+  Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist);
+  virtual ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Times `fn()` as the forward pass (wall_clock_breakdown) and returns its result.
+  template <typename Fn>
+  auto forward(Fn&& fn) -> decltype(fn()) {
+    auto scope = timers_.scope(EngineTimers::kForward);
+    return fn();
+  }
+
+  /// Backpropagates loss / gradient_accumulation_steps; at a boundary the strategy finishes the
+  /// gradient reduction before this returns. `loss` must be a scalar that requires grad.
+  void backward(const at::Tensor& loss);
+
+  /// Ends the micro-step. At an accumulation boundary: clip by the global norm, one optimizer update
+  /// with the scheduled lr, zero the gradients, advance the scheduler and the step counters, and log
+  /// every steps_per_print steps (rank 0).
+  void step();
+
+  /// DeepSpeed's is_gradient_accumulation_boundary(): the current micro-step is the last of its window.
+  bool is_gradient_accumulation_boundary() const;
+  /// The learning rate the next optimizer step will use.
+  double get_lr() const;
+  /// Zeroes the gradients (done by step() at every boundary already).
+  void zero_grad();
+
+  int64_t global_steps() const { return globalSteps_; }
+  int64_t global_samples() const { return globalSamples_; }
+  int64_t micro_steps() const { return microSteps_; }
+  int gradient_accumulation_steps() const { return static_cast<int>(config_.batch.gradientAccumulationSteps); }
+  int64_t train_batch_size() const { return config_.batch.trainBatchSize; }
+  int64_t train_micro_batch_size_per_gpu() const { return config_.batch.microBatchPerGpu; }
+  /// Global L2 gradient norm of the last boundary (only computed when gradient_clipping > 0; else -1).
+  double last_grad_norm() const { return lastGradNorm_; }
+  int rank() const { return dist_->env.rank; }
+  int world_size() const { return dist_->env.worldSize; }
+  int zero_stage() const { return config_.zero.stage; }
+  const config::DeepSpeedConfig& config() const { return config_; }
+  const std::shared_ptr<DistContext>& dist() const { return dist_; }
+  GradStrategy& strategy() { return *strategy_; }
+  /// Parameters + gradients + optimizer state bytes this rank holds (ZeRO paper accounting).
+  int64_t model_state_bytes() const { return strategy_->modelStateBytes(); }
+  /// Accumulated wall_clock_breakdown timings (always measured; printed only when configured).
+  const EngineTimers& timers() const { return timers_; }
+
+ private:
+  void logProgress();
+  void applyScheduledMomentum();
+
+  config::DeepSpeedConfig config_;
+  std::shared_ptr<DistContext> dist_;
+  std::unique_ptr<GradStrategy> strategy_;
+  EngineTimers timers_;
+  int64_t microSteps_ = 0;
+  int64_t globalSteps_ = 0;
+  int64_t globalSamples_ = 0;
+  int64_t lastBatchIteration_ = -1;  ///< DeepSpeed scheduler's counter (see runtime/config/lr_schedule.h)
+  double lastGradNorm_ = -1.0;
+  bool backwardDone_ = false;  ///< backward() ran for the current micro-step
+  std::chrono::steady_clock::time_point lastPrint_;
+  int64_t samplesAtLastPrint_ = 0;
+};
+
+}  // namespace dsrt

@@ -1,0 +1,79 @@
+#pragma once
+// libdsrt's public entry point: DeepSpeed's deepspeed.initialize() for LibTorch programs.
+//
+//   auto engine = dsrt::initialize(model, "ds_config.json");   // also inits the process group
+//   for (...) {
+//     auto loss = engine->forward(x, y_or_nothing...);            // model->forward(...), timed
+//     engine->backward(loss);
+//     engine->step();
+//   }
+//
+// The model may be a torch::nn::ModuleHolder (TORCH_MODULE types) or a std::shared_ptr to a module.
+// Build the engine after the model is on its final device and dtype: stage 0 re-points the parameters'
+// storage into one flat buffer (same tensors, new storage). Errors: c10::Error (config errors included).
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/config/deepspeed_config.h"
+#include "runtime/dist_env.h"
+#include "runtime/engine.h"
+
+namespace dsrt {
+
+/// How initialize() gets its process group.
+struct InitOptions {
+  /// An existing group (e.g. shared by two engines or built by a test); null: init_distributed(distOptions).
+  std::shared_ptr<DistContext> dist;
+  DistOptions distOptions;
+};
+
+/// Engine bound to a concrete model type, so forward() can call the model's own forward.
+template <typename ModelPtr>
+class ModelEngine : public Engine {
+ public:
+  ModelEngine(ModelPtr model, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
+      : Engine(model->parameters(), std::move(config), std::move(dist)), model_(std::move(model)) {}
+
+  /// model->forward(args...), timed as the forward phase.
+  template <typename... Args>
+  auto forward(Args&&... args) {
+    return Engine::forward([&] { return model_->forward(std::forward<Args>(args)...); });
+  }
+  using Engine::forward;
+
+  /// The wrapped model (DeepSpeed's engine.module).
+  ModelPtr& module() { return model_; }
+
+ private:
+  ModelPtr model_;
+};
+
+/// Resolves the process group (options.dist or init_distributed()), then the config for its world size.
+/// Config errors (dsrt::config::ConfigError) are rethrown as c10::Error with the same one-line message.
+std::shared_ptr<DistContext> resolveDist(const InitOptions& options);
+config::DeepSpeedConfig loadConfig(const std::string& path, int worldSize);
+config::DeepSpeedConfig loadConfig(const nlohmann::json& doc, int worldSize, const std::string& source = "<json>");
+
+/// deepspeed.initialize(model=model, config=path): reads the ds_config file (JSON or YAML).
+template <typename ModelPtr>
+std::shared_ptr<ModelEngine<ModelPtr>> initialize(ModelPtr model, const std::string& configPath,
+                                                  const InitOptions& options = {}) {
+  auto dist = resolveDist(options);
+  auto cfg = loadConfig(configPath, dist->env.worldSize);
+  return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist));
+}
+
+/// deepspeed.initialize(model=model, config=dict): the ds_config as a JSON document.
+template <typename ModelPtr>
+std::shared_ptr<ModelEngine<ModelPtr>> initialize(ModelPtr model, const nlohmann::json& config,
+                                                  const InitOptions& options = {}) {
+  auto dist = resolveDist(options);
+  auto cfg = loadConfig(config, dist->env.worldSize);
+  return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist));
+}
+
+}  // namespace dsrt

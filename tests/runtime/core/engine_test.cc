@@ -1,0 +1,99 @@
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "tests/runtime/core/exactness_harness.h"
+#include "tests/runtime/core/thread_world.h"
+
+using namespace dsrt::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::shared_ptr<dsrt::DistContext> singleRank() {
+  std::shared_ptr<dsrt::DistContext> dist;
+  runThreadWorld(1, [&](int, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) { dist = distFor(0, 1, pg); });
+  return dist;
+}
+
+}  // namespace
+
+TEST_CASE("stage 0 on 1, 2 and 4 ranks, with and without gradient accumulation and clipping, reproduces a single "
+          "process's per-step losses and final parameters",
+          "[runtime][core][exactness]") {
+  const int steps = 6;
+  const int64_t trainBatch = 16;
+  for (double clipping : {0.0, 0.05}) {
+    const auto reference = trainTinyMlp(tinyConfig(0, trainBatch, trainBatch, clipping), singleRank(), steps);
+    // The reference really trains (and the clipped one less fast), so agreement is not trivial.
+    REQUIRE(reference.losses.back() < 0.9 * reference.losses.front());
+    for (int world : {1, 2, 4}) {
+      for (int gas : {1, 2}) {
+        if (world == 1 && gas == 1) {
+          continue;  // that is the reference itself
+        }
+        const int64_t micro = trainBatch / (world * gas);
+        INFO("world " << world << " gradient_accumulation_steps " << gas << " clipping " << clipping);
+        runThreadWorld(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+          auto got = trainTinyMlp(tinyConfig(0, trainBatch, micro, clipping), distFor(rank, world, pg), steps);
+          requireSameTraining(got, reference);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("the engine steps only at accumulation boundaries, follows the LR schedule, counts steps and samples, "
+          "holds 16 bytes of model state per parameter at stage 0, and reports misuse",
+          "[runtime][core]") {
+  auto dist = singleRank();
+  dsrt::InitOptions opts;
+  opts.dist = dist;
+  auto model = std::make_shared<TinyMlp>(4, 8, 1);
+  const at::Tensor before = model->params[0].detach().clone();
+  auto engine = dsrt::initialize(model, tinyConfig(0, 6, 2), opts);  // 1 rank: 3 accumulation steps
+  REQUIRE(engine->gradient_accumulation_steps() == 3);
+  // WarmupLR (log warmup 0.001 -> 0.01 over 3 steps): DeepSpeed's scheduler starts at last_batch_iteration
+  // -1, where its lr is warmup_min_lr, and advances after every optimizer step.
+  CHECK(engine->get_lr() == Approx(0.001));
+  std::vector<bool> boundaries;
+  for (int micro = 0; micro < 6; ++micro) {
+    boundaries.push_back(engine->is_gradient_accumulation_boundary());
+    auto [x, y] = dsrt::examples::microBatch(1, micro, 2, 4, 0, 1);
+    engine->backward(at::mse_loss(engine->forward(x), y));
+    if (micro == 0) {
+      REQUIRE_THROWS_WITH(engine->backward(at::mse_loss(engine->forward(x), y)), Contains("called twice"));
+    }
+    engine->step();
+    if (micro < 2) {
+      CHECK(engine->module()->params[0].equal(before));  // no update before the boundary
+    }
+  }
+  CHECK(boundaries == std::vector<bool>{false, false, true, false, false, true});
+  CHECK(engine->global_steps() == 2);
+  CHECK(engine->global_samples() == 12);
+  CHECK(engine->micro_steps() == 6);
+  CHECK(!engine->module()->params[0].equal(before));
+  CHECK(engine->get_lr() == Approx(0.001 + 0.009 * std::log(2.0) / std::log(3.0)));  // last_batch_iteration 1
+  int64_t numel = 0;
+  for (const auto& p : engine->module()->params) {
+    numel += p.numel();
+  }
+  CHECK(engine->model_state_bytes() == 16 * numel);  // ZeRO paper, fp32 Adam: 4 (p) + 4 (g) + 8 (m, v)
+  REQUIRE_THROWS_WITH(engine->step(), Contains("no engine.backward(loss) since the last step"));
+  REQUIRE_THROWS_WITH(engine->backward(at::ones({2})), Contains("loss must be a scalar"));
+
+  // Config problems reach the user as c10::Error naming the key.
+  auto bad = tinyConfig(0, 6, 4);  // 6 is not 4 * gas * 1
+  REQUIRE_THROWS_AS(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), bad, opts), c10::Error);
+  REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), bad, opts), Contains("train_batch_size"));
+  auto noOptimizer = tinyConfig(0, 6, 2);
+  noOptimizer.erase("optimizer");
+  noOptimizer.erase("scheduler");
+  REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), noOptimizer, opts),
+                      Contains("needs an 'optimizer' block"));
+  auto stage3 = tinyConfig(3, 6, 2);
+  REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), stage3, opts),
+                      Contains("zero_optimization.stage"));
+}
