@@ -2,17 +2,18 @@
 # Time from dsrun start to exit for 4 hosts x 2 ranks of /bin/true per multi-node backend, on the test
 # cluster of scripts/test_cluster.sh, with plain `pdsh -w ... true` as the floor; prints a markdown table
 # of medians. Run as root from the repository root:
-#   bench/multinode_launch.sh [--runs N] [--build DIR] [--tls_dir DIR]
-# The agent backend is measured when DIR/agent/dsrun-agent exists and --tls_dir (made with
-# `dsrun --make_tls`) is given. The cluster is brought up (and torn down afterwards) by this script.
+#   bench/multinode_launch.sh [--runs N] [--build DIR] [--tls_dir DIR] [--agent BIN]
+# The agent backend is measured when the agent binary (--agent, default DIR/agent/dsrun-agent) exists and
+# --tls_dir (made with `dsrun --make_tls`) is given. The cluster is brought up (and torn down afterwards) by this script.
 set -euo pipefail
-RUNS=10; BUILD=build; TLS=""
+RUNS=10; BUILD=build; TLS=""; AGENT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --tls_dir) TLS=$2; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--build DIR] [--tls_dir DIR]" >&2; exit 2 ;;
+    --agent) AGENT=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--build DIR] [--tls_dir DIR] [--agent BIN]" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "multinode_launch.sh: must run as root (test cluster)" >&2; exit 1; }
@@ -34,8 +35,9 @@ CMDS[openmpi]="$DSRUN ${COMMON[*]} --launcher openmpi --launcher_args '--allow-r
 if "$DSRUN" --dry_run "${COMMON[@]}" --launcher ssh /bin/true >/dev/null 2>&1; then  # built with libssh
   CMDS[ssh]="$DSRUN ${COMMON[*]} --launcher ssh --ssh_config $ST/ssh_config /bin/true"
 fi
-if [ -x "$BUILD/agent/dsrun-agent" ] && [ -n "$TLS" ]; then
-  scripts/test_cluster.sh agents 4 "$(realpath "$BUILD/agent/dsrun-agent")" "$(realpath "$TLS")" >/dev/null
+AGENT=${AGENT:-$BUILD/agent/dsrun-agent}
+if [ -x "$AGENT" ] && [ -n "$TLS" ]; then
+  scripts/test_cluster.sh agents 4 "$(realpath "$AGENT")" "$(realpath "$TLS")" >/dev/null
   CMDS[agent]="$DSRUN ${COMMON[*]} --launcher agent --tls_dir $TLS /bin/true"
 fi
 ORDER=("floor: pdsh -w ... true" agent ssh pdsh openmpi)
