@@ -20,7 +20,13 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 WORK=$(mktemp -d /tmp/dsrun-multinode.XXXXXX); chmod 755 "$WORK"
-cleanup() { "$CLUSTER" slurm-down 4 >/dev/null 2>&1; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
+cleanup() {
+  local f id
+  for f in "$WORK"/*/env.0; do  # the jobs' kill marks in /tmp (docs/backends.md)
+    id=$( { tr '\0' '\n' < "$f" | grep -m1 '^DSRUN_JOB_ID=' | cut -d= -f2-; } 2>/dev/null)
+    [ -n "$id" ] && rm -rf "/tmp/dsrun-$id"
+  done
+  "$CLUSTER" slurm-down 4 >/dev/null 2>&1; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 if ! "$CLUSTER" up 4 >"$WORK/up.log" 2>&1; then not_ok "test cluster comes up" "$(tail -3 "$WORK/up.log")"; exit 1; fi
