@@ -1,0 +1,168 @@
+#include "runtime/checkpoint/strategy_checkpoint.h"
+
+#include <ATen/ATen.h>
+
+#include <exception>
+
+#include "runtime/checkpoint/checkpoint_commit.h"
+#include "runtime/checkpoint/checkpoint_error.h"
+#include "runtime/checkpoint/checkpoint_layout.h"
+#include "runtime/checkpoint/checkpoint_states.h"
+#include "runtime/checkpoint/consolidate.h"
+#include "runtime/checkpoint/repartition.h"
+#include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/zero_optimizer.h"
+
+namespace dsrt::checkpoint {
+namespace {
+
+// Every rank learns whether any rank failed, instead of a barrier a failed rank would never reach;
+// the first failing rank's message travels with the failure so every rank throws something useful.
+void agree(const StrategyHandle& h, const std::string& localError, const std::string& what) {
+  at::Tensor flag = at::full({1}, localError.empty() ? 0.0f : float(h.rank + 1));
+  std::vector<at::Tensor> v{flag};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::MAX;
+  h.pg->allreduce(v, opts)->wait();
+  const int failed = static_cast<int>(flag.item<float>()) - 1;
+  if (failed < 0) return;
+  if (!localError.empty()) throw CheckpointError(localError);
+  throw CheckpointError(what + " failed on rank " + std::to_string(failed) + " (see its error)");
+}
+
+template <typename Fn>
+std::string attempt(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what()[0] ? e.what() : "unknown error";
+  }
+  return "";
+}
+
+std::vector<std::string> namesOf(const StrategyHandle& h) {
+  if (!h.paramNames.empty()) return h.paramNames;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < h.params.size(); ++i) names.push_back("param." + std::to_string(i));
+  return names;
+}
+
+zero::ZeroOptimizer* zeroOf(const StrategyHandle& h) {
+  auto* z = dynamic_cast<zero::ZeroOptimizer*>(h.strategy);
+  if (h.zeroStage >= 1 && z == nullptr) {
+    throw CheckpointError("checkpoint: ZeRO stage " + std::to_string(h.zeroStage) +
+                          " strategy does not expose its partition plan, got 'no ZeroOptimizer'");
+  }
+  return z;
+}
+
+}  // namespace
+
+void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, const std::string& tag,
+                            const nlohmann::json& engineState, const nlohmann::json& clientState,
+                            const FileWrittenHook& afterFile) {
+  validateTag(tag);
+  std::string staging = stagingDir(dir, tag);
+  agree(h, h.rank == 0 ? attempt([&] { beginStaging(dir, tag); }) : "", "checkpoint save (staging " + staging + ")");
+  std::string err = attempt([&] {
+    optim::FlatOptimizer& opt = h.strategy->optimizer();
+    zero::ZeroOptimizer* z = zeroOf(h);
+    if (h.rank == 0) {
+      ModelStates m;
+      m.zeroStage = h.zeroStage;
+      m.worldSize = h.worldSize;
+      m.paramNames = namesOf(h);
+      m.params = h.params;
+      m.engineState = engineState;
+      m.clientState = clientState;
+      if (z) {
+        m.plan = z->plan();
+      } else {
+        m.optimizerState = opt.state();
+        m.optimizerStep = opt.stepCount();
+      }
+      const std::string path = staging + "/" + modelStatesFileName(0, h.zeroStage);
+      writeModelStates(path, m);
+      if (afterFile) afterFile(path);
+    }
+    if (z) {
+      OptimPartition p;
+      p.rank = h.rank;
+      p.zeroStage = h.zeroStage;
+      p.plan = z->plan();
+      p.fp32Partition = z->paramPartition();
+      p.state = opt.state();
+      p.step = opt.stepCount();
+      const std::string path = staging + "/" + optimStatesFileName(h.rank, h.zeroStage);
+      writeOptimPartition(path, p);
+      if (afterFile) afterFile(path);
+    }
+  });
+  agree(h, err, "checkpoint save of " + staging);
+  agree(h, h.rank == 0 ? attempt([&] { commitStaging(dir, tag); }) : "", "checkpoint commit of " + staging);
+}
+
+LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& dir,
+                                    const std::optional<std::string>& tag) {
+  LoadedStates out;
+  std::string err = attempt([&] {
+    out.tag = resolveTag(dir, tag);
+    const std::string tdir = tagDir(dir, out.tag);
+    const std::string modelPath = tdir + "/" + modelStatesFileName(0, 0);
+    const ModelStates m = readModelStates(modelPath);
+    out.engineState = m.engineState;
+    out.clientState = m.clientState;
+    out.savedWorldSize = m.worldSize;
+    if ((m.zeroStage == 0) != (h.zeroStage == 0)) {
+      throw CheckpointError(modelPath + ": saved at ZeRO stage " + std::to_string(m.zeroStage) +
+                            ", cannot load into stage " + std::to_string(h.zeroStage) + ", got 'stage " +
+                            std::to_string(m.zeroStage) + "'");
+    }
+    if (m.params.size() != h.params.size()) {
+      throw CheckpointError(modelPath + ": the model has " + std::to_string(h.params.size()) +
+                            " parameters, got '" + std::to_string(m.params.size()) + "'");
+    }
+    for (size_t i = 0; i < m.params.size(); ++i) {
+      if (!m.params[i].sizes().equals(h.params[i].sizes())) {
+        throw CheckpointError(modelPath + ": parameter '" + m.paramNames[i] + "' has shape " +
+                              c10::str(h.params[i].sizes()) + " in the model, got '" + c10::str(m.params[i].sizes()) + "'");
+      }
+    }
+    at::NoGradGuard noGrad;
+    for (size_t i = 0; i < m.params.size(); ++i) h.params[i].detach().copy_(m.params[i]);
+    optim::FlatOptimizer& opt = h.strategy->optimizer();
+    zero::ZeroOptimizer* z = zeroOf(h);
+    if (!z) {
+      opt.loadState(m.optimizerState, m.optimizerStep);
+      return;
+    }
+    const zero::PartitionPlan& saved = *m.plan;
+    const zero::PartitionPlan& target = z->plan();
+    std::vector<OptimPartition> parts(saved.worldSize);
+    int64_t step = 0;
+    std::vector<std::string> names;
+    for (int r : sourceRanks(saved, target, h.rank)) {
+      parts[r] = readOptimPartition(tdir + "/" + optimStatesFileName(r, m.zeroStage), r);
+      step = parts[r].step;
+      names.clear();
+      for (const auto& [name, t] : parts[r].state) names.push_back(name);
+    }
+    optim::OptimizerState state;
+    for (size_t k = 0; k < names.size(); ++k) {
+      std::vector<at::Tensor> pieces(saved.worldSize);
+      for (int r = 0; r < saved.worldSize; ++r) {
+        if (parts[r].state.size() > k) pieces[r] = parts[r].state[k].second;
+      }
+      state.emplace_back(names[k], repartition(pieces, saved, target, h.rank));
+    }
+    if (names.empty()) {
+      // A rank whose partition is all padding reads no file: its state is zeros of the right size.
+      for (const auto& [name, t] : opt.state()) state.emplace_back(name, at::zeros_like(t));
+    }
+    opt.loadState(state, step);
+  });
+  agree(h, err, "checkpoint load from " + dir);
+  return out;
+}
+
+}  // namespace dsrt::checkpoint

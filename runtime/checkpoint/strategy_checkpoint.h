@@ -1,0 +1,59 @@
+#pragma once
+// Collective save/load of one GradStrategy's model states (what engine.save_checkpoint /
+// load_checkpoint do below the engine's counters): rank 0 writes the full parameters, the engine state
+// and the client state; for ZeRO every rank writes its fp32 partition and optimizer state. Saves go
+// through the atomic commit protocol (checkpoint_commit.h). Loads re-partition ZeRO state when the
+// checkpoint was written by another number of ranks (stages 1 and 2 share one layout, so either loads
+// the other). Stage 0 <-> ZeRO is refused (different optimizer layouts).
+// Collective over the strategy's process group: every rank calls with the same dir and tag.
+// Errors: CheckpointError (one line naming the file); a failure on any rank fails the call on every
+// rank (no rank hangs in a barrier), and a failed save never moves `latest`.
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/grad_strategy.h"
+
+namespace dsrt::checkpoint {
+
+/// Who saves/loads: the strategy, the model's parameters (the tensors the strategy updates) and names.
+struct StrategyHandle {
+  GradStrategy* strategy = nullptr;
+  std::vector<at::Tensor> params;          ///< registration order, as in StrategyContext::params
+  std::vector<std::string> paramNames;     ///< same length; "param.<i>" when empty
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  int rank = 0;
+  int worldSize = 1;
+  int zeroStage = 0;
+};
+
+/// Test seam: called on each rank after each file it wrote (its path), before the commit. A throw
+/// here behaves like a crash of that rank mid-save.
+using FileWrittenHook = std::function<void(const std::string& path)>;
+
+/// Saves to DIR/TAG and points DIR/latest at TAG. `engineState` (counters, scheduler position) and
+/// `clientState` are stored in the module file and returned by loadStrategyCheckpoint.
+void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, const std::string& tag,
+                            const nlohmann::json& engineState, const nlohmann::json& clientState,
+                            const FileWrittenHook& afterFile = nullptr);
+
+/// What a load returns besides the restored model states.
+struct LoadedStates {
+  std::string tag;
+  nlohmann::json engineState;
+  nlohmann::json clientState;
+  int savedWorldSize = 1;
+};
+
+/// Loads DIR/TAG (DIR/latest's tag when none given) into the parameters and the optimizer.
+LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& dir,
+                                    const std::optional<std::string>& tag = std::nullopt);
+
+}  // namespace dsrt::checkpoint
