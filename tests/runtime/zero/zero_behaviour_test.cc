@@ -7,6 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 using dsrt::StrategyContext;
 using dsrt::zero::testing::maxRelDiff;
 using dsrt::zero::testing::referenceRun;
@@ -52,7 +55,7 @@ TEST_CASE("model_state_bytes follows the ZeRO paper: stage 1 = 4P + 4P + 8P/N, s
     for (const auto& c : cases) {
       INFO("world " << world << " stage " << c.stage << (c.adam ? " adam" : " sgd"));
       std::vector<int64_t> got(static_cast<size_t>(world));
-      dsrt::testing::runThreadWorld(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+      dsrt::zero::testing::runRanks(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
         std::vector<at::Tensor> params;
         for (auto n : numels) {
           params.push_back(at::zeros({n}).set_requires_grad(true));
@@ -72,35 +75,55 @@ TEST_CASE("model_state_bytes follows the ZeRO paper: stage 1 = 4P + 4P + 8P/N, s
 
 TEST_CASE("ZeRO-2 keeps no full gradient after backward and ZeRO-1 keeps p.grad as views of one buffer",
           "[runtime][zero][gloo]") {
+  // Catch2 assertions are not thread-safe: ranks record what they see, the main thread checks it.
+  struct Seen {
+    int64_t partitionNumel = 0;
+    int64_t planPartitionNumel = 0;
+    double gradAbsSum = 0;
+    double gradAbsSumAfterZero = -1;
+    std::vector<bool> gradDefined;
+    std::vector<bool> aliasesFlatBuffer;
+  };
   auto init = dsrt::zero::testing::initialParams();
   auto data = dsrt::zero::testing::makeData(8);
-  dsrt::testing::runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+  std::vector<std::vector<Seen>> seen(2, std::vector<Seen>(3));  // [rank][stage]
+  dsrt::zero::testing::runRanks(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     for (int stage : {1, 2}) {
+      Seen& s = seen[static_cast<size_t>(rank)][static_cast<size_t>(stage)];
       auto p = dsrt::zero::testing::replicate(init);
       auto strategy = dsrt::zero::makeZeroStrategy(stage, contextFor(p, pg, rank, 2, {}));
       auto* zero = dynamic_cast<dsrt::zero::ZeroOptimizer*>(strategy.get());
-      REQUIRE(zero != nullptr);
       strategy->beginBackward(true);
       dsrt::zero::testing::mlpLoss(p, data.x.narrow(0, rank * 4, 4), data.y.narrow(0, rank * 4, 4)).backward();
       strategy->endBackward(true);
-      CHECK(zero->gradPartition().numel() == zero->plan().partitionNumel);
-      CHECK(zero->gradPartition().abs().sum().item<double>() > 0);
+      s.partitionNumel = zero->gradPartition().numel();
+      s.planPartitionNumel = zero->plan().partitionNumel;
+      s.gradAbsSum = zero->gradPartition().abs().sum().item<double>();
       for (size_t i = 0; i < p.size(); ++i) {
-        INFO("stage " << stage << " param " << i);
-        if (stage == 2) {
-          CHECK_FALSE(p[i].grad().defined());
-        } else {
-          REQUIRE(p[i].grad().defined());
-          // the parameter and its gradient alias the flat buffers at the plan's offset
-          CHECK(p[i].data_ptr<float>() ==
-                zero->paramPartition().data_ptr<float>() - zero->plan().partitionBegin(rank) +
-                    zero->plan().paramOffsets[i]);
-        }
+        s.gradDefined.push_back(p[i].grad().defined());
+        // the parameter aliases the flat buffer at the plan's offset
+        s.aliasesFlatBuffer.push_back(p[i].data_ptr<float>() == zero->paramPartition().data_ptr<float>() -
+                                                                    zero->plan().partitionBegin(rank) +
+                                                                    zero->plan().paramOffsets[i]);
       }
       strategy->zeroGrad();
-      CHECK(zero->gradPartition().abs().sum().item<double>() == 0);
+      s.gradAbsSumAfterZero = zero->gradPartition().abs().sum().item<double>();
     }
   });
+  for (int rank : {0, 1}) {
+    for (int stage : {1, 2}) {
+      INFO("rank " << rank << " stage " << stage);
+      const Seen& s = seen[static_cast<size_t>(rank)][static_cast<size_t>(stage)];
+      CHECK(s.partitionNumel == s.planPartitionNumel);
+      CHECK(s.gradAbsSum > 0);
+      CHECK(s.gradAbsSumAfterZero == 0);
+      for (size_t i = 0; i < s.gradDefined.size(); ++i) {
+        INFO("param " << i);
+        CHECK(s.gradDefined[i] == (stage == 1));
+        CHECK(s.aliasesFlatBuffer[i]);
+      }
+    }
+  }
 }
 
 TEST_CASE("ZeRO reduces in the same order when a parameter is unused on one rank only", "[runtime][zero][gloo]") {
@@ -125,12 +148,22 @@ TEST_CASE("ZeRO reduces in the same order when a parameter is unused on one rank
 }
 
 TEST_CASE("makeZeroStrategy rejects other stages and non-fp32 parameters", "[runtime][zero][gloo]") {
-  dsrt::testing::runThreadWorld(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+  std::string stage3Error;
+  std::string doubleError;
+  dsrt::zero::testing::runRanks(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     auto p = dsrt::zero::testing::replicate(dsrt::zero::testing::initialParams());
-    REQUIRE_THROWS_WITH(dsrt::zero::makeZeroStrategy(3, contextFor(p, pg, rank, 1, {})),
-                        Catch::Contains("implements stages 1 and 2, got '3'"));
+    try {
+      dsrt::zero::makeZeroStrategy(3, contextFor(p, pg, rank, 1, {}));
+    } catch (const c10::Error& e) {
+      stage3Error = e.what_without_backtrace();
+    }
     std::vector<at::Tensor> doubles{at::zeros({4}, at::kDouble).set_requires_grad(true)};
-    REQUIRE_THROWS_WITH(dsrt::zero::makeZeroStrategy(1, contextFor(doubles, pg, rank, 1, {})),
-                        Catch::Contains("must be fp32"));
+    try {
+      dsrt::zero::makeZeroStrategy(1, contextFor(doubles, pg, rank, 1, {}));
+    } catch (const c10::Error& e) {
+      doubleError = e.what_without_backtrace();
+    }
   });
+  CHECK_THAT(stage3Error, Catch::Contains("implements stages 1 and 2, got '3'"));
+  CHECK_THAT(doubleError, Catch::Contains("parameter 0 must be fp32"));
 }
