@@ -2,8 +2,7 @@
 // + keep the slice, alltoall_base + local sum (what BucketReducer uses), a ring of send/recv, and N
 // reduces to each owner; plus an allgather of the same size. Real processes, one per rank:
 //   cmake --build build --target zero_reduce_scatter_bench
-//   for r in 0 1; do RANK=$r WORLD_SIZE=2 MASTER_PORT=29611 NUMEL=4194304 \
-//     build/tests/runtime/zero/zero_reduce_scatter_bench & done; wait
+//   for r in 0 1; do RANK=$r WORLD_SIZE=2 MASTER_PORT=29611 NUMEL=4194304 build/tests/runtime/zero/zero_reduce_scatter_bench & done; wait
 // Rank 0 prints the median and minimum of 12 timed calls per method (barrier before each), twice,
 // then every rank checks that the ring and alltoall results equal the allreduce's.
 // Results on the project machine are in docs/zero.md.
