@@ -14,9 +14,23 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+/// Catch2 v2 assertions (CHECK, REQUIRE, INFO) are not thread-safe: with several ranks they corrupt
+/// Catch's state. Inside a rank use RANK_REQUIRE(cond, "context" << value): it throws, and
+/// runThreadWorld rethrows the first failure on the calling thread, where Catch reports it.
+#define RANK_REQUIRE(cond, context)                                                      \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::ostringstream rankRequireOut_;                                                \
+      rankRequireOut_ << __FILE__ << ":" << __LINE__ << ": " << #cond << " failed; " << context; \
+      throw std::runtime_error(rankRequireOut_.str());                                   \
+    }                                                                                    \
+  } while (0)
 
 namespace dsrt {
 namespace testing {

@@ -12,8 +12,8 @@ TEST_CASE("runThreadWorld gives each rank a working Gloo group and rethrows a ra
   for (int world : {1, 2, 4}) {
     std::vector<float> seen(world, 0.0f);
     runThreadWorld(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-      REQUIRE(pg->getRank() == rank);
-      REQUIRE(pg->getSize() == world);
+      RANK_REQUIRE(pg->getRank() == rank, "rank " << rank);
+      RANK_REQUIRE(pg->getSize() == world, "rank " << rank);
       std::vector<at::Tensor> t{at::full({3}, float(rank + 1))};
       pg->allreduce(t)->wait();
       seen[rank] = t[0][2].item<float>();

@@ -82,7 +82,7 @@ TEST_CASE("GradReducer averages gradients over 1, 2 and 4 ranks, accumulating wi
         runThreadWorld(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
           auto params = makeParams();
           GradReducer reducer(params, pg, smallBuckets(params), overlap);
-          REQUIRE(reducer.numBuckets() > 2);
+          RANK_REQUIRE(reducer.numBuckets() > 2, "rank " << rank);
           for (int m = 0; m < microSteps; ++m) {
             const bool boundary = m == microSteps - 1;
             reducer.prepare(boundary);
@@ -92,21 +92,21 @@ TEST_CASE("GradReducer averages gradients over 1, 2 and 4 ranks, accumulating wi
             }
             // Before finish, the buffer still holds this rank's own accumulated gradient.
             if (world > 1 && !overlap) {
-              CHECK(reducer.launchedDuringBackward() == 0);
+              RANK_REQUIRE(reducer.launchedDuringBackward() == 0, "rank " << rank);
             }
             reducer.finish();
             if (world > 1 && overlap) {
-              CHECK(reducer.launchedDuringBackward() > 0);
+              RANK_REQUIRE(reducer.launchedDuringBackward() > 0, "rank " << rank);
             }
           }
           for (size_t i = 0; i < params.size(); ++i) {
-            INFO("rank " << rank << " parameter " << i);
-            REQUIRE(params[i].grad().defined());
-            CHECK(at::allclose(params[i].grad(), expected[i], 1e-6, 1e-7));
+            RANK_REQUIRE(params[i].grad().defined(), "rank " << rank << " parameter " << i);
+            RANK_REQUIRE(at::allclose(params[i].grad(), expected[i], 1e-6, 1e-7), "rank " << rank << " parameter " << i);
           }
           // .grad is a view into the flat buffer the allreduce read and wrote.
-          CHECK(params[2].grad().data_ptr() ==
-                static_cast<float*>(reducer.flatGrad().data_ptr()) + reducer.offsetOf(2));
+          RANK_REQUIRE(params[2].grad().data_ptr() ==
+                           static_cast<float*>(reducer.flatGrad().data_ptr()) + reducer.offsetOf(2),
+                       "rank " << rank);
         });
       }
     }
@@ -128,11 +128,11 @@ TEST_CASE("GradReducer keeps reducing after zeroGrad, also when the user replace
       lossOf(params, batchFor(rank, 0)).backward();
       reducer.finish();
       for (size_t i = 0; i < params.size(); ++i) {
-        INFO("step " << step << " rank " << rank << " parameter " << i);
-        CHECK(at::allclose(params[i].grad(), expected[i], 1e-6, 1e-7));
+        RANK_REQUIRE(at::allclose(params[i].grad(), expected[i], 1e-6, 1e-7),
+                     "step " << step << " rank " << rank << " parameter " << i);
       }
       reducer.zeroGrad();
-      CHECK(reducer.flatGrad().abs().sum().item<float>() == 0.0f);
+      RANK_REQUIRE(reducer.flatGrad().abs().sum().item<float>() == 0.0f, "rank " << rank);
     }
   });
 }
