@@ -1,10 +1,10 @@
 # Regenerates the golden tables of tests/runtime/config from DeepSpeed's own Python (lr_schedules.py and the
 # batch methods of config.py), with torch and deepspeed imports stubbed out. Nothing of DeepSpeed is copied:
 # its source is read from $DEEPSPEED_SRC at run time.
-#   DEEPSPEED_SRC=/work/ref/deepspeed python3 gen_golden.py tests/runtime/config/golden
+#   DEEPSPEED_SRC=path/to/DeepSpeed python3 gen_golden.py tests/runtime/config/golden
 import ast, sys, types, math, json
 import os
-REF = os.environ.get('DEEPSPEED_SRC', '/work/ref/deepspeed') + '/deepspeed/runtime/'
+REF = os.environ['DEEPSPEED_SRC'] + '/deepspeed/runtime/'
 OUT = sys.argv[1] if len(sys.argv) > 1 else '.'
 # --- stub modules so lr_schedules.py imports without torch or deepspeed
 torch = types.ModuleType('torch'); optim = types.ModuleType('torch.optim')

@@ -3,11 +3,11 @@
 read from a DeepSpeed checkout with ast and evaluated with OffloadDeviceEnum stubbed as DeepSpeed
 defines it, so torch is not needed).
 
-usage: gen_golden.py [DEEPSPEED_ROOT]   (default /work/ref/deepspeed); run with Python >= 3.11.
+usage: gen_golden.py [DEEPSPEED_ROOT]   (a DeepSpeed source checkout); run with Python >= 3.11.
 Writes golden/rows.txt (one line per formula call) and golden/table_*.txt (the printed tables)."""
 import ast, contextlib, enum, io, os, sys
 
-root = sys.argv[1] if len(sys.argv) > 1 else "/work/ref/deepspeed"
+root = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
 
 

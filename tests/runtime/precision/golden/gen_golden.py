@@ -1,9 +1,9 @@
 # Regenerates loss_scaler.json from DeepSpeed's own DynamicLossScaler (deepspeed/runtime/fp16/loss_scaler.py),
 # with deepspeed.comm and deepspeed.utils stubbed out. Nothing of DeepSpeed is copied: its source is read
 # from $DEEPSPEED_SRC at run time. Needs torch (the module imports it); Debian's /usr/bin/python3 has it.
-#   DEEPSPEED_SRC=/work/ref/deepspeed /usr/bin/python3 gen_golden.py tests/runtime/precision/golden
+#   DEEPSPEED_SRC=path/to/DeepSpeed /usr/bin/python3 gen_golden.py tests/runtime/precision/golden
 import json, os, random, sys, types
-REF = os.environ.get('DEEPSPEED_SRC', '/work/ref/deepspeed') + '/deepspeed/runtime/fp16/loss_scaler.py'
+REF = os.environ['DEEPSPEED_SRC'] + '/deepspeed/runtime/fp16/loss_scaler.py'
 OUT = sys.argv[1] if len(sys.argv) > 1 else '.'
 ds = types.ModuleType('deepspeed'); comm = types.ModuleType('deepspeed.comm'); utils = types.ModuleType('deepspeed.utils')
 comm.get_rank = lambda: 0
