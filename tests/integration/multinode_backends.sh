@@ -67,8 +67,13 @@ run_dsrun() {
   rc=$?
 }
 job_id_of() {  # the DSRUN_JOB_ID the ranks of run DIR saw
-  local f
-  for f in "$1"/env.*; do [ -f "$f" ] && { tr '\0' '\n' < "$f" | grep -m1 '^DSRUN_JOB_ID=' | cut -d= -f2-; return; }; done
+  local f id
+  # A rank interrupted while writing its env file leaves it partial: take the first file that has the id.
+  for f in "$1"/env.*; do
+    [ -f "$f" ] || continue
+    id=$(tr '\0' '\n' < "$f" | grep -m1 '^DSRUN_JOB_ID=' | cut -d= -f2-)
+    [ -n "$id" ] && { echo "$id"; return; }
+  done
 }
 job_id_left() {  # pids on the machine (every host shares it) whose environment has DSRUN_JOB_ID=$1
   local pid left=""

@@ -100,7 +100,7 @@ expect_fail "no script" 2 "missing the user script" --num_gpus 1
 expect_fail "spawn failure names the program" 1 "spawn '$tmp/missing': No such file or directory" \
   --no_python "$tmp/missing"
 printf 'worker-0 slots=2\nworker-1 slots=2\n' >"$tmp/two_hosts"
-expect_fail "multi-node backend not built yet" 1 "backend 'pdsh' unavailable: not implemented yet" \
+expect_fail "an unreachable host fails the passwordless-ssh check by name" 1 "passwordless ssh to 'worker-0' failed" \
   -H "$tmp/two_hosts" --master_addr 10.0.0.1 x.py
 
 # --help works without a script.
