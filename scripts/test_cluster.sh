@@ -26,6 +26,10 @@ hosts_strip() {  # rewrite in place (keeps the inode: /etc/hosts may be a bind m
 }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+start_sshd() {  # own UTS namespace so `hostname` inside ssh sessions prints the host's name
+  ip netns exec "$1" unshare --uts -- sh -c "hostname $1 && exec /usr/sbin/sshd -f $ST/sshd_$1.conf -E $ST/sshd_$1.log"
+}
+
 up() {
   command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || die "sshd not installed (apt-get install openssh-server)"
   mkdir -p "$ST" /run/sshd; chmod 700 "$ST"
@@ -75,19 +79,18 @@ StrictModes no
 UseDNS no
 AcceptEnv *
 EOC
-    if ! alive "$ST/sshd_$ns.pid"; then
-      # own UTS namespace so `hostname` inside ssh sessions prints dsnI
-      ip netns exec "$ns" unshare --uts -- sh -c "hostname $ns && exec /usr/sbin/sshd -f $ST/sshd_$ns.conf"
-    fi
+    alive "$ST/sshd_$ns.pid" || start_sshd "$ns"
   done
   echo "$HOSTS_END" >> /etc/hosts
   for i in $(seq 1 "$N"); do
     local ok=0
-    for _ in $(seq 100); do
-      if ssh -F "$ST/ssh_config" -o ConnectTimeout=1 "$NET.$((10 + i))" true 2>/dev/null; then ok=1; break; fi
+    for try in $(seq 300); do
+      if ssh -F "$ST/ssh_config" -o ConnectTimeout=2 "$NET.$((10 + i))" true 2>/dev/null; then ok=1; break; fi
+      # an sshd that died at start (e.g. its address was not usable yet) is started again
+      if [ $((try % 20)) = 0 ] && ! alive "$ST/sshd_$P$i.pid"; then start_sshd "$P$i"; fi
       sleep 0.1
     done
-    [ $ok = 1 ] || die "sshd on $P$i ($NET.$((10 + i))) did not answer within 10 s"
+    [ $ok = 1 ] || die "sshd on $P$i ($NET.$((10 + i))) did not answer within 30 s (sshd -f $ST/sshd_$P$i.conf)"
   done
   echo "test cluster up: $N hosts ${P}1..${P}$N, ssh config $ST/ssh_config"
 }
