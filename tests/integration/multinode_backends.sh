@@ -29,7 +29,8 @@ cleanup() {
   "$CLUSTER" slurm-down 4 >/dev/null 2>&1; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-if ! "$CLUSTER" up 4 >"$WORK/up.log" 2>&1; then not_ok "test cluster comes up" "$(tail -3 "$WORK/up.log")"; exit 1; fi
+# One retry from scratch: on a loaded machine an sshd has been seen to die during bring-up.
+if ! "$CLUSTER" up 4 >"$WORK/up.log" 2>&1 && ! { "$CLUSTER" down 4 >/dev/null 2>&1; "$CLUSTER" up 4 >"$WORK/up.log" 2>&1; }; then not_ok "test cluster comes up" "$(tail -3 "$WORK/up.log")"; exit 1; fi
 ok "test cluster comes up (4 hosts)"
 "$CLUSTER" hostfile 4 2 > "$WORK/hostfile"
 printf '#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' "$ST" > "$WORK/ssh-wrap"; chmod +x "$WORK/ssh-wrap"
