@@ -14,7 +14,7 @@ std::optional<std::string> FakeMachine::readFile(const std::string& path) const 
   return it->second;
 }
 
-std::string FakeMachine::resolveMasterAddr(const std::string& host, std::optional<int>) {
+std::string FakeMachine::resolveMasterAddr(const std::string& host, const std::vector<std::string>&) {
   resolved.push_back(host);
   auto it = hostAddrs.find(host);
   if (it == hostAddrs.end()) {

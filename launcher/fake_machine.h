@@ -28,7 +28,7 @@ class FakeMachine : public Machine {
   std::string currentDir() const override { return cwd; }
   int gpuCount() const override { return gpus; }
   int physicalCoreCount() const override { return cores; }
-  std::string resolveMasterAddr(const std::string& host, std::optional<int> sshPort) override;
+  std::string resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) override;
   int pid() const override { return processId; }
 };
 

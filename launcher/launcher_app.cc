@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/strings.h"
+#include "launcher/backends/ssh_check.h"
 #include "launcher/dry_run.h"
 #include "launcher/hostfile.h"
 #include "launcher/job_id.h"
@@ -65,7 +66,8 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
   };
   const WorldPlan plan = planWorld(options, inputs, [&](const std::string& host) {
     if (!options.dryRun && !options.noSsh) checkBackend(options.launcher);
-    return machine.resolveMasterAddr(host, options.sshPort);
+    // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
+    return machine.resolveMasterAddr(host, sshOptionsFor(options, inputs.launcherEnv));
   });
   for (const std::string& note : plan.notes) DSRUN_LOG(INFO) << note;
 

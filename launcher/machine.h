@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace dsrun {
@@ -32,8 +33,9 @@ class Machine {
   virtual int physicalCoreCount() const = 0;
 
   /// The address DeepSpeed would use as MASTER_ADDR for `host`: the first word of
-  /// `ssh [-p PORT] HOST hostname -I`. Throws Error (with a --master_addr hint) when that fails.
-  virtual std::string resolveMasterAddr(const std::string& host, std::optional<int> sshPort) = 0;
+  /// `ssh -o BatchMode=yes SSH_OPTIONS HOST hostname -I`, where SSH_OPTIONS are the backend's own
+  /// (sshOptionsFor). Throws Error (with a --master_addr hint) when that fails.
+  virtual std::string resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) = 0;
 
   /// This process's pid (for the job id and --save_pid).
   virtual int pid() const = 0;

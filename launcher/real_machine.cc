@@ -118,14 +118,10 @@ int RealMachine::physicalCoreCount() const {
   return online > 0 ? static_cast<int>(online) : 1;
 }
 
-std::string RealMachine::resolveMasterAddr(const std::string& host, std::optional<int> sshPort) {
-  std::vector<std::string> argv = {"ssh"};
-  if (sshPort) {
-    argv.push_back("-p");
-    argv.push_back(std::to_string(*sshPort));
-  }
+std::string RealMachine::resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) {
   // BatchMode: never sit at a password prompt; DeepSpeed would hang there.
-  for (const char* word : {"-o", "BatchMode=yes"}) argv.emplace_back(word);
+  std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes"};
+  argv.insert(argv.end(), sshOptions.begin(), sshOptions.end());
   for (const std::string& word : {host, std::string("hostname"), std::string("-I")}) argv.push_back(word);
   const std::string shown = strCat("'", join(argv, " "), "'");
   const std::string hint = "\n  hint: pass --master_addr ADDR (the address of the first host)";

@@ -17,7 +17,7 @@ class RealMachine : public Machine {
   int gpuCount() const override;
   int physicalCoreCount() const override;
   /// Runs `ssh [-p PORT] -o BatchMode=yes HOST hostname -I` (stdin from /dev/null, stderr passed through).
-  std::string resolveMasterAddr(const std::string& host, std::optional<int> sshPort) override;
+  std::string resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) override;
   int pid() const override;
 
  private:

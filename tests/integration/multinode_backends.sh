@@ -35,6 +35,13 @@ ok "test cluster comes up (4 hosts)"
 "$CLUSTER" hostfile 4 2 > "$WORK/hostfile"
 printf '#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' "$ST" > "$WORK/ssh-wrap"; chmod +x "$WORK/ssh-wrap"
 
+# Without --master_addr, dsrun asks the first host over ssh (`hostname -I`), with the backend's own ssh
+# settings: here PDSH_SSH_ARGS_APPEND, without which the host key check fails.
+mjson=$(PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" "$DSRUN" -H "$WORK/hostfile" --launcher pdsh --dry_run \
+  --no_python /bin/true 2>"$WORK/master.err")
+if printf '%s' "$mjson" | grep -q '"master_addr": *"10.77.0.11"'; then ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND"
+else not_ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND" "$(cat "$WORK/master.err")"; fi
+
 NASTY_ARG=$(printf 'sp ace "dq" '"'"'sq'"'"' $HOME %%n %%h `x` \\ ;|& \nnl \303\274nic\303\270de')
 NASTY_ENV=$(printf 'v "q" '"'"'s'"'"' $PATH %%h\nline2 \303\274')
 export NCCL_NASTY="$NASTY_ENV"
