@@ -52,14 +52,16 @@ inline void runThreadWorld(int worldSize, const RankFn& fn,
   std::exception_ptr firstError;
   for (int rank = 0; rank < worldSize; ++rank) {
     threads.emplace_back([&, rank] {
+      // Declared outside the try: a failing rank records its own error before its group closes, so the
+      // peers' "connection closed" errors (which that closing causes) never win the race to be reported.
+      c10::intrusive_ptr<c10d::ProcessGroup> pg;
       try {
         at::set_num_threads(1);
         auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
         opts->threads = 1;
         auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
-        c10::intrusive_ptr<c10d::ProcessGroup> pg =
-            c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, worldSize, opts);
+        pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, worldSize, opts);
         fn(rank, pg);
         // Tear down together: a rank destroying its group while a peer still connects made about one
         // run in 20 fail with "Connection closed by peer".
