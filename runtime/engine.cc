@@ -97,6 +97,10 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
               config_.worldSize, " but the process group has ", dist_->env.worldSize, " ranks");
   StrategyContext ctx = contextFor(std::move(params), config_, *dist_);
   broadcastFromRankZero(ctx.params, *dist_->pg);
+  params_ = ctx.params;
+  for (const auto& p : params_) {
+    paramShapes_.push_back(p.sizes().vec());
+  }
   strategy_ = makeGradStrategy(config_.zero.stage, std::move(ctx));
   strategy_->zeroGrad();
   applyScheduledMomentum();

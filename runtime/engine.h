@@ -13,8 +13,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "runtime/config/deepspeed_config.h"
 #include "runtime/dist_env.h"
@@ -74,13 +77,38 @@ class Engine {
   /// Accumulated wall_clock_breakdown timings (always measured; printed only when configured).
   const EngineTimers& timers() const { return timers_; }
 
+  /// DeepSpeed's engine.save_checkpoint(save_dir, tag, client_state): collective, every rank calls it
+  /// with the same arguments. Writes SAVE_DIR/TAG (tag defaults to "global_step<N>") atomically and
+  /// then points SAVE_DIR/latest at it. Implemented in engine_checkpoint.cc; layout in docs/checkpoints.md.
+  void save_checkpoint(const std::string& saveDir, const std::optional<std::string>& tag = std::nullopt,
+                       const nlohmann::json& clientState = nlohmann::json::object());
+
+  /// What load_checkpoint found: `path` is empty when LOAD_DIR has no `latest` and no tag was given
+  /// (DeepSpeed returns (None, None) then and trains from scratch).
+  struct LoadedCheckpoint {
+    std::string path;
+    nlohmann::json clientState;
+  };
+  /// DeepSpeed's engine.load_checkpoint(load_dir, tag): collective. Restores the model, the optimizer
+  /// partitions (re-partitioned when saved by another number of ranks), the scheduler position, the
+  /// loss scaler and the step/sample counters. Throws c10::Error naming the file on any mismatch.
+  LoadedCheckpoint load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag = std::nullopt);
+
+  /// Names of the trainable parameters (registration order), used in checkpoints; "param.<i>" if unset.
+  void set_param_names(std::vector<std::string> names) { paramNames_ = std::move(names); }
+
  private:
   void logProgress();
   void applyScheduledMomentum();
+  nlohmann::json engineState() const;              ///< engine_checkpoint.cc
+  void loadEngineState(const nlohmann::json& s);   ///< engine_checkpoint.cc
 
   config::DeepSpeedConfig config_;
   std::shared_ptr<DistContext> dist_;
   std::unique_ptr<GradStrategy> strategy_;
+  std::vector<at::Tensor> params_;                   ///< the trainable parameters, registration order
+  std::vector<std::vector<int64_t>> paramShapes_;    ///< their full shapes (ZeRO-3 releases the data)
+  std::vector<std::string> paramNames_;
   EngineTimers timers_;
   int64_t microSteps_ = 0;
   int64_t globalSteps_ = 0;

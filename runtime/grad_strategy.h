@@ -91,6 +91,15 @@ class GradStrategy {
   /// Bytes of parameters + gradients + optimizer state this rank holds (ZeRO paper accounting:
   /// counts the model's own params and grads, plus the strategy's fp32 copies and optimizer state).
   virtual int64_t modelStateBytes() const = 0;
+
+  /// Checkpoints and ds_to_fp32: fp32 copies of every parameter's full value (the fp32 master values
+  /// where the strategy keeps masters), registration order, shaped like the parameter. Collective
+  /// where parameters are partitioned (ZeRO-3 gathers them): every rank calls it.
+  virtual std::vector<at::Tensor> fullParams() = 0;
+
+  /// Sets every parameter, the model's tensors and any fp32 master copy, from full values in
+  /// registration order (any floating dtype, shapes as the parameters'). Collective for ZeRO-3.
+  virtual void loadFullParams(const std::vector<at::Tensor>& full) = 0;
 };
 
 /// Stage 0 is runtime/ddp/ddp_strategy.cc; stages 1 and 2 come from runtime/zero/zero_strategy.h,

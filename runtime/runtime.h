@@ -14,7 +14,9 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,12 +33,30 @@ struct InitOptions {
   DistOptions distOptions;
 };
 
+/// torch::nn modules name their parameters (checkpoints store the names); a plain struct with only
+/// parameters() gets "param.<i>".
+template <typename ModelPtr, typename = void>
+struct HasNamedParameters : std::false_type {};
+template <typename ModelPtr>
+struct HasNamedParameters<ModelPtr, std::void_t<decltype(std::declval<ModelPtr&>()->named_parameters())>>
+    : std::true_type {};
+
 /// Engine bound to a concrete model type, so forward() can call the model's own forward.
 template <typename ModelPtr>
 class ModelEngine : public Engine {
  public:
   ModelEngine(ModelPtr model, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
-      : Engine(model->parameters(), std::move(config), std::move(dist)), model_(std::move(model)) {}
+      : Engine(model->parameters(), std::move(config), std::move(dist)), model_(std::move(model)) {
+    if constexpr (HasNamedParameters<ModelPtr>::value) {
+      std::vector<std::string> names;
+      for (const auto& item : model_->named_parameters()) {
+        if (item.value().requires_grad()) {
+          names.push_back(item.key());
+        }
+      }
+      set_param_names(std::move(names));
+    }
+  }
 
   /// model->forward(args...), timed as the forward phase.
   template <typename... Args>

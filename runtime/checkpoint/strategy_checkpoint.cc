@@ -11,7 +11,7 @@
 #include "runtime/checkpoint/consolidate.h"
 #include "runtime/checkpoint/repartition.h"
 #include "runtime/optim/flat_optimizer.h"
-#include "runtime/zero/zero_optimizer.h"
+#include "runtime/zero/partitioned_strategy.h"
 
 namespace dsrt::checkpoint {
 namespace {
@@ -47,13 +47,18 @@ std::vector<std::string> namesOf(const StrategyHandle& h) {
   return names;
 }
 
-zero::ZeroOptimizer* zeroOf(const StrategyHandle& h) {
-  auto* z = dynamic_cast<zero::ZeroOptimizer*>(h.strategy);
+zero::PartitionedStrategy* zeroOf(const StrategyHandle& h) {
+  auto* z = dynamic_cast<zero::PartitionedStrategy*>(h.strategy);
   if (h.zeroStage >= 1 && z == nullptr) {
     throw CheckpointError("checkpoint: ZeRO stage " + std::to_string(h.zeroStage) +
-                          " strategy does not expose its partition plan, got 'no ZeroOptimizer'");
+                          " strategy does not expose its partition plan, got 'no PartitionedStrategy'");
   }
   return z;
+}
+
+std::vector<int64_t> shapeOf(const StrategyHandle& h, size_t i) {
+  if (i < h.paramShapes.size()) return h.paramShapes[i];
+  return h.params[i].sizes().vec();
 }
 
 }  // namespace
@@ -64,15 +69,19 @@ void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, con
   validateTag(tag);
   std::string staging = stagingDir(dir, tag);
   agree(h, h.rank == 0 ? attempt([&] { beginStaging(dir, tag); }) : "", "checkpoint save (staging " + staging + ")");
-  std::string err = attempt([&] {
+  // Collective (ZeRO-3 gathers), so every rank takes part even though only rank 0 writes them.
+  std::vector<at::Tensor> fullParams;
+  std::string err = attempt([&] { fullParams = h.strategy->fullParams(); });
+  agree(h, err, "checkpoint save of " + staging + " (gathering parameters)");
+  err = attempt([&] {
     optim::FlatOptimizer& opt = h.strategy->optimizer();
-    zero::ZeroOptimizer* z = zeroOf(h);
+    zero::PartitionedStrategy* z = zeroOf(h);
     if (h.rank == 0) {
       ModelStates m;
       m.zeroStage = h.zeroStage;
       m.worldSize = h.worldSize;
       m.paramNames = namesOf(h);
-      m.params = h.params;
+      m.params = fullParams;
       m.engineState = engineState;
       m.clientState = clientState;
       if (z) {
@@ -90,7 +99,7 @@ void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, con
       p.rank = h.rank;
       p.zeroStage = h.zeroStage;
       p.plan = z->plan();
-      p.fp32Partition = z->paramPartition();
+      p.fp32Partition = z->masterPartition();
       p.state = opt.state();
       p.step = opt.stepCount();
       const std::string path = staging + "/" + optimStatesFileName(h.rank, h.zeroStage);
@@ -105,6 +114,8 @@ void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, con
 LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& dir,
                                     const std::optional<std::string>& tag) {
   LoadedStates out;
+  std::vector<at::Tensor> loadedParams;
+  at::Tensor master;
   std::string err = attempt([&] {
     out.tag = resolveTag(dir, tag);
     const std::string tdir = tagDir(dir, out.tag);
@@ -113,26 +124,28 @@ LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& 
     out.engineState = m.engineState;
     out.clientState = m.clientState;
     out.savedWorldSize = m.worldSize;
+    loadedParams = m.params;
     if ((m.zeroStage == 0) != (h.zeroStage == 0)) {
       throw CheckpointError(modelPath + ": saved at ZeRO stage " + std::to_string(m.zeroStage) +
                             ", cannot load into stage " + std::to_string(h.zeroStage) + ", got 'stage " +
                             std::to_string(m.zeroStage) + "'");
     }
-    if (m.params.size() != h.params.size()) {
-      throw CheckpointError(modelPath + ": the model has " + std::to_string(h.params.size()) +
+    const size_t count = h.paramShapes.empty() ? h.params.size() : h.paramShapes.size();
+    if (m.params.size() != count) {
+      throw CheckpointError(modelPath + ": the model has " + std::to_string(count) +
                             " parameters, got '" + std::to_string(m.params.size()) + "'");
     }
     for (size_t i = 0; i < m.params.size(); ++i) {
-      if (!m.params[i].sizes().equals(h.params[i].sizes())) {
+      if (!m.params[i].sizes().equals(shapeOf(h, i))) {
         throw CheckpointError(modelPath + ": parameter '" + m.paramNames[i] + "' has shape " +
-                              c10::str(h.params[i].sizes()) + " in the model, got '" + c10::str(m.params[i].sizes()) + "'");
+                              c10::str(at::IntArrayRef(shapeOf(h, i))) + " in the model, got '" +
+                              c10::str(m.params[i].sizes()) + "'");
       }
     }
-    at::NoGradGuard noGrad;
-    for (size_t i = 0; i < m.params.size(); ++i) h.params[i].detach().copy_(m.params[i]);
     optim::FlatOptimizer& opt = h.strategy->optimizer();
-    zero::ZeroOptimizer* z = zeroOf(h);
+    zero::PartitionedStrategy* z = zeroOf(h);
     if (!z) {
+      h.strategy->loadFullParams(m.params);
       opt.loadState(m.optimizerState, m.optimizerStep);
       return;
     }
@@ -147,6 +160,9 @@ LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& 
       names.clear();
       for (const auto& [name, t] : parts[r].state) names.push_back(name);
     }
+    std::vector<at::Tensor> masters(saved.worldSize);
+    for (int r : sourceRanks(saved, target, h.rank)) masters[r] = parts[r].fp32Partition;
+    master = repartition(masters, saved, target, h.rank);
     optim::OptimizerState state;
     for (size_t k = 0; k < names.size(); ++k) {
       std::vector<at::Tensor> pieces(saved.worldSize);
@@ -162,6 +178,15 @@ LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& 
     opt.loadState(state, step);
   });
   agree(h, err, "checkpoint load from " + dir);
+  // The collective parts run only once every rank has read its files without error: the module file's
+  // parameters, then the exact fp32 masters from the partitions (bit16 module weights would round them).
+  if (auto* z = zeroOf(h)) {
+    err = attempt([&] {
+      h.strategy->loadFullParams(loadedParams);
+      z->loadMasterPartition(master);
+    });
+    agree(h, err, "checkpoint load from " + dir);
+  }
   return out;
 }
 

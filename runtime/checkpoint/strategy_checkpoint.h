@@ -32,6 +32,8 @@ struct StrategyHandle {
   int rank = 0;
   int worldSize = 1;
   int zeroStage = 0;
+  /// The parameters' full shapes; when empty, params[i].sizes() (ZeRO-3 parameters hold no full data).
+  std::vector<std::vector<int64_t>> paramShapes;
 };
 
 /// Test seam: called on each rank after each file it wrote (its path), before the commit. A throw

@@ -70,6 +70,23 @@ class DdpStrategy final : public GradStrategy {
 
   optim::FlatOptimizer& optimizer() override { return *optimizer_; }
 
+  std::vector<at::Tensor> fullParams() override {
+    std::vector<at::Tensor> out;
+    for (const auto& p : ctx_.params) {
+      out.push_back(p.detach().to(at::kFloat).clone());
+    }
+    return out;
+  }
+
+  void loadFullParams(const std::vector<at::Tensor>& full) override {
+    at::NoGradGuard noGrad;
+    TORCH_CHECK(full.size() == ctx_.params.size(), "zero_optimization.stage 0: loadFullParams got ", full.size(),
+                " tensors for ", ctx_.params.size(), " parameters");
+    for (size_t i = 0; i < ctx_.params.size(); ++i) {
+      ctx_.params[i].detach().copy_(full[i].view(ctx_.params[i].sizes()));
+    }
+  }
+
   int64_t modelStateBytes() const override {
     const int64_t bytes = flatParams_.numel() * static_cast<int64_t>(flatParams_.element_size());
     return bytes /* params */ + bytes /* grads */ + optimizer_->stateBytes();

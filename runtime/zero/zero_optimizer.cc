@@ -70,6 +70,32 @@ void ZeroOptimizer::step(double lr, double clipScale) {
   allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flatParams_.flat(), ctx_.allgatherBucketNumel);
 }
 
+std::vector<at::Tensor> ZeroOptimizer::fullParams() {
+  std::vector<at::Tensor> out;
+  for (const auto& p : flatParams_.params()) {
+    out.push_back(p.detach().to(at::kFloat).clone());
+  }
+  return out;
+}
+
+void ZeroOptimizer::loadFullParams(const std::vector<at::Tensor>& full) {
+  c10::AutoGradMode noGrad(false);
+  const auto& params = flatParams_.params();
+  TORCH_CHECK(full.size() == params.size(), "zero: loadFullParams got ", full.size(), " tensors for ",
+              params.size(), " parameters");
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].detach().copy_(full[i].view(params[i].sizes()));
+  }
+}
+
+void ZeroOptimizer::loadMasterPartition(const at::Tensor& fp32) {
+  c10::AutoGradMode noGrad(false);
+  TORCH_CHECK(fp32.numel() == plan_.partitionNumel, "zero: master partition of ", plan_.partitionNumel,
+              " elements expected, got '", fp32.numel(), "'");
+  paramPartition().copy_(fp32.reshape({-1}));
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flatParams_.flat(), ctx_.allgatherBucketNumel);
+}
+
 int64_t ZeroOptimizer::modelStateBytes() const {
   return flatParams_.flat().nbytes() + gradientBytes() + optimizer_->stateBytes();
 }

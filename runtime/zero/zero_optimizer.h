@@ -7,6 +7,7 @@
 // reduced every micro-step).
 
 #include "runtime/grad_strategy.h"
+#include "runtime/zero/partitioned_strategy.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/zero/bucket_reducer.h"
 #include "runtime/zero/flat_param_buffer.h"
@@ -21,7 +22,7 @@
 namespace dsrt::zero {
 
 /// Base of the ZeRO-1/2 strategies; see GradStrategy for the call sequence and threading.
-class ZeroOptimizer : public GradStrategy {
+class ZeroOptimizer : public PartitionedStrategy {
  public:
   double gradNorm() override;
   void step(double lr, double clipScale) override;
@@ -30,8 +31,13 @@ class ZeroOptimizer : public GradStrategy {
   /// tensors actually held. Reduction buckets in flight are temporary buffers, not model state.
   int64_t modelStateBytes() const override;
 
+  std::vector<at::Tensor> fullParams() override;
+  void loadFullParams(const std::vector<at::Tensor>& full) override;
+
   /// The layout every rank agrees on (checkpoints re-partition through it).
-  const PartitionPlan& plan() const { return plan_; }
+  const PartitionPlan& plan() const override { return plan_; }
+  at::Tensor masterPartition() const override { return paramPartition(); }
+  void loadMasterPartition(const at::Tensor& fp32) override;
   /// This rank's partition of the flat parameters (what the optimizer updates).
   at::Tensor paramPartition() const { return flatParams_.partition(ctx_.rank); }
   /// This rank's averaged gradient partition (valid after endBackward(true)).

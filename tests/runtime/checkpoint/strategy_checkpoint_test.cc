@@ -71,7 +71,7 @@ Trained train(int stage, int world, int first, int last, const std::string& load
     ospec.numThreads = 1;
     ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
     auto strategy = zero::makeZeroStrategy(stage, ctx);
-    StrategyHandle h{strategy.get(), p, {}, pg, rank, world, stage};
+    StrategyHandle h{strategy.get(), p, {}, pg, rank, world, stage, {}};
     if (!loadDir.empty()) {
       const LoadedStates loaded = loadStrategyCheckpoint(h, loadDir);
       // Catch2 assertions are not thread-safe: a mismatch throws, runThreadWorld rethrows it.
@@ -147,7 +147,7 @@ TEST_CASE("a save that dies half way leaves the previous checkpoint loadable and
     auto strategy = zero::makeZeroStrategy(2, ctx);
     std::vector<std::string> names;
     for (size_t i = 0; i < p.size(); ++i) names.push_back("layer" + std::to_string(i));
-    StrategyHandle h{strategy.get(), p, names, pg, rank, world, 2};
+    StrategyHandle h{strategy.get(), p, names, pg, rank, world, 2, {}};
     const auto data = zero::testing::makeData(kGlobalBatch);
     strategy->beginBackward(true);
     zero::testing::mlpLoss(p, data.x.narrow(0, rank * 12, 12), data.y.narrow(0, rank * 12, 12)).backward();

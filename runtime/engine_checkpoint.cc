@@ -1,0 +1,113 @@
+// Engine::save_checkpoint / load_checkpoint: the engine's counters and scheduler position on top of the
+// strategy-level collective save/load (runtime/checkpoint/strategy_checkpoint.h), which owns the files,
+// the atomic commit and ZeRO re-partitioning. Kept apart from engine.cc so the training loop's file does
+// not depend on the checkpoint code.
+
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <exception>
+#include <sys/stat.h>
+
+#include "runtime/checkpoint/checkpoint_error.h"
+#include "runtime/checkpoint/checkpoint_layout.h"
+#include "runtime/checkpoint/strategy_checkpoint.h"
+#include "runtime/engine.h"
+
+namespace dsrt {
+namespace {
+
+checkpoint::StrategyHandle handleOf(GradStrategy& strategy, const std::vector<at::Tensor>& params,
+                                    const std::vector<std::string>& names,
+                                    const std::vector<std::vector<int64_t>>& shapes, const DistContext& dist,
+                                    int zeroStage) {
+  checkpoint::StrategyHandle h;
+  h.strategy = &strategy;
+  h.params = params;
+  h.paramNames = names;
+  h.paramShapes = shapes;
+  h.pg = dist.pg;
+  h.rank = dist.env.rank;
+  h.worldSize = dist.env.worldSize;
+  h.zeroStage = zeroStage;
+  return h;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+nlohmann::json Engine::engineState() const {
+  return nlohmann::json{{"global_steps", globalSteps_},
+                        {"global_samples", globalSamples_},
+                        {"micro_steps", microSteps_},
+                        {"last_batch_iteration", lastBatchIteration_},
+                        {"train_batch_size", config_.batch.trainBatchSize},
+                        {"dp_world_size", world_size()},
+                        {"zero_stage", zero_stage()}};
+}
+
+void Engine::loadEngineState(const nlohmann::json& s) {
+  globalSteps_ = s.at("global_steps").get<int64_t>();
+  // DeepSpeed: global_samples defaults to global_steps * train_batch_size for old checkpoints.
+  globalSamples_ = s.value("global_samples", globalSteps_ * config_.batch.trainBatchSize);
+  // Saves happen between micro-steps; what matters for the accumulation boundary is the position in
+  // the window, and a window never spans a save taken after step().
+  microSteps_ = s.value("micro_steps", globalSteps_ * config_.batch.gradientAccumulationSteps);
+  lastBatchIteration_ = s.value("last_batch_iteration", globalSteps_ - 1);
+  samplesAtLastPrint_ = globalSamples_;
+  applyScheduledMomentum();
+}
+
+void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std::string>& tag,
+                             const nlohmann::json& clientState) {
+  TORCH_CHECK(!backwardDone_, "engine.save_checkpoint: called between backward() and step(); save after step()");
+  const std::string name = tag.value_or("global_step" + std::to_string(globalSteps_));
+  try {
+    checkpoint::saveStrategyCheckpoint(
+        handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), saveDir, name,
+        engineState(), clientState.is_null() ? nlohmann::json::object() : clientState);
+  } catch (const checkpoint::CheckpointError& e) {
+    TORCH_CHECK(false, "engine.save_checkpoint: ", e.what());
+  }
+  if (rank() == 0) {
+    std::printf("[dsrt rank 0] saved checkpoint %s\n", checkpoint::tagDir(saveDir, name).c_str());
+    std::fflush(stdout);
+  }
+}
+
+Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag) {
+  TORCH_CHECK(!backwardDone_, "engine.load_checkpoint: called between backward() and step()");
+  if (!tag && !exists(checkpoint::latestPath(loadDir))) {
+    // DeepSpeed warns and returns (None, None): the caller trains from scratch.
+    if (rank() == 0) {
+      std::printf("[dsrt rank 0] no checkpoint to load: %s does not exist\n", checkpoint::latestPath(loadDir).c_str());
+      std::fflush(stdout);
+    }
+    return {};
+  }
+  checkpoint::LoadedStates loaded;
+  try {
+    loaded = checkpoint::loadStrategyCheckpoint(
+        handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), loadDir, tag);
+    loadEngineState(loaded.engineState);
+  } catch (const checkpoint::CheckpointError& e) {
+    TORCH_CHECK(false, "engine.load_checkpoint: ", e.what());
+  } catch (const nlohmann::json::exception& e) {
+    TORCH_CHECK(false, "engine.load_checkpoint: ", checkpoint::tagDir(loadDir, loaded.tag),
+                ": engine state is incomplete: ", e.what());
+  }
+  strategy_->zeroGrad();
+  const std::string path = checkpoint::tagDir(loadDir, loaded.tag);
+  if (rank() == 0) {
+    std::printf("[dsrt rank 0] loaded checkpoint %s (saved by %d ranks) at global step %lld\n", path.c_str(),
+                loaded.savedWorldSize, static_cast<long long>(globalSteps_));
+    std::fflush(stdout);
+  }
+  return {path, loaded.clientState};
+}
+
+}  // namespace dsrt
