@@ -24,12 +24,14 @@
 // Errors: TORCH_CHECK (c10::Error) only.
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace dsrt {
@@ -58,6 +60,14 @@ struct StrategyContext {
   bool reduceScatter = true;        ///< ZeRO-2: reduce-scatter instead of allreduce
   bool contiguousGradients = true;  ///< ZeRO-2: copy gradients into one contiguous buffer
   OptimizerFactory makeOptimizer;   ///< never empty
+  /// communication_data_type: gradients are reduced in this dtype (converted from and back to the
+  /// params' dtype around each collective); nullopt: the params' own dtype, as DeepSpeed.
+  std::optional<at::ScalarType> commDtype;
+  /// zero_optimization.offload_optimizer.device == cpu: the fp32 master partition, the optimizer state
+  /// and an fp32 gradient partition live in host memory and the optimizer steps there (ZeRO 1/2).
+  bool offloadOptimizer = false;
+  /// offload_optimizer.pin_memory: host buffers are page-locked (only where CUDA is available).
+  bool pinMemory = false;
 };
 
 /// Stage 0 (DDP) or ZeRO-n. Owns gradient reduction and the optimizer update. Not copyable.
@@ -100,6 +110,17 @@ class GradStrategy {
   /// Sets every parameter, the model's tensors and any fp32 master copy, from full values in
   /// registration order (any floating dtype, shapes as the parameters'). Collective for ZeRO-3.
   virtual void loadFullParams(const std::vector<at::Tensor>& full) = 0;
+
+  /// fp16: after endBackward(true), whether the gradient this rank holds for the step (whole, or its
+  /// partition) contains inf or NaN. Local; the engine agrees on it across ranks. Strategies that keep
+  /// 16-bit gradients override it; the default refuses, naming the strategy's missing support.
+  virtual bool hasOverflow() {
+    TORCH_CHECK(false, "fp16: this data-parallel strategy has no gradient overflow check, got 'fp16.enabled'");
+  }
+
+  /// Bytes this rank keeps in host memory for ZeRO-Offload (fp32 master partition, fp32 gradient
+  /// partition and optimizer state); 0 without offload.
+  virtual int64_t offloadedStateBytes() const { return 0; }
 };
 
 /// Stage 0 is runtime/ddp/ddp_strategy.cc; stages 1 and 2 come from runtime/zero/zero_strategy.h,
