@@ -24,4 +24,19 @@ LossScalerSpec lossScalerSpecFromFp16(const Fp16ScaleKeys& keys) {
   return spec;
 }
 
+LossScalerSpec fp16OptimizerSpecFromFp16(const Fp16ScaleKeys& keys) {
+  LossScalerSpec spec = lossScalerSpecFromFp16(keys);
+  spec.rule = LossScaleRule::kFp16Optimizer;
+  if (!spec.dynamic) {
+    return spec;
+  }
+  spec.initScale = std::ldexp(1.0, static_cast<int>(keys.initialScalePower.value_or(16)));
+  spec.scaleWindow = keys.lossScaleWindow.value_or(1000);
+  spec.minScale = keys.minLossScale.value_or(1.0);
+  spec.delayedShift = 1;
+  spec.consecutiveHysteresis = false;
+  spec.raiseErrorAtMinScale = false;
+  return spec;
+}
+
 }  // namespace dsrt::precision

@@ -29,4 +29,9 @@ struct Fp16ScaleKeys {
 /// rest (2^16, window 1000, hysteresis 2, min 1). Pure; validation happens in LossScaler's constructor.
 LossScalerSpec lossScalerSpecFromFp16(const Fp16ScaleKeys& keys);
 
+/// The same block as stage 0's FP16_Optimizer reads it (engine._configure_fp16_optimizer): dynamic scaling
+/// starts at 2^initial_scale_power (config default 16) whether or not any key is written, with the window
+/// and minimum from the config and no hysteresis; rule kFp16Optimizer. Static and disabled as above.
+LossScalerSpec fp16OptimizerSpecFromFp16(const Fp16ScaleKeys& keys);
+
 }  // namespace dsrt::precision

@@ -16,6 +16,9 @@ std::string asInt(double v) {
   return os.str();
 }
 
+// Python's str() of a float that holds an integer value: "32768.0".
+std::string asPyFloat(double v) { return asInt(v) + ".0"; }
+
 }  // namespace
 
 LossScaler::LossScaler(const LossScalerSpec& spec) : spec_(spec) {
@@ -36,6 +39,9 @@ LossScaler::LossScaler(const LossScalerSpec& spec) : spec_(spec) {
 }
 
 LossScaleUpdate LossScaler::update(bool overflow) {
+  if (spec_.rule == LossScaleRule::kFp16Optimizer) {
+    return updateFp16Optimizer(overflow);
+  }
   LossScaleUpdate out;
   out.skipStep = overflow;
   out.previousScale = state_.curScale;
@@ -52,11 +58,11 @@ LossScaleUpdate LossScaler::update(bool overflow) {
                   "loss scaler: gradients overflowed at the minimum loss scale ", spec_.minScale,
                   " (min_loss_scale); cannot decrease the scale any further");
       const double next = std::max(state_.curScale / spec_.scaleFactor, spec_.minScale);
-      out.message = "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: " + asInt(state_.curScale) +
+      out.message = "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: " + asInt(state_.curScale) +
                     ", reducing to " + asInt(next);
       state_.curScale = next;
     } else {
-      out.message = "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: " + asInt(state_.curScale) +
+      out.message = "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: " + asInt(state_.curScale) +
                     ", but hysteresis is " + std::to_string(state_.curHysteresis) + ". Reducing hysteresis to " +
                     std::to_string(state_.curHysteresis - 1);
       --state_.curHysteresis;
@@ -73,6 +79,33 @@ LossScaleUpdate LossScaler::update(bool overflow) {
       }
       state_.curScale *= spec_.scaleFactor;
     }
+  }
+  ++state_.curIter;
+  out.scale = state_.curScale;
+  return out;
+}
+
+LossScaleUpdate LossScaler::updateFp16Optimizer(bool overflow) {
+  LossScaleUpdate out;
+  out.skipStep = overflow;
+  out.previousScale = state_.curScale;
+  const std::string before = pyFloat_ ? asPyFloat(state_.curScale) : asInt(state_.curScale);
+  if (spec_.dynamic) {
+    if (overflow) {
+      state_.curScale = std::max(state_.curScale / spec_.scaleFactor, spec_.minScale);
+      pyFloat_ = true;
+      state_.lastOverflowIter = state_.curIter;
+    } else {
+      // FP16_Optimizer._update_scale: stable_interval = cur_iter - last_overflow_iter - 1.
+      const int64_t stable = state_.curIter - state_.lastOverflowIter - 1;
+      if (stable > 0 && stable % spec_.scaleWindow == 0) {
+        state_.curScale *= spec_.scaleFactor;
+      }
+    }
+  }
+  if (overflow) {
+    out.message = "Overflow detected. Skipping step. Attempted loss scale: " + before + ", reducing to " +
+                  (pyFloat_ ? asPyFloat(state_.curScale) : asInt(state_.curScale));
   }
   ++state_.curIter;
   out.scale = state_.curScale;

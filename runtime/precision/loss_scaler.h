@@ -8,8 +8,16 @@
 
 namespace dsrt::precision {
 
+/// Which of DeepSpeed's two dynamic schedules runs. ZeRO stages 1-3 use DynamicLossScaler
+/// (fp16/loss_scaler.py: hysteresis, growth when (iter - last_overflow) % window == 0, an error at the
+/// minimum scale); stage 0 uses FP16_Optimizer's own _update_scale (fp16/fused_optimizer.py: no
+/// hysteresis, growth one step later, when iter - last_overflow - 1 is a positive multiple of the window,
+/// and no error at the minimum).
+enum class LossScaleRule { kDynamicLossScaler, kFp16Optimizer };
+
 /// DynamicLossScaler's constructor arguments (DeepSpeed's names in comments) or a static scale.
 struct LossScalerSpec {
+  LossScaleRule rule = LossScaleRule::kDynamicLossScaler;
   /// false: LossScaler(scale=staticScale), which never changes.
   bool dynamic = true;
   double staticScale = 1.0;
@@ -35,7 +43,8 @@ struct LossScaleUpdate {
   bool skipStep = false;
   double previousScale = 0.0;
   double scale = 0.0;
-  /// DeepSpeed's rank-0 log line for this update ("[deepspeed] OVERFLOW! ..."); empty when nothing happened.
+  /// DeepSpeed's rank-0 log line for this update ("[deepspeed] OVERFLOW! Rank 0 ..." for ZeRO, "Overflow
+  /// detected. ..." for stage 0); empty when nothing happened.
   std::string message;
 };
 
@@ -67,8 +76,12 @@ class LossScaler {
   void loadState(const LossScalerState& state);
 
  private:
+  LossScaleUpdate updateFp16Optimizer(bool overflow);
+
   LossScalerSpec spec_;
   LossScalerState state_;
+  /// Python's cur_scale becomes a float after the first division (only changes how logs print it).
+  bool pyFloat_ = false;
 };
 
 }  // namespace dsrt::precision

@@ -81,8 +81,8 @@ TEST_CASE("LossScaler logs like DeepSpeed, keeps a static scale, resumes from sa
   spec.scaleWindow = 2;
   LossScaler scaler(spec);
   CHECK(scaler.update(true).message ==
-        "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 1024, but hysteresis is 2. Reducing hysteresis to 1");
-  CHECK(scaler.update(true).message == "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 1024, reducing to 512");
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1024, but hysteresis is 2. Reducing hysteresis to 1");
+  CHECK(scaler.update(true).message == "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1024, reducing to 512");
 
   LossScaler resumed(spec);
   resumed.loadState(scaler.state());
