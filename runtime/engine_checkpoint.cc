@@ -54,9 +54,9 @@ void Engine::loadEngineState(const nlohmann::json& s) {
   globalSteps_ = s.at("global_steps").get<int64_t>();
   // DeepSpeed: global_samples defaults to global_steps * train_batch_size for old checkpoints.
   globalSamples_ = s.value("global_samples", globalSteps_ * config_.batch.trainBatchSize);
-  // Saves happen between micro-steps; what matters for the accumulation boundary is the position in
-  // the window, and a window never spans a save taken after step().
-  microSteps_ = s.value("micro_steps", globalSteps_ * config_.batch.gradientAccumulationSteps);
+  // A save is taken after a boundary step(), so the run resumes at the start of an accumulation window
+  // of THIS config (its gradient_accumulation_steps may differ from the saving run's world size).
+  microSteps_ = globalSteps_ * config_.batch.gradientAccumulationSteps;
   lastBatchIteration_ = s.value("last_batch_iteration", globalSteps_ - 1);
   samplesAtLastPrint_ = globalSamples_;
   applyScheduledMomentum();
@@ -65,6 +65,11 @@ void Engine::loadEngineState(const nlohmann::json& s) {
 void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std::string>& tag,
                              const nlohmann::json& clientState) {
   TORCH_CHECK(!backwardDone_, "engine.save_checkpoint: called between backward() and step(); save after step()");
+  // Gradients accumulated inside a window are not model state; a save there would silently drop them.
+  TORCH_CHECK(microSteps_ % config_.batch.gradientAccumulationSteps == 0,
+              "engine.save_checkpoint: called inside a gradient accumulation window (micro-step ", microSteps_,
+              " of gradient_accumulation_steps ", config_.batch.gradientAccumulationSteps,
+              "); save after the step() that ends the window");
   const std::string name = tag.value_or("global_step" + std::to_string(globalSteps_));
   try {
     checkpoint::saveStrategyCheckpoint(
