@@ -68,6 +68,16 @@ struct StrategyContext {
   bool offloadOptimizer = false;
   /// offload_optimizer.pin_memory: host buffers are page-locked (only where CUDA is available).
   bool pinMemory = false;
+  /// ZeRO-3 (runtime/zero/stage3_strategy.h), all in elements as DeepSpeed:
+  /// stage3_prefetch_bucket_size: most elements prefetched at one fetch (0: no prefetch).
+  int64_t stage3PrefetchBucketNumel = 50000000;
+  /// stage3_param_persistence_threshold: parameters with at most this many elements stay gathered.
+  int64_t stage3ParamPersistenceThreshold = 100000;
+  /// stage3_max_live_parameters: cap on gathered (non-persistent) elements kept alive at once.
+  int64_t stage3MaxLiveParameters = 1000000000;
+  /// stage3_max_reuse_distance: keep a module gathered after use if it is used again within this many
+  /// elements of other fetches.
+  int64_t stage3MaxReuseDistance = 1000000000;
 };
 
 /// Stage 0 (DDP) or ZeRO-n. Owns gradient reduction and the optimizer update. Not copyable.
