@@ -28,11 +28,16 @@ struct Args {
   uint64_t seed = 42;
   std::string config;
   int threads = 0;  // 0: leave LibTorch's default (OMP_NUM_THREADS)
+  std::string saveDir;   // empty: never save
+  int64_t saveEvery = 0; // 0: save once, after the last step
+  std::string loadDir;   // empty: start from the seed's initial model
 };
 
 const char* kUsage =
     "usage: train_mlp --deepspeed_config FILE [--hidden N=1024] [--layers N=4] [--steps N=10] [--seed S=42] "
-    "[--threads N]";
+    "[--threads N] [--save_dir DIR [--save_every N]] [--load_dir DIR]\n"
+    "  --steps is the total number of optimizer steps: a run loaded from a checkpoint taken after step k\n"
+    "  continues at step k+1.";
 
 Args parseArgs(int argc, char** argv) {
   Args a;
@@ -88,6 +93,12 @@ Args parseArgs(int argc, char** argv) {
       a.seed = static_cast<uint64_t>(number(key, 0));
     } else if (key == "threads") {
       a.threads = static_cast<int>(number(key, 1));
+    } else if (key == "save_dir") {
+      a.saveDir = value;
+    } else if (key == "save_every") {
+      a.saveEvery = number(key, 1);
+    } else if (key == "load_dir") {
+      a.loadDir = value;
     } else {
       throw std::invalid_argument("unknown option --" + key);
     }
@@ -95,26 +106,48 @@ Args parseArgs(int argc, char** argv) {
   if (a.config.empty()) {
     throw std::invalid_argument("--deepspeed_config FILE is required");
   }
+  if (a.saveEvery > 0 && a.saveDir.empty()) {
+    throw std::invalid_argument("--save_every needs --save_dir DIR");
+  }
   return a;
 }
 
-// `layers` Linear(hidden, hidden) layers with ReLU between them (none after the last).
+// A fully connected layer initialised like torch::nn::Linear. CPU LibTorch has no fp16 matmul, so with fp16
+// weights on the CPU it computes in fp32 and rounds the output to fp16: the gradients reaching the
+// weights are still fp16, so loss scaling and overflow handling are exercised for real.
+struct FcImpl : torch::nn::Module {
+  FcImpl(int64_t in, int64_t out) {
+    torch::nn::Linear init(in, out);
+    weight = register_parameter("weight", init->weight.detach().clone());
+    bias = register_parameter("bias", init->bias.detach().clone());
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (weight.scalar_type() == torch::kHalf && weight.device().is_cpu()) {
+      return torch::linear(x.to(torch::kFloat), weight.to(torch::kFloat), bias.to(torch::kFloat)).to(torch::kHalf);
+    }
+    return torch::linear(x, weight, bias);
+  }
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(Fc);
+
+// `layers` Fc(hidden, hidden) layers with ReLU between them (none after the last).
 struct MlpImpl : torch::nn::Module {
   MlpImpl(int64_t hidden, int64_t layers) {
     for (int64_t i = 0; i < layers; ++i) {
-      linears.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(hidden, hidden)));
+      fcs.push_back(register_module("fc" + std::to_string(i), Fc(hidden, hidden)));
     }
   }
   torch::Tensor forward(torch::Tensor x) {
-    for (size_t i = 0; i < linears.size(); ++i) {
-      x = linears[i]->forward(x);
-      if (i + 1 < linears.size()) {
+    for (size_t i = 0; i < fcs.size(); ++i) {
+      x = fcs[i]->forward(x);
+      if (i + 1 < fcs.size()) {
         x = torch::relu(x);
       }
     }
     return x;
   }
-  std::vector<torch::nn::Linear> linears;
+  std::vector<Fc> fcs;
 };
 TORCH_MODULE(Mlp);
 
@@ -135,13 +168,18 @@ int run(const Args& args) {
   const int world = engine->world_size();
   const int64_t gas = engine->gradient_accumulation_steps();
   const int64_t micro = engine->train_micro_batch_size_per_gpu();
+  if (!args.loadDir.empty()) {
+    engine->load_checkpoint(args.loadDir);  // no `latest` there: starts from scratch, as DeepSpeed does
+  }
+  // fp16/bf16 configs make the engine convert the model; the inputs follow the model's dtype.
+  const auto dtype = model->parameters().front().scalar_type();
   std::vector<double> stepMs;
-  for (int64_t step = 0; step < args.steps; ++step) {
+  for (int64_t step = engine->global_steps(); step < args.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     at::Tensor lossSum = torch::zeros({1});
     for (int64_t m = 0; m < gas; ++m) {
       auto [x, y] = dsrt::examples::microBatch(args.seed, step * gas + m, micro, args.hidden, rank, world);
-      at::Tensor loss = torch::mse_loss(engine->forward(x), y);
+      at::Tensor loss = torch::mse_loss(engine->forward(x.to(dtype)).to(torch::kFloat), y);
       engine->backward(loss);
       engine->step();
       lossSum += loss.detach();
@@ -154,6 +192,11 @@ int run(const Args& args) {
       std::printf("step %lld loss %.9g\n", static_cast<long long>(engine->global_steps()),
                   t[0].item<double>() / static_cast<double>(gas * world));
       std::fflush(stdout);
+    }
+    const bool last = step + 1 == args.steps;
+    if (!args.saveDir.empty() &&
+        ((args.saveEvery > 0 && engine->global_steps() % args.saveEvery == 0) || (args.saveEvery == 0 && last))) {
+      engine->save_checkpoint(args.saveDir);
     }
   }
   if (rank == 0 && stepMs.size() > 2) {
