@@ -90,7 +90,9 @@ void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, con
         m.optimizerState = opt.state();
         m.optimizerStep = opt.stepCount();
       }
-      const std::string path = staging + "/" + modelStatesFileName(0, h.zeroStage);
+      // Every stage, ZeRO-3 included, keeps the full parameters in rank 0's mp_rank_00 file (DeepSpeed's
+      // stage 3 writes per-rank module partitions instead; fullParams() gathered them above).
+      const std::string path = staging + "/" + modelStatesFileName(0, 0);
       writeModelStates(path, m);
       if (afterFile) afterFile(path);
     }
