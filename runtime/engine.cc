@@ -63,6 +63,10 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.overlapComm = cfg.zero.stage == 0 ? (!cfg.zero.overlapCommExplicit || cfg.zero.overlapComm) : cfg.zero.overlapComm;
   ctx.reduceScatter = cfg.zero.reduceScatter;
   ctx.contiguousGradients = cfg.zero.contiguousGradients;
+  ctx.stage3PrefetchBucketNumel = cfg.zero.prefetchBucketSize;
+  ctx.stage3ParamPersistenceThreshold = cfg.zero.paramPersistenceThreshold;
+  ctx.stage3MaxLiveParameters = cfg.zero.maxLiveParameters;
+  ctx.stage3MaxReuseDistance = cfg.zero.maxReuseDistance;
   const optim::OptimizerSpec spec = specFor(*cfg.optimizer);
   ctx.makeOptimizer = [spec](at::Tensor flatParams) { return optim::makeFlatOptimizer(spec, flatParams.numel()); };
   return ctx;

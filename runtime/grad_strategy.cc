@@ -10,7 +10,7 @@ namespace dsrt {
 std::unique_ptr<GradStrategy> makeGradStrategy(int stage, StrategyContext ctx) {
   TORCH_CHECK(ctx.pg, "makeGradStrategy: no process group");
   TORCH_CHECK(ctx.makeOptimizer, "makeGradStrategy: no optimizer factory");
-  TORCH_CHECK(stage >= 0 && stage <= 2, "zero_optimization.stage: libdsrt implements stages 0, 1 and 2, got '",
+  TORCH_CHECK(stage >= 0 && stage <= 3, "zero_optimization.stage: libdsrt implements stages 0, 1, 2 and 3, got '",
               stage, "'");
   if (stage == 0) {
     return ddp::makeDdpStrategy(std::move(ctx));

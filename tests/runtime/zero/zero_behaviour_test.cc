@@ -153,7 +153,7 @@ TEST_CASE("makeZeroStrategy rejects other stages and non-fp32 parameters", "[run
   dsrt::zero::testing::runRanks(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     auto p = dsrt::zero::testing::replicate(dsrt::zero::testing::initialParams());
     try {
-      dsrt::zero::makeZeroStrategy(3, contextFor(p, pg, rank, 1, {}));
+      dsrt::zero::makeZeroStrategy(4, contextFor(p, pg, rank, 1, {}));
     } catch (const c10::Error& e) {
       stage3Error = e.what_without_backtrace();
     }
@@ -164,6 +164,6 @@ TEST_CASE("makeZeroStrategy rejects other stages and non-fp32 parameters", "[run
       doubleError = e.what_without_backtrace();
     }
   });
-  CHECK_THAT(stage3Error, Catch::Contains("implements stages 1 and 2, got '3'"));
+  CHECK_THAT(stage3Error, Catch::Contains("implements stages 1, 2 and 3, got '4'"));
   CHECK_THAT(doubleError, Catch::Contains("parameter 0 must be fp32"));
 }

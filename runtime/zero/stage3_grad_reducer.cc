@@ -1,0 +1,115 @@
+#include "runtime/zero/stage3_grad_reducer.h"
+
+#include "runtime/zero/reduce_bucket_plan.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+namespace dsrt::zero {
+
+Stage3GradReducer::Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan)
+    : params_(ctx.params), rank_(ctx.rank), plan_(plan) {
+  gradPartition_ = at::zeros({plan_.partitionNumel}, params_.front().options().dtype(at::kFloat));
+  staged_.assign(params_.size(), false);
+  BucketIo io;
+  io.input = [this](size_t b) { return launchInput(b); };
+  io.deliver = [this](size_t b, const at::Tensor& averaged) { deliver(b, averaged); };
+  const auto mode = ctx.reduceScatter ? ReduceMode::kReduceScatter : ReduceMode::kAllreduce;
+  reducer_ = std::make_unique<BucketReducer>(ctx.pg, ctx.rank, ctx.worldSize,
+                                             planReduceBuckets(plan_, ctx.reduceBucketNumel),
+                                             static_cast<int64_t>(params_.size()), mode, ctx.overlapComm, std::move(io));
+  bucketOf_ = bucketOfParam(reducer_->buckets(), static_cast<int64_t>(params_.size()));
+  staging_.resize(reducer_->buckets().size());
+  stagingBase_.resize(reducer_->buckets().size());
+  for (const auto& b : reducer_->buckets()) {
+    maxBucketNumel_ = std::max(maxBucketNumel_, b.numel());
+  }
+  for (const auto& p : params_) {
+    p.mutable_grad().reset();
+  }
+  hooks_ = std::make_unique<GradReadyHooks>(params_, [this](int64_t i) { onGradReady(i); });
+}
+
+Stage3GradReducer::~Stage3GradReducer() = default;
+
+at::Tensor Stage3GradReducer::stagingFor(size_t bucket) {
+  if (!staging_[bucket].defined()) {
+    // Two buffers suffice when gradients arrive in reverse order (one filling, one in flight).
+    while (freeStaging_.empty() && reducer_->completeOldest()) {
+    }
+    if (freeStaging_.empty()) {
+      freeStaging_.push_back(at::empty({maxBucketNumel_}, gradPartition_.options()));
+    }
+    stagingBase_[bucket] = std::move(freeStaging_.back());
+    freeStaging_.pop_back();
+    staging_[bucket] = stagingBase_[bucket].narrow(0, 0, reducer_->buckets()[bucket].numel());
+  }
+  return staging_[bucket];
+}
+
+void Stage3GradReducer::onGradReady(int64_t param) {
+  if (!inBackward_) {
+    return;  // a backward outside the engine: the gradient stays in .grad and joins the next micro-step
+  }
+  const auto i = static_cast<size_t>(param);
+  const auto b = static_cast<size_t>(bucketOf_[i]);
+  at::Tensor& grad = params_[i].mutable_grad();
+  at::Tensor dst =
+      stagingFor(b).narrow(0, plan_.paramOffsets[i] - reducer_->buckets()[b].flatBegin, plan_.paramNumels[i]);
+  c10::AutoGradMode noGrad(false);
+  if (grad.defined()) {
+    dst.copy_(grad.reshape({-1}));
+  } else {
+    dst.zero_();
+  }
+  grad.reset();  // the full gradient is gone: only the staging copy exists until the bucket is reduced
+  staged_[i] = true;
+  reducer_->markReady(param);
+}
+
+at::Tensor Stage3GradReducer::launchInput(size_t bucket) {
+  const ReduceBucket& b = reducer_->buckets()[bucket];
+  at::Tensor staging = stagingFor(bucket);
+  c10::AutoGradMode noGrad(false);
+  for (int64_t p = b.firstParam; p < b.endParam; ++p) {
+    const auto i = static_cast<size_t>(p);
+    if (!staged_[i]) {  // unused in this forward: a zero gradient
+      staging.narrow(0, plan_.paramOffsets[i] - b.flatBegin, plan_.paramNumels[i]).zero_();
+    }
+  }
+  if (b.flatEnd > plan_.numel) {
+    const int64_t padBegin = std::max(plan_.numel, b.flatBegin);
+    staging.narrow(0, padBegin - b.flatBegin, b.flatEnd - padBegin).zero_();
+  }
+  return staging;
+}
+
+void Stage3GradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
+  const ReduceBucket& b = reducer_->buckets()[bucket];
+  const int64_t offset = b.flatBegin + b.rankOffset(rank_) - plan_.partitionBegin(rank_);
+  c10::AutoGradMode noGrad(false);
+  if (averaged.numel() > 0) {
+    gradPartition_.narrow(0, offset, averaged.numel()).add_(averaged);
+  }
+  freeStaging_.push_back(std::move(stagingBase_[bucket]));
+  staging_[bucket] = at::Tensor();
+}
+
+void Stage3GradReducer::endBackward() {
+  reducer_->flush();
+  std::fill(staged_.begin(), staged_.end(), false);
+  inBackward_ = false;
+}
+
+void Stage3GradReducer::zeroGrad() {
+  c10::AutoGradMode noGrad(false);
+  gradPartition_.zero_();
+  for (const auto& p : params_) {
+    p.mutable_grad().reset();
+  }
+}
+
+}  // namespace dsrt::zero

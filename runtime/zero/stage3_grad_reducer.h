@@ -1,0 +1,59 @@
+#pragma once
+// ZeRO-3's gradient path (as stage 2's): when a parameter's gradient is final (post hook on its grad
+// accumulator, which runs while the parameter is still gathered), it is copied into its reduction
+// bucket's staging buffer and p.grad is freed; full buckets are reduce-scattered (BucketReducer) and
+// this rank adds its averaged run into its fp32 gradient partition. Runs on every micro-step, so a
+// rank holds only its gradient partition plus the buckets in flight.
+
+#include "runtime/grad_strategy.h"
+#include "runtime/zero/bucket_reducer.h"
+#include "runtime/zero/grad_ready_hooks.h"
+#include "runtime/zero/partition_plan.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dsrt::zero {
+
+/// Not thread-safe (CPU backward runs hooks on the calling thread). Collective through BucketReducer.
+class Stage3GradReducer {
+ public:
+  /// Builds the hooks now: construct it while the parameters still hold their full data (the grad
+  /// accumulators record the parameters' shapes).
+  Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan);
+  ~Stage3GradReducer();
+  Stage3GradReducer(const Stage3GradReducer&) = delete;
+  Stage3GradReducer& operator=(const Stage3GradReducer&) = delete;
+
+  void beginBackward() { inBackward_ = true; }
+  /// Reduces whatever is left (unused parameters count as zeros) and waits for every bucket.
+  void endBackward();
+  void zeroGrad();
+  /// plan.partitionNumel fp32 elements, accumulated across micro-steps.
+  const at::Tensor& gradPartition() const { return gradPartition_; }
+
+ private:
+  void onGradReady(int64_t param);
+  at::Tensor stagingFor(size_t bucket);
+  at::Tensor launchInput(size_t bucket);
+  void deliver(size_t bucket, const at::Tensor& averaged);
+
+  std::vector<at::Tensor> params_;
+  int rank_;
+  const PartitionPlan& plan_;
+  at::Tensor gradPartition_;
+  std::vector<bool> staged_;             ///< per parameter: copied into staging this micro-step
+  std::vector<int64_t> bucketOf_;        ///< per parameter: its bucket
+  std::vector<at::Tensor> staging_;      ///< per bucket: staging view while filling or in flight
+  std::vector<at::Tensor> stagingBase_;  ///< per bucket: the recyclable buffer staging_ views
+  std::vector<at::Tensor> freeStaging_;  ///< recycled buffers of maxBucketNumel_ elements
+  int64_t maxBucketNumel_ = 0;
+  bool inBackward_ = false;
+  std::unique_ptr<BucketReducer> reducer_;
+  std::unique_ptr<GradReadyHooks> hooks_;  ///< last: destroyed first, so no hook sees a dead reducer
+};
+
+}  // namespace dsrt::zero

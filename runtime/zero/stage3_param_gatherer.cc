@@ -1,0 +1,146 @@
+#include "runtime/zero/stage3_param_gatherer.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <algorithm>
+#include <exception>
+
+namespace dsrt::zero {
+
+Stage3ParamGatherer::Stage3ParamGatherer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank,
+                                         const PartitionPlan& plan, std::vector<at::Tensor> params,
+                                         std::vector<std::vector<int64_t>> shapes, at::Tensor partition)
+    : pg_(std::move(pg)),
+      rank_(rank),
+      plan_(plan),
+      params_(std::move(params)),
+      shapes_(std::move(shapes)),
+      partition_(std::move(partition)),
+      state_(params_.size(), State::kGathered),
+      pendingSeq_(params_.size(), -1) {
+  TORCH_CHECK(partition_.numel() == plan_.partitionNumel, "zero stage 3: partition has ", partition_.numel(),
+              " elements, expected '", plan_.partitionNumel, "'");
+}
+
+Stage3ParamGatherer::~Stage3ParamGatherer() {
+  for (auto& p : pending_) {
+    if (p.work) {
+      try {
+        p.work->wait();
+      } catch (const std::exception&) {  // already failing; a destructor must not throw
+      }
+    }
+  }
+}
+
+int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
+  std::vector<int64_t> wanted;
+  for (int64_t p : params) {
+    if (state_[static_cast<size_t>(p)] == State::kReleased) {
+      wanted.push_back(p);
+    }
+  }
+  if (wanted.empty()) {
+    return -1;
+  }
+  c10::AutoGradMode noGrad(false);
+  Pending g;
+  g.plan = planGather(plan_, std::move(wanted));
+  g.seq = nextSeq_++;
+  const int world = plan_.worldSize;
+  g.send = at::zeros({g.plan.pieceNumel}, partition_.options());
+  for (const GatherPiece& piece : g.plan.pieces[static_cast<size_t>(rank_)]) {
+    g.send.narrow(0, piece.pieceOffset, piece.numel).copy_(partition_.narrow(0, piece.partitionOffset, piece.numel));
+  }
+  if (world == 1) {
+    g.recv = g.send;
+  } else {
+    g.recv = at::empty({world * g.plan.pieceNumel}, partition_.options());
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    for (int r = 0; r < world; ++r) {
+      outputs[0].push_back(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel));
+    }
+    std::vector<at::Tensor> inputs{g.send};
+    g.work = pg_->allgather(outputs, inputs);
+  }
+  for (int64_t p : g.plan.params) {
+    state_[static_cast<size_t>(p)] = State::kInFlight;
+    pendingSeq_[static_cast<size_t>(p)] = g.seq;
+  }
+  ++launches_;
+  gatheredNumel_ += g.plan.numel;
+  pending_.push_back(std::move(g));
+  return nextSeq_ - 1;
+}
+
+void Stage3ParamGatherer::complete() {
+  Pending g = std::move(pending_.front());
+  pending_.pop_front();
+  if (g.work) {
+    g.work->wait();
+  }
+  c10::AutoGradMode noGrad(false);
+  std::vector<at::Tensor> full(g.plan.params.size());
+  auto slot = [&](int64_t param) -> at::Tensor& {
+    auto it = std::lower_bound(g.plan.params.begin(), g.plan.params.end(), param);
+    at::Tensor& t = full[static_cast<size_t>(it - g.plan.params.begin())];
+    if (!t.defined()) {
+      t = at::empty({plan_.paramNumels[static_cast<size_t>(param)]}, partition_.options());
+    }
+    return t;
+  };
+  for (int r = 0; r < plan_.worldSize; ++r) {
+    at::Tensor row = g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel);
+    for (const GatherPiece& piece : g.plan.pieces[static_cast<size_t>(r)]) {
+      slot(piece.param).narrow(0, piece.paramOffset, piece.numel).copy_(row.narrow(0, piece.pieceOffset, piece.numel));
+    }
+  }
+  for (size_t i = 0; i < g.plan.params.size(); ++i) {
+    const auto p = static_cast<size_t>(g.plan.params[i]);
+    at::Tensor data = full[i].defined() ? full[i] : at::empty({0}, partition_.options());  // zero-element param
+    params_[p].set_data(data.view(shapes_[p]));
+    state_[p] = State::kGathered;
+    pendingSeq_[p] = -1;
+  }
+}
+
+void Stage3ParamGatherer::fetch(const std::vector<int64_t>& params) {
+  int64_t last = -1;
+  for (int64_t p : params) {
+    last = std::max(last, pendingSeq_[static_cast<size_t>(p)]);
+  }
+  last = std::max(last, launch(params));
+  // Gathers complete in launch order; prefetches launched after `last` stay in flight.
+  while (!pending_.empty() && pending_.front().seq <= last) {
+    complete();
+  }
+}
+
+void Stage3ParamGatherer::completeAll() {
+  while (!pending_.empty()) {
+    complete();
+  }
+}
+
+void Stage3ParamGatherer::release(int64_t param) {
+  const auto p = static_cast<size_t>(param);
+  if (state_[p] != State::kGathered) {
+    return;
+  }
+  c10::AutoGradMode noGrad(false);
+  params_[p].set_data(at::empty({0}, partition_.options()));
+  state_[p] = State::kReleased;
+}
+
+void Stage3ParamGatherer::refresh(const std::vector<int64_t>& params) {
+  completeAll();
+  for (int64_t p : params) {
+    state_[static_cast<size_t>(p)] = State::kReleased;  // the old data is replaced, not freed first
+  }
+  fetch(params);
+}
+
+}  // namespace dsrt::zero

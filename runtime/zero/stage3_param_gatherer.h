@@ -1,0 +1,80 @@
+#pragma once
+// Carries out ZeRO-3 parameter gathers (planGather): packs this rank's pieces of the requested
+// parameters from its fp32 partition, launches one asynchronous all-gather of equal-size pieces, and
+// when it completes builds each parameter's full tensor and installs it with set_data (the parameter
+// keeps its TensorImpl, autograd metadata and version counter). release() installs an empty tensor.
+// Tracks each parameter's state (released, in flight, gathered). Not thread-safe; collective: every
+// rank launches the same gathers in the same order.
+
+#include "runtime/zero/partition_plan.h"
+#include "runtime/zero/stage3_gather_plan.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace c10d {
+class ProcessGroup;
+class Work;
+}  // namespace c10d
+
+namespace dsrt::zero {
+
+class Stage3ParamGatherer {
+ public:
+  enum class State { kReleased, kInFlight, kGathered };
+
+  /// `params`: the model's parameters (plan order); `shapes`: their full shapes; `partition`: this
+  /// rank's fp32 partition (plan.partitionNumel elements), read at launch time. Every parameter
+  /// starts kGathered (construction does not touch their data).
+  Stage3ParamGatherer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, const PartitionPlan& plan,
+                      std::vector<at::Tensor> params, std::vector<std::vector<int64_t>> shapes, at::Tensor partition);
+  ~Stage3ParamGatherer();  ///< waits for gathers in flight (never leaves Gloo writing into freed buffers)
+  Stage3ParamGatherer(const Stage3ParamGatherer&) = delete;
+  Stage3ParamGatherer& operator=(const Stage3ParamGatherer&) = delete;
+
+  State state(int64_t param) const { return state_[static_cast<size_t>(param)]; }
+  /// Launches one all-gather of those of `params` that are kReleased (none: nothing is sent, -1).
+  /// Returns the gather's sequence number.
+  int64_t launch(const std::vector<int64_t>& params);
+  /// Makes `params` kGathered: completes the gathers in flight that hold them (and those launched
+  /// before them), then gathers the released ones synchronously.
+  void fetch(const std::vector<int64_t>& params);
+  /// Completes every gather in flight.
+  void completeAll();
+  /// Installs an empty tensor as `param`'s data (kGathered only; others are left alone).
+  void release(int64_t param);
+  /// Gathers `params` again even if kGathered (after their partition changed). Blocks.
+  void refresh(const std::vector<int64_t>& params);
+
+  int64_t launches() const { return launches_; }          ///< all-gathers launched so far
+  int64_t gatheredNumel() const { return gatheredNumel_; }  ///< parameter elements gathered so far
+
+ private:
+  struct Pending {
+    GatherPlan plan;
+    c10::intrusive_ptr<c10d::Work> work;  ///< null for one rank
+    at::Tensor send;                      ///< this rank's piece (kept alive until completion)
+    at::Tensor recv;                      ///< worldSize pieces, rank order
+    int64_t seq = 0;
+  };
+  void complete();  ///< completes the oldest pending gather and installs its parameters
+
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  int rank_;
+  const PartitionPlan& plan_;
+  std::vector<at::Tensor> params_;
+  std::vector<std::vector<int64_t>> shapes_;
+  at::Tensor partition_;
+  std::vector<State> state_;
+  std::vector<int64_t> pendingSeq_;  ///< per parameter: seq of the gather carrying it
+  std::deque<Pending> pending_;      ///< launch order
+  int64_t nextSeq_ = 0;
+  int64_t launches_ = 0;
+  int64_t gatheredNumel_ = 0;
+};
+
+}  // namespace dsrt::zero

@@ -1,0 +1,152 @@
+#include "runtime/zero/stage3_strategy.h"
+
+#include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/param_allgather.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <cmath>
+
+namespace dsrt::zero {
+
+namespace {
+
+std::vector<int64_t> numelsOf(const std::vector<at::Tensor>& params) {
+  std::vector<int64_t> numels;
+  for (size_t i = 0; i < params.size(); ++i) {
+    TORCH_CHECK(params[i].scalar_type() == at::kFloat, "zero stage 3: parameter ", i, " must be fp32, got '",
+                params[i].scalar_type(), "'");
+    numels.push_back(params[i].numel());
+  }
+  return numels;
+}
+
+Stage3ParamCoordinator::Settings settingsOf(const StrategyContext& ctx) {
+  Stage3ParamCoordinator::Settings s;
+  s.fetch.prefetchBucketNumel = ctx.stage3PrefetchBucketNumel;
+  s.fetch.maxLiveNumel = ctx.stage3MaxLiveParameters;
+  s.fetch.maxReuseDistance = ctx.stage3MaxReuseDistance;
+  s.persistenceThreshold = ctx.stage3ParamPersistenceThreshold;
+  TORCH_CHECK(s.fetch.prefetchBucketNumel >= 0 && s.fetch.maxLiveNumel >= 0 && s.fetch.maxReuseDistance >= 0,
+              "zero_optimization.stage3_*: prefetch bucket, max live parameters and max reuse distance must be "
+              ">= 0, got '", s.fetch.prefetchBucketNumel, ", ", s.fetch.maxLiveNumel, ", ",
+              s.fetch.maxReuseDistance, "'");
+  return s;
+}
+
+/// This rank's pieces of `full` (one tensor per parameter) copied into `partition`; padding zero.
+void copyPartitionFrom(const PartitionPlan& plan, int rank, const std::vector<at::Tensor>& full,
+                       at::Tensor& partition) {
+  c10::AutoGradMode noGrad(false);
+  partition.zero_();
+  for (const ParamPiece& piece : plan.piecesOf(rank)) {
+    at::Tensor src = full[static_cast<size_t>(piece.param)].detach().reshape({-1});
+    partition.narrow(0, piece.flatOffset - plan.partitionBegin(rank), piece.numel)
+        .copy_(src.narrow(0, piece.paramOffset, piece.numel));
+  }
+}
+
+}  // namespace
+
+Stage3Strategy::Stage3Strategy(StrategyContext ctx)
+    : ctx_(std::move(ctx)), plan_(planPartition(numelsOf(ctx_.params), ctx_.worldSize)) {
+  TORCH_CHECK(ctx_.pg && ctx_.pg->getSize() == ctx_.worldSize && ctx_.pg->getRank() == ctx_.rank,
+              "zero stage 3: process group does not match rank ", ctx_.rank, " of ", ctx_.worldSize);
+  TORCH_CHECK(!ctx_.params.empty(), "zero stage 3: no parameters to partition");
+  TORCH_CHECK(ctx_.makeOptimizer, "zero stage 3: no optimizer factory");
+  for (const auto& p : ctx_.params) {
+    shapes_.push_back(p.sizes().vec());
+  }
+  const auto settings = settingsOf(ctx_);
+  partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options().dtype(at::kFloat));
+  copyPartitionFrom(plan_, ctx_.rank, ctx_.params, partition_);
+  optimizer_ = ctx_.makeOptimizer(partition_);
+  TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero stage 3: optimizer built for ",
+              optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
+  grads_ = std::make_unique<Stage3GradReducer>(ctx_, plan_);  // hooks first: parameters are still full
+  coordinator_ = std::make_unique<Stage3ParamCoordinator>(ctx_, plan_, partition_, settings);
+}
+
+Stage3Strategy::~Stage3Strategy() = default;
+
+void Stage3Strategy::beginBackward(bool /*isBoundary*/) {
+  grads_->beginBackward();
+}
+
+void Stage3Strategy::endBackward(bool /*isBoundary*/) {
+  grads_->endBackward();
+  coordinator_->endMicroStep();
+}
+
+double Stage3Strategy::gradNorm() {
+  c10::AutoGradMode noGrad(false);
+  const double local = at::norm(gradPartition()).item<double>();
+  at::Tensor sq = at::full({1}, local * local, partition_.options().dtype(at::kDouble));
+  if (ctx_.worldSize > 1) {
+    std::vector<at::Tensor> t{sq};
+    ctx_.pg->allreduce(t)->wait();
+  }
+  return std::sqrt(sq.item<double>());
+}
+
+void Stage3Strategy::step(double lr, double clipScale) {
+  c10::AutoGradMode noGrad(false);
+  at::Tensor grads = gradPartition();
+  if (clipScale != 1.0) {
+    grads.mul_(clipScale);
+  }
+  coordinator_->releaseAll();  // nothing gathered may outlive the update it would contradict
+  optimizer_->step(partition_, grads, lr);
+  coordinator_->refreshPersistent();
+}
+
+void Stage3Strategy::zeroGrad() {
+  grads_->zeroGrad();
+}
+
+int64_t Stage3Strategy::modelStateBytes() const {
+  return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizer_->stateBytes() +
+         coordinator_->persistentBytes();
+}
+
+std::vector<at::Tensor> Stage3Strategy::fullParams() {
+  c10::AutoGradMode noGrad(false);
+  at::Tensor flat = at::zeros({plan_.paddedNumel}, partition_.options());
+  flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(partition_);
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < ctx_.params.size(); ++i) {
+    out.push_back(flat.narrow(0, plan_.paramOffsets[i], plan_.paramNumels[i]).view(shapes_[i]).clone());
+  }
+  return out;
+}
+
+void Stage3Strategy::loadFullParams(const std::vector<at::Tensor>& full) {
+  TORCH_CHECK(full.size() == ctx_.params.size(), "zero stage 3: loadFullParams got ", full.size(), " tensors for ",
+              ctx_.params.size(), " parameters");
+  for (size_t i = 0; i < full.size(); ++i) {
+    TORCH_CHECK(full[i].numel() == plan_.paramNumels[i], "zero stage 3: loadFullParams: parameter ", i, " has ",
+                plan_.paramNumels[i], " elements, got '", full[i].numel(), "'");
+  }
+  coordinator_->releaseAll();
+  std::vector<at::Tensor> fp32;
+  for (const auto& t : full) {
+    fp32.push_back(t.detach().to(at::kFloat));
+  }
+  copyPartitionFrom(plan_, ctx_.rank, fp32, partition_);
+  coordinator_->refreshPersistent();
+}
+
+void Stage3Strategy::loadMasterPartition(const at::Tensor& fp32) {
+  c10::AutoGradMode noGrad(false);
+  TORCH_CHECK(fp32.numel() == plan_.partitionNumel, "zero stage 3: master partition of ", plan_.partitionNumel,
+              " elements expected, got '", fp32.numel(), "'");
+  coordinator_->releaseAll();
+  partition_.copy_(fp32.reshape({-1}));
+  coordinator_->refreshPersistent();
+}
+
+}  // namespace dsrt::zero

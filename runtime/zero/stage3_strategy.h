@@ -1,0 +1,62 @@
+#pragma once
+// ZeRO stage 3 (DeepSpeed's stage3.py, fp32): the parameters themselves are partitioned. Each rank
+// holds only its fp32 partition of the flat layout (the same PartitionPlan as stages 1 and 2: that
+// partition is the master the optimizer updates and checkpoints save), its fp32 gradient partition,
+// the optimizer state of the partition, and the full data of persistent parameters (numel <=
+// stage3_param_persistence_threshold). Every other parameter's data is an empty tensor except while
+// its module runs (dsrt::zero::forward gathers it: Stage3ParamCoordinator). Gradients are reduce-
+// scattered into the partitions as they become final (Stage3GradReducer), every micro-step.
+
+#include "runtime/zero/partitioned_strategy.h"
+#include "runtime/zero/stage3_grad_reducer.h"
+#include "runtime/zero/stage3_param_coordinator.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+namespace dsrt::zero {
+
+/// See GradStrategy for the call sequence and threading.
+class Stage3Strategy : public PartitionedStrategy {
+ public:
+  /// Copies this rank's partition out of ctx.params (full, identical on every rank), then releases
+  /// every non-persistent parameter. Throws c10::Error for non-fp32 parameters or a bad factory.
+  explicit Stage3Strategy(StrategyContext ctx);
+  ~Stage3Strategy() override;
+
+  void beginBackward(bool isBoundary) override;
+  void endBackward(bool isBoundary) override;
+  double gradNorm() override;
+  /// Updates the partition; re-gathers only the persistent parameters (the others are gathered when
+  /// next used).
+  void step(double lr, double clipScale) override;
+  void zeroGrad() override;
+  optim::FlatOptimizer& optimizer() override { return *optimizer_; }
+  /// 4 bytes x (parameter partition + gradient partition) + optimizer state + persistent parameters'
+  /// full data: (4 + 4 + 8) Psi / N + persistent for Adam.
+  int64_t modelStateBytes() const override;
+  /// Collective: all-gathers every partition into fresh full tensors (the model stays released).
+  std::vector<at::Tensor> fullParams() override;
+  /// Takes this rank's partition from `full`, then re-gathers the persistent parameters. Collective.
+  void loadFullParams(const std::vector<at::Tensor>& full) override;
+
+  const PartitionPlan& plan() const override { return plan_; }
+  at::Tensor masterPartition() const override { return partition_; }
+  void loadMasterPartition(const at::Tensor& fp32) override;
+
+  const at::Tensor& gradPartition() const { return grads_->gradPartition(); }
+  const Stage3ParamCoordinator& coordinator() const { return *coordinator_; }
+
+ private:
+  StrategyContext ctx_;
+  PartitionPlan plan_;
+  std::vector<std::vector<int64_t>> shapes_;  ///< full parameter shapes (released data is empty)
+  at::Tensor partition_;  ///< plan_.partitionNumel fp32: this rank's parameters
+  std::unique_ptr<optim::FlatOptimizer> optimizer_;
+  std::unique_ptr<Stage3GradReducer> grads_;
+  std::unique_ptr<Stage3ParamCoordinator> coordinator_;  ///< last: releases the parameters
+};
+
+}  // namespace dsrt::zero
