@@ -112,6 +112,13 @@ class Engine {
   EngineTimers timers_;
   int64_t microSteps_ = 0;
   int64_t globalSteps_ = 0;
+  /// DeepSpeed's engine.save_16bit_model(save_dir, save_filename): collective. Rank 0 writes the full
+  /// parameters by name in the model's dtype (fp16/bf16, or fp32 without mixed precision) to
+  /// SAVE_DIR/FILE (checkpoint::readStateDictFile reads it). At ZeRO stage 3 this needs
+  /// stage3_gather_16bit_weights_on_model_save; without it nothing is written and every rank returns
+  /// false, as DeepSpeed does. Returns true when the file was written.
+  bool save_16bit_model(const std::string& saveDir, const std::string& fileName = "pytorch_model.bin");
+
   int64_t globalSamples_ = 0;
   int64_t lastBatchIteration_ = -1;  ///< DeepSpeed scheduler's counter (see runtime/config/lr_schedule.h)
   double lastGradNorm_ = -1.0;

@@ -3,14 +3,17 @@
 // the atomic commit and ZeRO re-partitioning. Kept apart from engine.cc so the training loop's file does
 // not depend on the checkpoint code.
 
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <sys/stat.h>
 
 #include "runtime/checkpoint/checkpoint_error.h"
 #include "runtime/checkpoint/checkpoint_layout.h"
+#include "runtime/checkpoint/consolidate.h"
 #include "runtime/checkpoint/strategy_checkpoint.h"
 #include "runtime/engine.h"
 
@@ -113,6 +116,42 @@ Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, con
     std::fflush(stdout);
   }
   return {path, loaded.clientState};
+}
+
+bool Engine::save_16bit_model(const std::string& saveDir, const std::string& fileName) {
+  const std::string path = saveDir + "/" + fileName;
+  if (zero_stage() == 3 && !config_.zero.gather16bitWeightsOnModelSave) {
+    // DeepSpeed: "the model will be bogus if not consolidated so don't confuse the user by saving it".
+    if (rank() == 0) {
+      std::printf("[dsrt rank 0] Did not save the model %s because `stage3_gather_16bit_weights_on_model_save` is False\n",
+                  path.c_str());
+      std::fflush(stdout);
+    }
+    return false;
+  }
+  std::vector<at::Tensor> full = strategy_->fullParams();  // collective at stage 3
+  std::string error;
+  if (rank() == 0) {
+    try {
+      checkpoint::NamedTensors named;
+      for (size_t i = 0; i < full.size(); ++i) {
+        const std::string name = i < paramNames_.size() ? paramNames_[i] : "param." + std::to_string(i);
+        named.emplace_back(name, full[i].to(params_[i].scalar_type()));
+      }
+      std::error_code ec;
+      std::filesystem::create_directories(saveDir, ec);
+      checkpoint::writeStateDictFile(path, named);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  // Every rank learns the outcome, so no rank reports success for a file rank 0 failed to write.
+  at::Tensor failed = at::full({1}, error.empty() ? 0.0f : 1.0f);
+  std::vector<at::Tensor> flag{failed};
+  dist_->pg->allreduce(flag)->wait();
+  TORCH_CHECK(error.empty(), "engine.save_16bit_model: ", error);
+  TORCH_CHECK(flag[0].item<float>() == 0.0f, "engine.save_16bit_model: rank 0 failed to write ", path);
+  return true;
 }
 
 }  // namespace dsrt

@@ -1,5 +1,7 @@
 #include "runtime/checkpoint/consolidate.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
 #include "runtime/checkpoint/checkpoint_commit.h"
@@ -58,26 +60,46 @@ NamedTensors consolidateFp32(const std::string& dir, const std::optional<std::st
   return out;
 }
 
-void writeFp32StateFile(const std::string& path, const NamedTensors& tensors) {
+namespace {
+
+void writeNamed(const std::string& path, const NamedTensors& tensors, const char* kind, bool toFp32) {
   std::vector<at::Tensor> keep;
   std::vector<BlobView> views;
   nlohmann::json names = nlohmann::json::array();
+  keep.reserve(tensors.size());  // views borrow keep's storage: no reallocation while filling
   for (const auto& [name, t] : tensors) {
-    keep.push_back(t.detach().to(at::kCPU, at::kFloat).contiguous());
+    keep.push_back(toFp32 ? t.detach().to(at::kCPU, at::kFloat).contiguous() : t.detach().to(at::kCPU).contiguous());
     views.push_back(blobView(name, keep.back()));
     names.push_back(name);
   }
-  writeCheckpointFile(path, {{"kind", "dsrt_fp32_state_dict"}, {"param_names", names}}, views);
+  writeCheckpointFile(path, {{"kind", kind}, {"param_names", names}}, views);
 }
 
-NamedTensors readFp32StateFile(const std::string& path) {
+NamedTensors readNamed(const std::string& path, const std::vector<std::string>& kinds) {
   const CheckpointFile f = readCheckpointFile(path);
-  if (f.meta.value("kind", std::string()) != "dsrt_fp32_state_dict") {
-    throw CheckpointError(path + ": expected a dsrt_fp32_state_dict file, got '" + f.meta.value("kind", std::string()) + "'");
+  const std::string kind = f.meta.value("kind", std::string());
+  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+    throw CheckpointError(path + ": expected a " + kinds.front() + " file, got '" + kind + "'");
   }
   NamedTensors out;
   for (const Blob& b : f.tensors) out.emplace_back(b.name, toTensor(b, path));
   return out;
+}
+
+}  // namespace
+
+void writeFp32StateFile(const std::string& path, const NamedTensors& tensors) {
+  writeNamed(path, tensors, "dsrt_fp32_state_dict", true);
+}
+
+NamedTensors readFp32StateFile(const std::string& path) { return readNamed(path, {"dsrt_fp32_state_dict"}); }
+
+void writeStateDictFile(const std::string& path, const NamedTensors& tensors) {
+  writeNamed(path, tensors, "dsrt_state_dict", false);
+}
+
+NamedTensors readStateDictFile(const std::string& path) {
+  return readNamed(path, {"dsrt_state_dict", "dsrt_fp32_state_dict"});
 }
 
 }  // namespace dsrt::checkpoint

@@ -28,4 +28,10 @@ void writeFp32StateFile(const std::string& path, const NamedTensors& tensors);
 /// Reads what writeFp32StateFile wrote.
 NamedTensors readFp32StateFile(const std::string& path);
 
+/// Writes `tensors` in their own dtypes (meta kind "dsrt_state_dict"), fsynced: engine.save_16bit_model's
+/// file (DeepSpeed's pytorch_model.bin).
+void writeStateDictFile(const std::string& path, const NamedTensors& tensors);
+/// Reads a file written by writeStateDictFile or writeFp32StateFile; throws CheckpointError otherwise.
+NamedTensors readStateDictFile(const std::string& path);
+
 }  // namespace dsrt::checkpoint

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/checkpoint/consolidate.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "tests/runtime/core/exactness_harness.h"
 
@@ -147,6 +148,41 @@ TEST_CASE("load_checkpoint of a missing tag or another stage's checkpoint fails 
   CHECK_THROWS_WITH(loadWith(2, "global_step9"), Catch::Contains(dir + "/global_step9"));
   CHECK_THROWS_WITH(loadWith(0, "global_step3"),
                     Catch::Contains("mp_rank_00_model_states.pt") && Catch::Contains("stage 2"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("save_16bit_model and ds_to_fp32's consolidation both give the live model's parameters",
+          "[engine][checkpoint]") {
+  const int stage = GENERATE(0, 1, 2);
+  INFO("stage " << stage);
+  const std::string dir = freshDir("model" + std::to_string(stage));
+  std::vector<std::vector<at::Tensor>> live(2);
+  std::vector<int> saved(2, -1);
+  runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    InitOptions opts;
+    opts.dist = distFor(rank, 2, pg);
+    auto engine = initialize(std::make_shared<TinyMlp>(12, 24, 3), tinyConfig(stage, kTrainBatch, kMicroBatch), opts);
+    for (int64_t m = 0; m < engine->gradient_accumulation_steps(); ++m) {
+      auto [x, y] = examples::microBatch(3, m, kMicroBatch, 12, rank, 2);
+      engine->backward(at::mse_loss(engine->forward(x), y));
+      engine->step();
+    }
+    saved[rank] = engine->save_16bit_model(dir) ? 1 : 0;
+    engine->save_checkpoint(dir);
+    for (const auto& p : engine->module()->params) live[rank].push_back(p.detach().clone());
+  });
+  CHECK(saved == std::vector<int>{1, 1});
+  const auto model = checkpoint::readStateDictFile(dir + "/pytorch_model.bin");
+  const auto fp32 = checkpoint::consolidateFp32(dir);
+  REQUIRE(model.size() == live[0].size());
+  REQUIRE(fp32.size() == live[0].size());
+  for (size_t i = 0; i < live[0].size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(model[i].first == "param." + std::to_string(i));
+    CHECK(at::equal(model[i].second, live[0][i]));
+    CHECK(at::equal(fp32[i].second, live[0][i]));
+    CHECK(at::equal(live[1][i], live[0][i]));
+  }
   std::filesystem::remove_all(dir);
 }
 
