@@ -9,6 +9,7 @@
 
 #include "runtime/config/lr_schedule.h"
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/precision/precision_plan.h"
 
 namespace dsrt {
 namespace {
@@ -42,10 +43,12 @@ optim::OptimizerSpec specFor(const config::OptimizerConfig& c) {
 StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpeedConfig& cfg, const DistContext& dist) {
   TORCH_CHECK(cfg.optimizer.has_value(), cfg.source,
               ": optimizer: libdsrt needs an 'optimizer' block (Adam, AdamW or SGD): the engine owns the optimizer");
-  TORCH_CHECK(!cfg.fp16.enabled && !cfg.bf16.enabled, cfg.source,
-              ": fp16/bf16: mixed precision is parsed but not implemented yet in libdsrt, got enabled=true");
-  TORCH_CHECK(!cfg.zero.offloadOptimizer.enabled() && !cfg.zero.offloadParam.enabled(), cfg.source,
-              ": zero_optimization.offload_*: offload is not implemented in libdsrt yet, got device 'cpu'");
+  // DeepSpeed has no stage-0 offload (its CPU Adam then refuses the device parameters at the first step).
+  TORCH_CHECK(!cfg.zero.offloadOptimizer.enabled() || cfg.zero.stage >= 1, cfg.source,
+              ": zero_optimization.offload_optimizer: ZeRO-Offload needs zero_optimization.stage 1, 2 or 3, got '",
+              cfg.zero.stage, "'");
+  TORCH_CHECK(!cfg.zero.offloadParam.enabled(), cfg.source,
+              ": zero_optimization.offload_param: offload is not implemented in libdsrt yet, got device 'cpu'");
   StrategyContext ctx;
   for (auto& p : params) {
     if (p.requires_grad()) {
@@ -67,6 +70,15 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.stage3ParamPersistenceThreshold = cfg.zero.paramPersistenceThreshold;
   ctx.stage3MaxLiveParameters = cfg.zero.maxLiveParameters;
   ctx.stage3MaxReuseDistance = cfg.zero.maxReuseDistance;
+  ctx.commDtype = precision::planPrecision(cfg).commDtype;
+  if (ctx.commDtype == at::kBFloat16 && dist.backend == "gloo") {
+    // torch 1.13's Gloo has no bfloat16 reductions ("Invalid scalar type"); NCCL has.
+    TORCH_WARN_ONCE("communication_data_type: Gloo cannot reduce bfloat16, so libdsrt reduces bf16 gradients ",
+                    "as fp32 on Gloo (NCCL reduces them in bf16)");
+    ctx.commDtype = at::kFloat;
+  }
+  ctx.offloadOptimizer = cfg.zero.offloadOptimizer.device == config::OffloadDevice::Cpu;
+  ctx.pinMemory = cfg.zero.offloadOptimizer.pinMemory;
   const optim::OptimizerSpec spec = specFor(*cfg.optimizer);
   ctx.makeOptimizer = [spec](at::Tensor flatParams) { return optim::makeFlatOptimizer(spec, flatParams.numel()); };
   return ctx;
@@ -92,6 +104,17 @@ void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessG
   }
 }
 
+// DeepSpeed's module.half() / module.bfloat16(): every floating parameter takes the model dtype. set_data
+// keeps the tensor objects (and autograd identity) the model holds.
+void convertParams(std::vector<at::Tensor>& params, c10::ScalarType dtype) {
+  at::NoGradGuard noGrad;
+  for (auto& p : params) {
+    if (p.is_floating_point() && p.scalar_type() != dtype) {
+      p.set_data(p.detach().to(dtype));
+    }
+  }
+}
+
 }  // namespace
 
 Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
@@ -99,8 +122,14 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   TORCH_CHECK(dist_ && dist_->pg, "dsrt::Engine: no process group (call dsrt::init_distributed first)");
   TORCH_CHECK(config_.worldSize == dist_->env.worldSize, "dsrt::Engine: the config was resolved for world size ",
               config_.worldSize, " but the process group has ", dist_->env.worldSize, " ranks");
+  precision_ = precision::planPrecision(config_);
+  scaler_ = std::make_unique<precision::LossScaler>(precision_.scaler);
+  std::vector<at::Tensor> all = params;
   StrategyContext ctx = contextFor(std::move(params), config_, *dist_);
+  // Broadcast before converting: Gloo cannot broadcast bfloat16, and rounding rank 0's fp32 values
+  // gives what DeepSpeed's broadcast of the already-converted module gives.
   broadcastFromRankZero(ctx.params, *dist_->pg);
+  convertParams(all, precision_.modelDtype);
   params_ = ctx.params;
   for (const auto& p : params_) {
     paramShapes_.push_back(p.sizes().vec());
@@ -134,7 +163,12 @@ void Engine::backward(const at::Tensor& loss) {
     auto scope = timers_.scope(EngineTimers::kBackward);
     strategy_->beginBackward(boundary);
     const auto gas = config_.batch.gradientAccumulationSteps;
-    (gas > 1 ? loss / static_cast<double>(gas) : loss).backward();
+    at::Tensor scaled = gas > 1 ? loss / static_cast<double>(gas) : loss;
+    if (precision_.fp16) {
+      // DeepSpeed: loss.float() (/ gas), times cur_scale (FP16_Optimizer.backward / LossScaler.backward).
+      scaled = scaled.to(at::kFloat) * scaler_->scale();
+    }
+    scaled.backward();
   }
   {
     auto scope = timers_.scope(EngineTimers::kAllreduce);
@@ -149,19 +183,26 @@ void Engine::step() {
   if (is_gradient_accumulation_boundary()) {
     {
       auto scope = timers_.scope(EngineTimers::kStep);
-      double clipScale = 1.0;
-      if (config_.gradientClipping > 0.0) {
-        // DeepSpeed's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
-        lastGradNorm_ = strategy_->gradNorm();
-        const double coef = config_.gradientClipping / (lastGradNorm_ + 1e-6);
-        if (coef < 1.0) {
-          clipScale = coef;
+      const double scaleBefore = scaler_->scale();
+      const bool overflow = precision_.fp16 && anyRankOverflowed();
+      if (precision_.fp16) {
+        // DeepSpeed updates the scale before the step, and unscales with the updated one.
+        const auto update = scaler_->update(overflow);
+        if (!update.message.empty() && rank() == 0) {
+          std::printf("[dsrt rank 0] %s\n", update.message.c_str());
+          std::fflush(stdout);
         }
       }
-      strategy_->step(get_lr(), clipScale);
-      strategy_->zeroGrad();
-      ++lastBatchIteration_;
-      applyScheduledMomentum();
+      if (overflow) {
+        // Skipped: no update, no scheduler step; the gradients are dropped (DeepSpeed's zero_grad).
+        strategy_->zeroGrad();
+        ++skippedSteps_;
+      } else {
+        strategy_->step(get_lr(), gradMultiplier(scaleBefore));
+        strategy_->zeroGrad();
+        ++lastBatchIteration_;
+        applyScheduledMomentum();
+      }
     }
     ++globalSteps_;
     globalSamples_ += config_.batch.trainBatchSize;
@@ -173,6 +214,39 @@ void Engine::step() {
 }
 
 void Engine::zero_grad() { strategy_->zeroGrad(); }
+
+bool Engine::anyRankOverflowed() {
+  at::Tensor flag = at::full({1}, strategy_->hasOverflow() ? 1.0f : 0.0f);
+  if (world_size() > 1) {
+    std::vector<at::Tensor> t{flag};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::MAX;
+    dist_->pg->allreduce(t, opts)->wait();
+  }
+  return flag.item<float>() > 0.0f;
+}
+
+double Engine::gradMultiplier(double scaleBefore) {
+  const double scale = scaler_->scale();
+  const double clip = config_.gradientClipping;
+  if (clip <= 0.0) {
+    return scale == 1.0 ? 1.0 : 1.0 / scale;
+  }
+  const double scaledNorm = strategy_->gradNorm();
+  if (scale == 1.0 && scaleBefore == 1.0) {
+    // torch's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
+    lastGradNorm_ = scaledNorm;
+    const double coef = clip / (scaledNorm + 1e-6);
+    return coef < 1.0 ? coef : 1.0;
+  }
+  // unscale_and_clip_grads: combined = scale * max(1, (norm/scale + 1e-6) / clip); grads *= 1/combined.
+  // The reported norm divides by the scale the gradients were made with (ZeRO; FP16_Optimizer divides
+  // by the updated one).
+  lastGradNorm_ = scaledNorm / (config_.zero.stage == 0 ? scale : scaleBefore);
+  const double c = (scaledNorm / scale + 1e-6) / clip;
+  const double combined = c > 1.0 ? c * scale : scale;
+  return 1.0 / combined;
+}
 
 void Engine::applyScheduledMomentum() {
   if (!config_.scheduler) {
@@ -191,7 +265,7 @@ void Engine::logProgress() {
   const int64_t steps = *config_.stepsPerPrint;
   if (rank() == 0) {
     std::ostringstream line;
-    line << "[dsrt rank 0] step=" << globalSteps_ << ", skipped=0, lr=[" << get_lr() << "], samples/s=" << samplesPerSec;
+    line << "[dsrt rank 0] step=" << globalSteps_ << ", skipped=" << skippedSteps_ << ", lr=[" << get_lr() << "], samples/s=" << samplesPerSec;
     if (lastGradNorm_ >= 0) {
       line << ", grad_norm=" << lastGradNorm_;
     }

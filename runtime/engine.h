@@ -23,6 +23,8 @@
 #include "runtime/dist_env.h"
 #include "runtime/engine_timers.h"
 #include "runtime/grad_strategy.h"
+#include "runtime/precision/loss_scaler.h"
+#include "runtime/precision/precision_plan.h"
 
 namespace dsrt {
 
@@ -72,8 +74,24 @@ class Engine {
   const config::DeepSpeedConfig& config() const { return config_; }
   const std::shared_ptr<DistContext>& dist() const { return dist_; }
   GradStrategy& strategy() { return *strategy_; }
-  /// Parameters + gradients + optimizer state bytes this rank holds (ZeRO paper accounting).
+  /// Parameters + gradients + optimizer state bytes this rank holds on the model's device (ZeRO paper
+  /// accounting; with offload_optimizer the fp32 master and optimizer state are not on the device).
   int64_t model_state_bytes() const { return strategy_->modelStateBytes(); }
+  /// ZeRO-Offload: bytes this rank keeps in host memory (fp32 master partition, fp32 gradient partition,
+  /// optimizer state); 0 without offload_optimizer.
+  int64_t offloaded_state_bytes() const { return strategy_->offloadedStateBytes(); }
+
+  /// Mixed precision (fp16 / bf16 blocks). The engine converts the model's floating parameters to
+  /// model_dtype() at construction (DeepSpeed's module.half() / module.bfloat16()).
+  c10::ScalarType model_dtype() const { return precision_.modelDtype; }
+  /// DeepSpeed's engine.skipped_steps: optimizer steps skipped because fp16 gradients overflowed
+  /// (global_steps() counts them too, as in DeepSpeed).
+  int64_t skipped_steps() const { return skippedSteps_; }
+  /// The loss scale the next backward() multiplies the loss by (1 without fp16).
+  double cur_scale() const { return scaler_->scale(); }
+  /// The loss scaler's schedule state, for checkpoints (precision::toJson / lossScalerStateFromJson).
+  precision::LossScalerState loss_scaler_state() const { return scaler_->state(); }
+  void load_loss_scaler_state(const precision::LossScalerState& state) { scaler_->loadState(state); }
   /// Accumulated wall_clock_breakdown timings (always measured; printed only when configured).
   const EngineTimers& timers() const { return timers_; }
 
@@ -99,12 +117,18 @@ class Engine {
 
  private:
   void logProgress();
+  /// fp16: whether any rank's gradients overflowed (allreduce MAX of the local flags).
+  bool anyRankOverflowed();
+  /// The multiplier for the gradients of a step that is taken: 1/loss_scale combined with clipping.
+  double gradMultiplier(double scaleBefore);
   void applyScheduledMomentum();
   nlohmann::json engineState() const;              ///< engine_checkpoint.cc
   void loadEngineState(const nlohmann::json& s);   ///< engine_checkpoint.cc
 
   config::DeepSpeedConfig config_;
   std::shared_ptr<DistContext> dist_;
+  precision::PrecisionPlan precision_;
+  std::unique_ptr<precision::LossScaler> scaler_;
   std::unique_ptr<GradStrategy> strategy_;
   std::vector<at::Tensor> params_;                   ///< the trainable parameters, registration order
   std::vector<std::vector<int64_t>> paramShapes_;    ///< their full shapes (ZeRO-3 releases the data)
@@ -120,6 +144,7 @@ class Engine {
   bool save_16bit_model(const std::string& saveDir, const std::string& fileName = "pytorch_model.bin");
 
   int64_t globalSamples_ = 0;
+  int64_t skippedSteps_ = 0;
   int64_t lastBatchIteration_ = -1;  ///< DeepSpeed scheduler's counter (see runtime/config/lr_schedule.h)
   double lastGradNorm_ = -1.0;
   bool backwardDone_ = false;  ///< backward() ran for the current micro-step

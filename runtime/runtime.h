@@ -9,8 +9,10 @@
 //   }
 //
 // The model may be a torch::nn::ModuleHolder (TORCH_MODULE types) or a std::shared_ptr to a module.
-// Build the engine after the model is on its final device and dtype: stage 0 re-points the parameters'
-// storage into one flat buffer (same tensors, new storage). Errors: c10::Error (config errors included).
+// Build the engine after the model is on its final device, in fp32: with fp16/bf16 enabled the engine
+// converts it (DeepSpeed's module.half() / module.bfloat16(): parameters, and buffers of torch::nn
+// modules), and every strategy re-points the parameters' storage into one flat buffer (same tensors,
+// new storage). Errors: c10::Error (config errors included).
 
 #include <memory>
 #include <string>
@@ -18,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include "runtime/config/deepspeed_config.h"
@@ -41,12 +44,27 @@ template <typename ModelPtr>
 struct HasNamedParameters<ModelPtr, std::void_t<decltype(std::declval<ModelPtr&>()->named_parameters())>>
     : std::true_type {};
 
+/// torch::nn modules have buffers (running statistics) that fp16/bf16 convert with the parameters.
+template <typename ModelPtr, typename = void>
+struct HasBuffers : std::false_type {};
+template <typename ModelPtr>
+struct HasBuffers<ModelPtr, std::void_t<decltype(std::declval<ModelPtr&>()->buffers())>> : std::true_type {};
+
 /// Engine bound to a concrete model type, so forward() can call the model's own forward.
 template <typename ModelPtr>
 class ModelEngine : public Engine {
  public:
   ModelEngine(ModelPtr model, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
       : Engine(model->parameters(), std::move(config), std::move(dist)), model_(std::move(model)) {
+    if constexpr (HasBuffers<ModelPtr>::value) {
+      // module.half() / module.bfloat16() convert floating buffers too; the Engine did the parameters.
+      at::NoGradGuard noGrad;
+      for (auto& buffer : model_->buffers()) {
+        if (buffer.is_floating_point() && buffer.scalar_type() != model_dtype()) {
+          buffer.set_data(buffer.detach().to(model_dtype()));
+        }
+      }
+    }
     if constexpr (HasNamedParameters<ModelPtr>::value) {
       std::vector<std::string> names;
       for (const auto& item : model_->named_parameters()) {

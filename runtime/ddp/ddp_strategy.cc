@@ -28,9 +28,15 @@ class DdpStrategy final : public GradStrategy {
   explicit DdpStrategy(StrategyContext ctx)
       : ctx_(std::move(ctx)), reducer_(ctx_.params, ctx_.pg, planFor(ctx_), ctx_.overlapComm) {
     const at::Tensor& grad = reducer_.flatGrad();
-    TORCH_CHECK(grad.device().is_cpu() && grad.scalar_type() == at::kFloat,
-                "zero_optimization.stage 0: libdsrt's optimizer runs on fp32 CPU parameters, got ",
+    const auto dtype = grad.scalar_type();
+    TORCH_CHECK(grad.device().is_cpu() && (dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16),
+                "zero_optimization.stage 0: libdsrt's optimizer runs on fp32/fp16/bf16 CPU parameters, got ",
                 grad.scalar_type(), " on ", grad.device());
+    TORCH_CHECK(!ctx_.offloadOptimizer, "zero_optimization.offload_optimizer: ZeRO-Offload needs ZeRO stage 1, 2 ",
+                "or 3, got stage '0'");
+    if (ctx_.commDtype) {
+      reducer_.setCommDtype(*ctx_.commDtype);
+    }
     // Same layout as the gradients: parameter i lives at reducer_.offsetOf(i) in both buffers.
     flatParams_ = at::empty_like(grad);
     for (size_t i = 0; i < ctx_.params.size(); ++i) {
@@ -42,7 +48,12 @@ class DdpStrategy final : public GradStrategy {
       slot.copy_(p.detach());
       p.set_data(slot);
     }
-    optimizer_ = ctx_.makeOptimizer(flatParams_);
+    if (dtype != at::kFloat) {
+      // FP16_Optimizer / BF16_Optimizer: one fp32 master flat, the optimizer steps on it and the model's
+      // 16-bit flat receives the result.
+      master_ = flatParams_.to(at::kFloat);
+    }
+    optimizer_ = ctx_.makeOptimizer(masterFlat());
     TORCH_CHECK(optimizer_ && optimizer_->numel() == flatParams_.numel(),
                 "zero_optimization.stage 0: the optimizer factory returned an optimizer for ",
                 optimizer_ ? optimizer_->numel() : -1, " elements, expected ", flatParams_.numel());
@@ -56,14 +67,29 @@ class DdpStrategy final : public GradStrategy {
     }
   }
 
-  double gradNorm() override { return reducer_.flatGrad().norm().item<double>(); }
+  double gradNorm() override {
+    const at::Tensor& g = reducer_.flatGrad();
+    return (g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).norm().item<double>();
+  }
 
+  bool hasOverflow() override { return !at::isfinite(reducer_.flatGrad()).all().item<bool>(); }
+
+  // clipScale is the engine's combined factor (1/loss_scale times the clipping coefficient).
   void step(double lr, double clipScale) override {
+    at::NoGradGuard noGrad;
     at::Tensor grad = reducer_.flatGrad();
-    if (clipScale != 1.0) {
-      grad.mul_(clipScale);
+    if (!master_.defined()) {
+      if (clipScale != 1.0) {
+        grad.mul_(clipScale);
+      }
+      optimizer_->step(flatParams_, grad, lr);
+      return;
     }
-    optimizer_->step(flatParams_, grad, lr);
+    at::Tensor grad32 = grad.to(at::kFloat);
+    if (clipScale != 1.0) {
+      grad32.mul_(clipScale);
+    }
+    optimizer_->stepAndCopy(master_, grad32, lr, flatParams_);
   }
 
   void zeroGrad() override { reducer_.zeroGrad(); }
@@ -72,8 +98,8 @@ class DdpStrategy final : public GradStrategy {
 
   std::vector<at::Tensor> fullParams() override {
     std::vector<at::Tensor> out;
-    for (const auto& p : ctx_.params) {
-      out.push_back(p.detach().to(at::kFloat).clone());
+    for (size_t i = 0; i < ctx_.params.size(); ++i) {
+      out.push_back(masterOf(i).to(at::kFloat).clone());
     }
     return out;
   }
@@ -84,18 +110,30 @@ class DdpStrategy final : public GradStrategy {
                 " tensors for ", ctx_.params.size(), " parameters");
     for (size_t i = 0; i < ctx_.params.size(); ++i) {
       ctx_.params[i].detach().copy_(full[i].view(ctx_.params[i].sizes()));
+      if (master_.defined()) {
+        masterOf(i).copy_(full[i].view(ctx_.params[i].sizes()));
+      }
     }
   }
 
   int64_t modelStateBytes() const override {
     const int64_t bytes = flatParams_.numel() * static_cast<int64_t>(flatParams_.element_size());
-    return bytes /* params */ + bytes /* grads */ + optimizer_->stateBytes();
+    const int64_t masterBytes = master_.defined() ? static_cast<int64_t>(master_.nbytes()) : 0;
+    return bytes /* params */ + bytes /* grads */ + masterBytes + optimizer_->stateBytes();
   }
 
  private:
   StrategyContext ctx_;
   GradReducer reducer_;
-  at::Tensor flatParams_;  ///< every parameter's storage; the optimizer updates it in place
+  const at::Tensor& masterFlat() const { return master_.defined() ? master_ : flatParams_; }
+  /// Parameter i's fp32 value (its master slot, or the parameter itself for an fp32 model).
+  at::Tensor masterOf(size_t i) const {
+    const at::Tensor& p = ctx_.params[i];
+    return p.numel() == 0 ? p.detach() : masterFlat().narrow(0, reducer_.offsetOf(i), p.numel()).view(p.sizes());
+  }
+
+  at::Tensor flatParams_;  ///< every parameter's storage (model dtype)
+  at::Tensor master_;      ///< fp16/bf16 models: the fp32 master flat the optimizer updates (same layout)
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
 };
 

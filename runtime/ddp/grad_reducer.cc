@@ -49,6 +49,7 @@ GradReducer::GradReducer(std::vector<at::Tensor> params, c10::intrusive_ptr<c10d
   ready_.assign(params_.size(), 0);
   pending_.assign(buckets_.size(), 0);
   works_.resize(buckets_.size());
+  wires_.resize(buckets_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     if (params_[i].numel() == 0) {
       continue;
@@ -123,7 +124,13 @@ void GradReducer::launch(size_t b) {
   if (pg_->getSize() == 1) {
     return;
   }
-  std::vector<at::Tensor> tensors{bucketViews_[b]};
+  at::Tensor wire = bucketViews_[b];
+  if (commDtype_ && *commDtype_ != wire.scalar_type()) {
+    at::NoGradGuard noGrad;
+    wire = wire.to(*commDtype_);
+    wires_[b] = wire;
+  }
+  std::vector<at::Tensor> tensors{wire};
   works_[b] = pg_->allreduce(tensors);
 }
 
@@ -148,7 +155,15 @@ double GradReducer::finish() {
     }
   }
   if (pg_->getSize() > 1) {
-    flat_.div_(pg_->getSize());
+    at::NoGradGuard noGrad;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      if (wires_[b].defined()) {
+        bucketViews_[b].copy_(wires_[b].div_(pg_->getSize()));
+        wires_[b] = at::Tensor();
+      } else {
+        bucketViews_[b].div_(pg_->getSize());
+      }
+    }
   }
   boundary_ = false;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

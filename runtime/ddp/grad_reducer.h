@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/ddp/bucket_plan.h"
@@ -46,6 +47,9 @@ class GradReducer {
   double finish();
   /// Zeroes the flat gradient buffer and re-points any .grad the user replaced back at its view.
   void zeroGrad();
+  /// communication_data_type: each bucket is allreduced as a `dtype` copy, divided by the world size in
+  /// that dtype and copied back (DeepSpeed's engine.allreduce_bucket). Call before the first backward.
+  void setCommDtype(at::ScalarType dtype) { commDtype_ = dtype; }
 
   /// The flat gradient buffer (all parameters, bucket order).
   const at::Tensor& flatGrad() const { return flat_; }
@@ -83,6 +87,8 @@ class GradReducer {
   size_t nextLaunch_ = 0;        ///< buckets [0, nextLaunch_) are launched
   int launchedEarly_ = 0;
   std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  std::optional<at::ScalarType> commDtype_;
+  std::vector<at::Tensor> wires_;  ///< per bucket: its commDtype copy while in flight (else undefined)
 };
 
 }  // namespace dsrt::ddp

@@ -11,6 +11,7 @@ struct BucketReducer::Pending {
   size_t bucket = 0;
   c10::intrusive_ptr<c10d::Work> work;  ///< null when nothing was sent (one rank)
   at::Tensor input;                     ///< kept alive until the collective is done
+  at::Tensor wire;                      ///< what the collective reads: input, or its commDtype copy
   at::Tensor received;                  ///< kReduceScatter: worldSize copies of this rank's run
   std::vector<int64_t> inCounts;        ///< alltoall split sizes (the op keeps references)
   std::vector<int64_t> outCounts;
@@ -66,14 +67,23 @@ void BucketReducer::launch(size_t bucket) {
   p.input = io_.input(bucket);
   TORCH_CHECK(p.input.numel() == b.numel() && p.input.is_contiguous(), "zero: bucket ", bucket, " input has ",
               p.input.numel(), " elements, expected '", b.numel(), "'");
+  p.wire = p.input;
+  if (worldSize_ > 1 && commDtype_ && *commDtype_ != p.input.scalar_type()) {
+    c10::AutoGradMode noGrad(false);
+    p.wire = p.input.to(*commDtype_);
+  }
   if (worldSize_ > 1 && mode_ == ReduceMode::kAllreduce) {
-    std::vector<at::Tensor> tensors{p.input};
+    std::vector<at::Tensor> tensors{p.wire};
     p.work = pg_->allreduce(tensors);
   } else if (worldSize_ > 1) {
+    c10::AutoGradMode noGrad(false);
+    // DeepSpeed's average_tensor divides before the reduce-scatter, so a 16-bit sum cannot overflow
+    // where the average would not (exact for power-of-two world sizes).
+    p.wire.div_(worldSize_);
     p.inCounts = b.rankNumels;
     p.outCounts.assign(static_cast<size_t>(worldSize_), b.rankNumels[static_cast<size_t>(rank_)]);
-    p.received = at::empty({worldSize_ * b.rankNumels[static_cast<size_t>(rank_)]}, p.input.options());
-    p.work = pg_->alltoall_base(p.received, p.input, p.outCounts, p.inCounts);
+    p.received = at::empty({worldSize_ * b.rankNumels[static_cast<size_t>(rank_)]}, p.wire.options());
+    p.work = pg_->alltoall_base(p.received, p.wire, p.outCounts, p.inCounts);
   }
   inFlight_.push_back(std::move(p));
 }
@@ -95,11 +105,15 @@ bool BucketReducer::completeOldest() {
     averaged = p.input;
   } else if (mode_ == ReduceMode::kAllreduce) {
     // Average the whole bucket, not just the run: ZeRO-1 then leaves correct full gradients behind.
-    p.input.div_(worldSize_);
+    p.wire.div_(worldSize_);
+    if (!p.wire.is_same(p.input)) {
+      p.input.copy_(p.wire);
+    }
     averaged = p.input.narrow(0, b.rankOffset(rank_), run);
   } else {
-    // Row r holds rank r's copy; summing rows in rank order makes every world size's sum deterministic.
-    averaged = p.received.view({worldSize_, run}).sum(0).div_(worldSize_);
+    // Row r holds rank r's copy (already divided); summing rows in rank order makes every world
+    // size's sum deterministic.
+    averaged = p.received.view({worldSize_, run}).sum(0);
   }
   io_.deliver(p.bucket, averaged);
   return true;

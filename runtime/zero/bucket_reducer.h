@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace c10d {
@@ -61,6 +62,12 @@ class BucketReducer {
 
   const std::vector<ReduceBucket>& buckets() const { return buckets_; }
 
+  /// communication_data_type: each bucket is converted to `dtype` for the collective (reduce-scatter:
+  /// divided by worldSize first, as DeepSpeed's average_tensor; allreduce: divided after and copied
+  /// back into the input, as gradient_reduction_w_predivide). Averaged runs are then in `dtype`;
+  /// deliver() converts them on copy. Call before the first markReady().
+  void setCommDtype(at::ScalarType dtype) { commDtype_ = dtype; }
+
  private:
   struct Pending;
   void launch(size_t bucket);
@@ -73,6 +80,7 @@ class BucketReducer {
   ReduceMode mode_;
   bool overlap_;
   BucketIo io_;
+  std::optional<at::ScalarType> commDtype_;
   std::vector<int64_t> missing_;    ///< per bucket: parameters not yet ready this micro-step
   std::vector<bool> ready_;         ///< per parameter
   size_t nextLaunch_ = 0;           ///< buckets [0, nextLaunch_) are launched

@@ -12,10 +12,13 @@ FlatParamBuffer::FlatParamBuffer(std::vector<at::Tensor> params, const Partition
               " parameters, got '", params_.size(), "'");
   TORCH_CHECK(!params_.empty(), "zero: the model has no trainable parameters");
   const auto device = params_.front().device();
+  const auto dtype = params_.front().scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16,
+              "zero: parameter 0 must be fp32, fp16 or bf16, got '", dtype, "'");
   for (size_t i = 0; i < params_.size(); ++i) {
     const at::Tensor& p = params_[i];
-    TORCH_CHECK(p.scalar_type() == at::kFloat, "zero: parameter ", i, " must be fp32 (fp16/bf16 go through the ",
-                "precision block), got '", p.scalar_type(), "'");
+    TORCH_CHECK(p.scalar_type() == dtype, "zero: parameter ", i, " is ", p.scalar_type(),
+                ", parameter 0 is '", dtype, "' (the engine converts the whole model for fp16/bf16)");
     TORCH_CHECK(p.device() == device, "zero: parameter ", i, " is on ", p.device(), ", parameter 0 on '", device, "'");
     TORCH_CHECK(p.numel() == plan_.paramNumels[i], "zero: parameter ", i, " has ", p.numel(),
                 " elements, the plan says '", plan_.paramNumels[i], "'");

@@ -1,5 +1,5 @@
 #pragma once
-// The flat fp32 buffer that holds a model's parameters in a PartitionPlan's layout. Construction
+// The flat buffer (in the model's dtype: fp32, fp16 or bf16) that holds a model's parameters in a PartitionPlan's layout. Construction
 // copies every parameter into it and rebinds the parameter's data to its view (as DeepSpeed's
 // _update_model_bit16_weights does), so an optimizer step on one partition and an all-gather into
 // the others update the model in place with no extra copy.
@@ -14,8 +14,8 @@
 namespace dsrt::zero {
 
 /// Owns the flat buffer; the parameters keep their tensor objects but alias it afterwards.
-/// Not thread-safe. Throws c10::Error when the parameters are not all fp32 on one device or do not
-/// match the plan.
+/// Not thread-safe. Throws c10::Error when the parameters do not share one floating dtype and device,
+/// or do not match the plan.
 class FlatParamBuffer {
  public:
   FlatParamBuffer(std::vector<at::Tensor> params, const PartitionPlan& plan);
@@ -38,7 +38,7 @@ class FlatParamBuffer {
 
   PartitionPlan plan_;
   std::vector<at::Tensor> params_;  ///< the model's parameters, data aliasing flat_
-  at::Tensor flat_;                 ///< plan_.paddedNumel fp32 elements
+  at::Tensor flat_;                 ///< plan_.paddedNumel elements in the parameters' dtype
 };
 
 }  // namespace dsrt::zero

@@ -30,28 +30,35 @@ std::vector<int64_t> numelsOf(const std::vector<at::Tensor>& params) {
 ZeroOptimizer::ZeroOptimizer(StrategyContext ctx)
     : ctx_(std::move(ctx)),
       plan_(planPartition(numelsOf(ctx_.params), ctx_.worldSize)),
-      flatParams_(ctx_.params, plan_) {
+      flatParams_(ctx_.params, plan_),
+      master_(flatParams_.partition(ctx_.rank), ctx_.offloadOptimizer, ctx_.pinMemory) {
   TORCH_CHECK(ctx_.pg && ctx_.pg->getSize() == ctx_.worldSize && ctx_.pg->getRank() == ctx_.rank,
               "zero: process group does not match rank ", ctx_.rank, " of ", ctx_.worldSize);
   TORCH_CHECK(ctx_.makeOptimizer, "zero: no optimizer factory");
-  optimizer_ = ctx_.makeOptimizer(paramPartition());
+  optimizer_ = ctx_.makeOptimizer(master_.master());
   TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero: optimizer built for ",
               optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
 }
 
 std::unique_ptr<BucketReducer> ZeroOptimizer::makeReducer(BucketIo io) const {
   auto mode = ctx_.reduceScatter ? ReduceMode::kReduceScatter : ReduceMode::kAllreduce;
-  return std::make_unique<BucketReducer>(ctx_.pg, ctx_.rank, ctx_.worldSize,
-                                         planReduceBuckets(plan_, ctx_.reduceBucketNumel),
-                                         static_cast<int64_t>(ctx_.params.size()), mode, ctx_.overlapComm,
-                                         std::move(io));
+  auto reducer = std::make_unique<BucketReducer>(ctx_.pg, ctx_.rank, ctx_.worldSize,
+                                                 planReduceBuckets(plan_, ctx_.reduceBucketNumel),
+                                                 static_cast<int64_t>(ctx_.params.size()), mode, ctx_.overlapComm,
+                                                 std::move(io));
+  if (ctx_.commDtype) {
+    reducer->setCommDtype(*ctx_.commDtype);
+  }
+  return reducer;
 }
 
 double ZeroOptimizer::gradNorm() {
   c10::AutoGradMode noGrad(false);
   // torch's cascade-summed fp32 norm per partition (no temporary the size of the partition), the
   // squares combined across ranks in double.
-  const double local = at::norm(gradPartition()).item<double>();
+  // 16-bit gradients are normed in fp32 (DeepSpeed: in double), or a scaled fp16 norm would overflow.
+  const at::Tensor g = gradPartition();
+  const double local = at::norm(g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).item<double>();
   at::Tensor sq = at::full({1}, local * local, flatParams_.flat().options().dtype(at::kDouble));
   if (ctx_.worldSize > 1) {
     std::vector<at::Tensor> t{sq};
@@ -62,18 +69,27 @@ double ZeroOptimizer::gradNorm() {
 
 void ZeroOptimizer::step(double lr, double clipScale) {
   c10::AutoGradMode noGrad(false);
-  at::Tensor grads = gradPartition();
-  if (clipScale != 1.0) {
-    grads.mul_(clipScale);
-  }
-  optimizer_->step(paramPartition(), grads, lr);
-  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flatParams_.flat(), ctx_.allgatherBucketNumel);
+  // clipScale is the engine's combined factor: 1/loss_scale and the clipping coefficient together
+  // (DeepSpeed's unscale_and_clip_grads), applied to the fp32 gradient before the update.
+  master_.step(*optimizer_, gradPartition(), clipScale, lr);
+  allgatherModel();
 }
 
 std::vector<at::Tensor> ZeroOptimizer::fullParams() {
   std::vector<at::Tensor> out;
-  for (const auto& p : flatParams_.params()) {
-    out.push_back(p.detach().to(at::kFloat).clone());
+  if (master_.aliased()) {
+    for (const auto& p : flatParams_.params()) {
+      out.push_back(p.detach().to(at::kFloat).clone());
+    }
+    return out;
+  }
+  c10::AutoGradMode noGrad(false);
+  at::Tensor flat = at::zeros({plan_.paddedNumel}, at::TensorOptions().dtype(at::kFloat));
+  flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(master_.master());
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
+  const auto& params = flatParams_.params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    out.push_back(flat.narrow(0, plan_.paramOffsets[i], plan_.paramNumels[i]).view(params[i].sizes()).clone());
   }
   return out;
 }
@@ -86,18 +102,48 @@ void ZeroOptimizer::loadFullParams(const std::vector<at::Tensor>& full) {
   for (size_t i = 0; i < params.size(); ++i) {
     params[i].detach().copy_(full[i].view(params[i].sizes()));
   }
+  if (master_.aliased()) {
+    return;
+  }
+  // The masters come from the full-precision values, not from the (possibly 16-bit) model.
+  at::Tensor master = at::zeros({plan_.partitionNumel}, at::TensorOptions().dtype(at::kFloat));
+  const int64_t begin = plan_.partitionBegin(ctx_.rank);
+  for (const ParamPiece& piece : plan_.piecesOf(ctx_.rank)) {
+    const at::Tensor& src = full[static_cast<size_t>(piece.param)];
+    master.narrow(0, piece.flatOffset - begin, piece.numel)
+        .copy_(src.reshape({-1}).narrow(0, piece.paramOffset, piece.numel));
+  }
+  master_.load(master);
 }
 
 void ZeroOptimizer::loadMasterPartition(const at::Tensor& fp32) {
   c10::AutoGradMode noGrad(false);
   TORCH_CHECK(fp32.numel() == plan_.partitionNumel, "zero: master partition of ", plan_.partitionNumel,
               " elements expected, got '", fp32.numel(), "'");
-  paramPartition().copy_(fp32.reshape({-1}));
-  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flatParams_.flat(), ctx_.allgatherBucketNumel);
+  master_.load(fp32);
+  allgatherModel();
 }
 
 int64_t ZeroOptimizer::modelStateBytes() const {
-  return flatParams_.flat().nbytes() + gradientBytes() + optimizer_->stateBytes();
+  const int64_t optimizerOnDevice = master_.offloaded() ? 0 : optimizer_->stateBytes();
+  return static_cast<int64_t>(flatParams_.flat().nbytes()) + gradientBytes() + master_.deviceBytes() +
+         optimizerOnDevice;
+}
+
+int64_t ZeroOptimizer::offloadedStateBytes() const {
+  return master_.offloaded() ? master_.hostBytes() + optimizer_->stateBytes() : 0;
+}
+
+void ZeroOptimizer::allgatherModel() {
+  const at::Tensor& flat = flatParams_.flat();
+  // An all-gather only copies bits: bf16 travels as 16-bit half payloads, since Gloo has no bfloat16.
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat.scalar_type() == at::kBFloat16 ? flat.view(at::kHalf) : flat,
+                      ctx_.allgatherBucketNumel);
+}
+
+bool ZeroOptimizer::hasOverflow() {
+  c10::AutoGradMode noGrad(false);
+  return !at::isfinite(gradPartition()).all().item<bool>();
 }
 
 }  // namespace dsrt::zero

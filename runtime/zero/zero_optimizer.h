@@ -12,6 +12,7 @@
 #include "runtime/zero/bucket_reducer.h"
 #include "runtime/zero/flat_param_buffer.h"
 #include "runtime/zero/grad_ready_hooks.h"
+#include "runtime/zero/master_partition.h"
 #include "runtime/zero/partition_plan.h"
 
 #include <ATen/core/Tensor.h>
@@ -27,18 +28,27 @@ class ZeroOptimizer : public PartitionedStrategy {
   double gradNorm() override;
   void step(double lr, double clipScale) override;
   optim::FlatOptimizer& optimizer() override { return *optimizer_; }
-  /// Flat params (full, padded) + gradientBytes() + optimizer state of the partition, in bytes of the
-  /// tensors actually held. Reduction buckets in flight are temporary buffers, not model state.
+  /// Bytes on the model's device: flat params (full, padded, model dtype) + gradientBytes() + the fp32
+  /// master partition and optimizer state unless offloaded. Reduction buckets in flight and the fp32
+  /// gradient copy a mixed-precision step makes are temporary buffers, not model state.
   int64_t modelStateBytes() const override;
+  /// ZeRO-Offload: host bytes of the fp32 master partition, the fp32 gradient partition and the
+  /// optimizer state; 0 without offload.
+  int64_t offloadedStateBytes() const override;
+  /// inf/NaN in this rank's averaged gradient partition (DeepSpeed's has_overflow_partitioned_grads_serial).
+  bool hasOverflow() override;
 
+  /// fp32 values of every parameter: the model's own when it is fp32 and not offloaded, else the fp32
+  /// masters of all ranks, all-gathered (collective then), so checkpoints keep full precision.
   std::vector<at::Tensor> fullParams() override;
   void loadFullParams(const std::vector<at::Tensor>& full) override;
 
   /// The layout every rank agrees on (checkpoints re-partition through it).
   const PartitionPlan& plan() const override { return plan_; }
-  at::Tensor masterPartition() const override { return paramPartition(); }
+  /// The fp32 master partition (the model's own partition for an fp32 model without offload).
+  at::Tensor masterPartition() const override { return master_.master(); }
   void loadMasterPartition(const at::Tensor& fp32) override;
-  /// This rank's partition of the flat parameters (what the optimizer updates).
+  /// This rank's partition of the flat parameters, in the model's dtype.
   at::Tensor paramPartition() const { return flatParams_.partition(ctx_.rank); }
   /// This rank's averaged gradient partition (valid after endBackward(true)).
   virtual at::Tensor gradPartition() const = 0;
@@ -50,10 +60,13 @@ class ZeroOptimizer : public PartitionedStrategy {
   virtual int64_t gradientBytes() const = 0;
   /// Builds the reducer over `reduceBucketNumel` buckets with the stage's input/deliver callbacks.
   std::unique_ptr<BucketReducer> makeReducer(BucketIo io) const;
+  /// Makes every rank's flat parameters whole again after each rank updated its own partition.
+  void allgatherModel();
 
   StrategyContext ctx_;
   PartitionPlan plan_;
   FlatParamBuffer flatParams_;
+  MasterPartition master_;  ///< what the optimizer updates (fp32; host memory with offload)
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
 };
 

@@ -1,0 +1,152 @@
+#include "runtime/zero/master_partition.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/core/Event.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
+
+#include "runtime/optim/flat_optimizer.h"
+
+namespace dsrt::zero {
+namespace {
+
+// Host memory for offloaded state: page-locked only when asked and a CUDA runtime can pin it.
+at::Tensor hostBuffer(int64_t numel, at::ScalarType dtype, bool pin) {
+  auto options = at::TensorOptions().dtype(dtype).device(at::kCPU);
+  if (pin && at::hasCUDA()) {
+    options = options.pinned_memory(true);
+  }
+  return at::empty({numel}, options);
+}
+
+}  // namespace
+
+MasterPartition::MasterPartition(const at::Tensor& modelPartition, bool offload, bool pinMemory)
+    : model_(modelPartition), offload_(offload), aliased_(!offload && modelPartition.scalar_type() == at::kFloat) {
+  TORCH_CHECK(model_.dim() == 1 && model_.is_contiguous(), "zero: the model partition must be a flat contiguous view");
+  c10::AutoGradMode noGrad(false);
+  if (aliased_) {
+    master_ = model_;
+    return;
+  }
+  if (offload_) {
+    master_ = hostBuffer(model_.numel(), at::kFloat, pinMemory);
+    hostGrad_ = hostBuffer(model_.numel(), at::kFloat, pinMemory);
+    if (!model_.device().is_cpu() && model_.scalar_type() != at::kFloat) {
+      hostLow_ = hostBuffer(model_.numel(), model_.scalar_type(), pinMemory);
+    }
+  } else {
+    master_ = at::empty({model_.numel()}, model_.options().dtype(at::kFloat));
+  }
+  master_.copy_(model_);
+}
+
+void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale, double lr) {
+  c10::AutoGradMode noGrad(false);
+  TORCH_CHECK(grad.numel() == model_.numel(), "zero: gradient partition has ", grad.numel(), " elements, expected '",
+              model_.numel(), "'");
+  if (aliased_) {
+    at::Tensor g = grad;
+    if (gradScale != 1.0) {
+      g.mul_(gradScale);
+    }
+    optimizer.step(master_, g, lr);
+    return;
+  }
+  const bool lowPrecision = model_.scalar_type() != at::kFloat;
+  if (!offload_) {
+    // DeepSpeed: single_grad_partition = flat(averaged_gradients).to(fp32), unscaled, stepped, copied back.
+    at::Tensor g32 = grad.to(at::kFloat);
+    if (gradScale != 1.0) {
+      g32.mul_(gradScale);
+    }
+    optimizer.stepAndCopy(master_, g32, lr, model_);
+    return;
+  }
+  copyGradToHost(grad);
+  if (gradScale != 1.0) {
+    hostGrad_.mul_(gradScale);
+  }
+  if (!lowPrecision) {
+    optimizer.step(master_, hostGrad_, lr);
+    uploadToModel(master_);
+  } else if (model_.device().is_cpu()) {
+    // The "device" is host memory too: CPU Adam writes the fp16/bf16 values straight into the partition.
+    optimizer.stepAndCopy(master_, hostGrad_, lr, model_);
+  } else {
+    optimizer.stepAndCopy(master_, hostGrad_, lr, hostLow_);
+    uploadToModel(hostLow_);
+  }
+}
+
+void MasterPartition::copyGradToHost(const at::Tensor& grad) {
+  if (grad.device().is_cpu()) {
+    hostGrad_.copy_(grad);
+    return;
+  }
+  // Untested here (CPU-only machine): the gradient is final on the compute stream; the download runs on
+  // a side stream, and the CPU step waits for it.
+  c10::impl::VirtualGuardImpl impl(grad.device().type());
+  const c10::Stream compute = impl.getStream(grad.device());
+  const c10::Stream side = impl.getStreamFromGlobalPool(grad.device());
+  c10::Event ready(grad.device().type());
+  ready.record(compute);
+  ready.block(side);
+  {
+    c10::StreamGuard onSide(side);
+    hostGrad_.copy_(grad, /*non_blocking=*/true);
+  }
+  side.synchronize();
+}
+
+void MasterPartition::uploadToModel(const at::Tensor& src) {
+  if (model_.device().is_cpu()) {
+    model_.copy_(src);
+    return;
+  }
+  // Untested here: the upload runs on a side stream; the compute stream (and the all-gather issued on
+  // it) waits for it through an event, the CPU does not.
+  c10::impl::VirtualGuardImpl impl(model_.device().type());
+  const c10::Stream compute = impl.getStream(model_.device());
+  const c10::Stream side = impl.getStreamFromGlobalPool(model_.device());
+  {
+    c10::StreamGuard onSide(side);
+    model_.copy_(src, /*non_blocking=*/true);
+  }
+  c10::Event done(model_.device().type());
+  done.record(side);
+  done.block(compute);
+}
+
+void MasterPartition::load(const at::Tensor& fp32) {
+  c10::AutoGradMode noGrad(false);
+  TORCH_CHECK(fp32.numel() == master_.numel(), "zero: master partition of ", master_.numel(),
+              " elements expected, got '", fp32.numel(), "'");
+  master_.copy_(fp32.reshape({-1}));
+  if (!aliased_) {
+    model_.copy_(master_);
+  }
+}
+
+void MasterPartition::loadFromModel() {
+  c10::AutoGradMode noGrad(false);
+  if (!aliased_) {
+    master_.copy_(model_);
+  }
+}
+
+int64_t MasterPartition::deviceBytes() const {
+  return aliased_ || offload_ ? 0 : static_cast<int64_t>(master_.nbytes());
+}
+
+int64_t MasterPartition::hostBytes() const {
+  if (!offload_) {
+    return 0;
+  }
+  return static_cast<int64_t>(master_.nbytes() + hostGrad_.nbytes() + (hostLow_.defined() ? hostLow_.nbytes() : 0));
+}
+
+}  // namespace dsrt::zero

@@ -1,0 +1,63 @@
+#pragma once
+// The fp32 master copy of one rank's ZeRO partition: what the optimizer updates when the model is in
+// fp16/bf16 (DeepSpeed's single_partition_of_fp32_groups) and, with ZeRO-Offload
+// (offload_optimizer.device = cpu), where the master, an fp32 gradient partition and the optimizer
+// state live in host memory. A step turns the averaged gradient partition (model dtype, device) into
+// fp32, multiplies it by the combined unscale/clip factor, runs the optimizer on the master and writes
+// the result back into the model-dtype partition (fused into CPU Adam where the layout allows).
+//
+// fp32 without offload needs none of this: the master then IS the model's partition (aliased, no copy),
+// so the stage 1/2 fp32 path is unchanged.
+//
+// Device copies: where the model lives on a GPU, gradient download and parameter upload run on a side
+// stream (non_blocking, pinned host buffers when pin_memory and CUDA is available), ordered against the
+// compute stream with events. Not thread-safe.
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace dsrt::optim {
+class FlatOptimizer;
+}  // namespace dsrt::optim
+
+namespace dsrt::zero {
+
+class MasterPartition {
+ public:
+  /// `modelPartition`: this rank's contiguous partition of the flat parameters (fp32, fp16 or bf16; it
+  /// must stay alive and in place). Copies its values into the master.
+  MasterPartition(const at::Tensor& modelPartition, bool offload, bool pinMemory);
+
+  /// The fp32 master partition (host memory when offloaded; the model partition itself when aliased).
+  const at::Tensor& master() const { return master_; }
+  /// True when master() is the model partition (fp32 model, no offload).
+  bool aliased() const { return aliased_; }
+  bool offloaded() const { return offload_; }
+
+  /// One optimizer step: gradient (model dtype, `modelPartition` numel) * gradScale, in fp32, updates the
+  /// master; the model partition receives the new values. An aliased master scales `grad` in place.
+  void step(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale, double lr);
+  /// Sets the master from `fp32` and the model partition from the master.
+  void load(const at::Tensor& fp32);
+  /// Sets the master from the model partition (after the model's values were set directly).
+  void loadFromModel();
+
+  /// Bytes held besides the model partition on the model's device (a non-aliased, non-offloaded master).
+  int64_t deviceBytes() const;
+  /// Bytes held in host memory for offload (master, fp32 gradient buffer, upload staging); 0 otherwise.
+  int64_t hostBytes() const;
+
+ private:
+  void copyGradToHost(const at::Tensor& grad);
+  void uploadToModel(const at::Tensor& src);
+
+  at::Tensor model_;     ///< the model-dtype partition (a view of the flat parameter buffer)
+  at::Tensor master_;    ///< fp32
+  at::Tensor hostGrad_;  ///< offload: fp32 gradient partition in host memory
+  at::Tensor hostLow_;   ///< offload to an accelerator in fp16/bf16: what CPU Adam writes, then uploads
+  bool offload_;
+  bool aliased_;
+};
+
+}  // namespace dsrt::zero
