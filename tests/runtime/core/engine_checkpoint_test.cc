@@ -49,19 +49,8 @@ Segment train(int stage, const std::shared_ptr<DistContext>& dist, const std::op
     out.loadedPath = loaded.path;
     out.clientState = loaded.clientState;
   }
-  const int64_t gas = engine->gradient_accumulation_steps();
   for (int64_t step = engine->global_steps(); step < kSteps; ++step) {
-    at::Tensor lossSum = at::zeros({1}, at::kDouble);
-    for (int64_t m = 0; m < gas; ++m) {
-      auto [x, y] = examples::microBatch(seed, step * gas + m, kMicroBatch, 12, engine->rank(), engine->world_size());
-      at::Tensor loss = at::mse_loss(engine->forward(x), y);
-      engine->backward(loss);
-      engine->step();
-      lossSum += loss.detach().to(at::kDouble);
-    }
-    std::vector<at::Tensor> t{lossSum};
-    dist->pg->allreduce(t)->wait();
-    out.losses.push_back(t[0].item<double>() / static_cast<double>(gas * engine->world_size()));
+    out.losses.push_back(trainOneStep(*engine, seed, step, 12));
     out.lrs.push_back(engine->get_lr());
     if (saveDir && engine->global_steps() == kSaveAfter) {
       engine->save_checkpoint(*saveDir, std::nullopt, nlohmann::json{{"epoch", 2}, {"note", "after step 3"}});

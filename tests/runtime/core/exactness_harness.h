@@ -76,27 +76,34 @@ inline std::shared_ptr<DistContext> distFor(int rank, int worldSize, c10::intrus
   return ctx;
 }
 
+/// Trains optimizer step `step` (all its micro-steps) on the synthetic task and returns the loss averaged
+/// over the global batch (allreduced, so every rank returns the same value).
+template <typename EngineT>
+double trainOneStep(EngineT& engine, uint64_t seed, int64_t step, int64_t dim) {
+  const int64_t gas = engine.gradient_accumulation_steps();
+  const int64_t micro = engine.train_micro_batch_size_per_gpu();
+  at::Tensor lossSum = at::zeros({1}, at::kDouble);
+  for (int64_t m = 0; m < gas; ++m) {
+    auto [x, y] = examples::microBatch(seed, step * gas + m, micro, dim, engine.rank(), engine.world_size());
+    at::Tensor loss = at::mse_loss(engine.forward(x), y);
+    engine.backward(loss);
+    engine.step();
+    lossSum += loss.detach().to(at::kDouble);
+  }
+  std::vector<at::Tensor> t{lossSum};
+  engine.dist()->pg->allreduce(t)->wait();
+  return t[0].item<double>() / static_cast<double>(gas * engine.world_size());
+}
+
 /// Trains `steps` optimizer steps; every rank returns the same losses (allreduced).
 inline TrainResult trainTinyMlp(const nlohmann::json& config, const std::shared_ptr<DistContext>& dist, int steps,
                                 uint64_t seed = 7, int64_t dim = 12, int64_t hidden = 24) {
   InitOptions opts;
   opts.dist = dist;
   auto engine = initialize(std::make_shared<TinyMlp>(dim, hidden, seed), config, opts);
-  const int64_t gas = engine->gradient_accumulation_steps();
-  const int64_t micro = engine->train_micro_batch_size_per_gpu();
   TrainResult result;
   for (int step = 0; step < steps; ++step) {
-    at::Tensor lossSum = at::zeros({1}, at::kDouble);
-    for (int64_t m = 0; m < gas; ++m) {
-      auto [x, y] = examples::microBatch(seed, step * gas + m, micro, dim, engine->rank(), engine->world_size());
-      at::Tensor loss = at::mse_loss(engine->forward(x), y);
-      engine->backward(loss);
-      engine->step();
-      lossSum += loss.detach().to(at::kDouble);
-    }
-    std::vector<at::Tensor> t{lossSum};
-    dist->pg->allreduce(t)->wait();
-    result.losses.push_back(t[0].item<double>() / static_cast<double>(gas * engine->world_size()));
+    result.losses.push_back(trainOneStep(*engine, seed, step, dim));
   }
   for (const auto& p : engine->module()->params) {
     result.finalParams.push_back(p.detach().clone());
