@@ -57,6 +57,11 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
               "zero stage 3: process group does not match rank ", ctx_.rank, " of ", ctx_.worldSize);
   TORCH_CHECK(!ctx_.params.empty(), "zero stage 3: no parameters to partition");
   TORCH_CHECK(ctx_.makeOptimizer, "zero stage 3: no optimizer factory");
+  TORCH_CHECK(!ctx_.offloadOptimizer,
+              "zero_optimization.offload_optimizer: not implemented at stage 3 in libdsrt (stages 1 and 2 only), "
+              "got device 'cpu'");
+  TORCH_CHECK(!ctx_.commDtype || *ctx_.commDtype == at::kFloat,
+              "communication_data_type: stage 3 in libdsrt reduces in fp32 only, got '", *ctx_.commDtype, "'");
   for (const auto& p : ctx_.params) {
     shapes_.push_back(p.sizes().vec());
   }

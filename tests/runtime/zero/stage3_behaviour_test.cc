@@ -232,3 +232,40 @@ TEST_CASE("the engine runs ZeRO-3 from a ds_config with the losses of stage 0", 
     }
   }
 }
+
+TEST_CASE("examples/ds_config_zero3.json configures stage 3", "[runtime][zero][stage3]") {
+  const auto cfg = dsrt::loadConfig(std::string(DSRUN_SOURCE_DIR) + "/examples/ds_config_zero3.json", 2);
+  CHECK(cfg.zero.stage == 3);
+  CHECK(cfg.zero.prefetchBucketSize == 50000000);
+  CHECK(cfg.zero.paramPersistenceThreshold == 100000);
+  CHECK(cfg.zero.maxLiveParameters == 1000000000);
+  CHECK(cfg.zero.maxReuseDistance == 1000000000);
+  CHECK(cfg.batch.gradientAccumulationSteps == 1);
+}
+
+TEST_CASE("ZeRO-3 rejects offload_optimizer, a non-fp32 communication dtype and non-fp32 parameters",
+          "[runtime][zero][stage3][gloo]") {
+  std::vector<std::string> errors(3);
+  dsrt::zero::testing::runRanks(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    auto attempt = [&](size_t slot, StrategyContext ctx) {
+      try {
+        dsrt::zero::makeZeroStrategy(3, std::move(ctx));
+      } catch (const c10::Error& e) {
+        errors[slot] = e.what_without_backtrace();
+      }
+    };
+    Stage3Spec spec;
+    StrategyContext offload =
+        dsrt::zero::testing::stage3Context(spec, dsrt::zero::testing::replicate(dsrt::zero::testing::initialParams()), pg, rank);
+    offload.offloadOptimizer = true;
+    attempt(0, offload);
+    StrategyContext comm = offload;
+    comm.offloadOptimizer = false;
+    comm.commDtype = at::kHalf;
+    attempt(1, comm);
+    attempt(2, dsrt::zero::testing::stage3Context(spec, {at::zeros({4}, at::kDouble).set_requires_grad(true)}, pg, rank));
+  });
+  CHECK_THAT(errors[0], Catch::Contains("offload_optimizer: not implemented at stage 3"));
+  CHECK_THAT(errors[1], Catch::Contains("reduces in fp32 only, got 'Half'"));
+  CHECK_THAT(errors[2], Catch::Contains("parameter 0 must be fp32, got 'Double'"));
+}

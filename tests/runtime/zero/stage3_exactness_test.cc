@@ -103,3 +103,48 @@ TEST_CASE("ZeRO-3 persistence, prefetch, max live and reuse settings do not chan
     }
   }
 }
+
+TEST_CASE("ZeRO-3 nested dsrt::zero::forward calls give the same result", "[runtime][zero][stage3][gloo]") {
+  const RunResult ref = referenceRun(dsrt::zero::testing::RunSpec{});
+  for (int64_t maxReuse : {int64_t{0}, int64_t{1000000000}}) {
+    Stage3Spec spec;
+    spec.run.stage = 3;
+    spec.run.worldSize = 2;
+    spec.run.gas = 2;
+    spec.nested = true;
+    spec.maxReuse = maxReuse;
+    requireMatches(spec, stage3Run(spec), ref);
+  }
+}
+
+TEST_CASE("without a stage-3 strategy dsrt::zero::forward is the module's own forward",
+          "[runtime][zero][stage3]") {
+  // The modules of the stage-3 tests trained in one process with torch::optim: the reference numbers.
+  const RunResult ref = referenceRun(dsrt::zero::testing::RunSpec{});
+  const auto data = dsrt::zero::testing::makeData(dsrt::zero::testing::RunSpec::kGlobalBatch * 4);
+  for (bool nested : {false, true}) {
+    dsrt::zero::testing::Zero3Mlp flat(dsrt::zero::testing::initialParams());
+    dsrt::zero::testing::NestedMlp deep(dsrt::zero::testing::initialParams());
+    auto params = nested ? deep->parameters() : flat->parameters();
+    torch::optim::Adam opt(params, torch::optim::AdamOptions(dsrt::zero::testing::RunSpec::kLr).weight_decay(0.01));
+    std::vector<double> losses;
+    for (int s = 0; s < 4; ++s) {
+      opt.zero_grad();
+      const int64_t b = dsrt::zero::testing::RunSpec::kGlobalBatch;
+      at::Tensor x = data.x.narrow(0, s * b, b);
+      at::Tensor loss = at::mse_loss(nested ? deep->forward(x) : flat->forward(x), data.y.narrow(0, s * b, b));
+      loss.backward();
+      opt.step();
+      losses.push_back(loss.item<double>());
+    }
+    INFO((nested ? "nested" : "flat"));
+    for (size_t s = 0; s < losses.size(); ++s) {
+      CHECK(relDiff(losses[s], ref.losses[s]) < 1e-5);
+    }
+    std::vector<at::Tensor> final;
+    for (const auto& p : params) {
+      final.push_back(p.detach());
+    }
+    CHECK(maxRelDiff(final, ref.params) < 1e-5);
+  }
+}

@@ -51,6 +51,29 @@ struct Zero3MlpImpl : torch::nn::Module {
 };
 TORCH_MODULE(Zero3Mlp);
 
+/// The same MLP with nested dsrt::zero::forward calls: the outer call gathers layers 0 and 1 together
+/// (a unit overlapping the inner calls' units), the inner calls find them gathered.
+struct LayerPairImpl : torch::nn::Module {
+  explicit LayerPairImpl(const std::vector<at::Tensor>& init)
+      : first(register_module("first", SavingLinear(init[0], init[1]))),
+        second(register_module("second", SavingLinear(init[2], init[3]))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    return at::relu(dsrt::zero::forward(second, at::relu(dsrt::zero::forward(first, x))));
+  }
+  SavingLinear first;
+  SavingLinear second;
+};
+TORCH_MODULE(LayerPair);
+
+struct NestedMlpImpl : torch::nn::Module {
+  explicit NestedMlpImpl(const std::vector<at::Tensor>& init)
+      : pair(register_module("pair", LayerPair(init))), last(register_module("last", SavingLinear(init[4], init[5]))) {}
+  at::Tensor forward(const at::Tensor& x) { return dsrt::zero::forward(last, dsrt::zero::forward(pair, x)); }
+  LayerPair pair;
+  SavingLinear last;
+};
+TORCH_MODULE(NestedMlp);
+
 /// RunSpec plus the stage3_* settings (defaults: persistence 0, everything partitioned).
 struct Stage3Spec {
   RunSpec run;
@@ -58,9 +81,10 @@ struct Stage3Spec {
   int64_t prefetch = 50000000;
   int64_t maxLive = 1000000000;
   int64_t maxReuse = 1000000000;
+  bool nested = false;  ///< NestedMlp instead of Zero3Mlp
 
   std::string name() const {
-    return run.name() + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
+    return run.name() + (nested ? " nested" : "") + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
            " max_live " + std::to_string(maxLive) + " max_reuse " + std::to_string(maxReuse);
   }
 };
@@ -105,8 +129,10 @@ inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec) {
   std::vector<Stage3Result> results(static_cast<size_t>(rs.worldSize));
   const int64_t micro = RunSpec::kGlobalBatch / (rs.worldSize * rs.gas);
   runRanks(rs.worldSize, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-    Zero3Mlp model(init);
-    auto params = model->parameters();
+    Zero3Mlp flat(init);
+    NestedMlp nested(init);
+    auto forward = [&](const at::Tensor& x) { return spec.nested ? nested->forward(x) : flat->forward(x); };
+    auto params = spec.nested ? nested->parameters() : flat->parameters();
     Stage3Strategy strategy(stage3Context(spec, params, pg, rank));
     Stage3Result& out = results[static_cast<size_t>(rank)];
     for (int s = 0; s < rs.steps; ++s) {
@@ -115,7 +141,7 @@ inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec) {
         const bool boundary = m + 1 == rs.gas;
         const int64_t first = s * RunSpec::kGlobalBatch + (m * rs.worldSize + rank) * micro;
         strategy.beginBackward(boundary);
-        at::Tensor loss = at::mse_loss(model->forward(data.x.narrow(0, first, micro)), data.y.narrow(0, first, micro));
+        at::Tensor loss = at::mse_loss(forward(data.x.narrow(0, first, micro)), data.y.narrow(0, first, micro));
         (loss / rs.gas).backward();
         strategy.endBackward(boundary);
         lossSum += loss.item<double>() / rs.gas;
