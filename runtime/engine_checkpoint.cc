@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/consolidate.h"
 #include "runtime/checkpoint/strategy_checkpoint.h"
 #include "runtime/engine.h"
+#include "runtime/precision/loss_scaler_json.h"
 
 namespace dsrt {
 namespace {
@@ -50,7 +51,9 @@ nlohmann::json Engine::engineState() const {
                         {"last_batch_iteration", lastBatchIteration_},
                         {"train_batch_size", config_.batch.trainBatchSize},
                         {"dp_world_size", world_size()},
-                        {"zero_stage", zero_stage()}};
+                        {"zero_stage", zero_stage()},
+                        {"skipped_steps", skippedSteps_},
+                        {"loss_scaler", precision::toJson(scaler_->state())}};
 }
 
 void Engine::loadEngineState(const nlohmann::json& s) {
@@ -62,6 +65,12 @@ void Engine::loadEngineState(const nlohmann::json& s) {
   microSteps_ = globalSteps_ * config_.batch.gradientAccumulationSteps;
   lastBatchIteration_ = s.value("last_batch_iteration", globalSteps_ - 1);
   samplesAtLastPrint_ = globalSamples_;
+  skippedSteps_ = s.value("skipped_steps", int64_t{0});
+  // The dynamic fp16 schedule resumes where it was; a static scale (fixed loss_scale, bf16, fp32) stays
+  // what this run's config says.
+  if (precision_.fp16 && scaler_->dynamic() && s.contains("loss_scaler")) {
+    scaler_->loadState(precision::lossScalerStateFromJson(s.at("loss_scaler")));
+  }
   applyScheduledMomentum();
 }
 
