@@ -83,6 +83,9 @@ void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& gr
 }
 
 void MasterPartition::copyGradToHost(const at::Tensor& grad) {
+  if (grad.is_same(hostGrad_)) {
+    return;  // ZeRO-2 offload reduced straight into the host buffer
+  }
   if (grad.device().is_cpu()) {
     hostGrad_.copy_(grad);
     return;

@@ -31,6 +31,9 @@ class MasterPartition {
 
   /// The fp32 master partition (host memory when offloaded; the model partition itself when aliased).
   const at::Tensor& master() const { return master_; }
+  /// Offload: the fp32 gradient partition in host memory (undefined without offload). ZeRO-2 accumulates
+  /// its averaged gradients straight into it during backward; step() then skips the download.
+  const at::Tensor& hostGrad() const { return hostGrad_; }
   /// True when master() is the model partition (fp32 model, no offload).
   bool aliased() const { return aliased_; }
   bool offloaded() const { return offload_; }

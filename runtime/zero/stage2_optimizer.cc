@@ -9,7 +9,15 @@
 namespace dsrt::zero {
 
 Stage2Optimizer::Stage2Optimizer(StrategyContext ctx) : ZeroOptimizer(std::move(ctx)) {
-  gradPartition_ = at::zeros({plan_.partitionNumel}, flatParams_.flat().options());
+  if (master_.offloaded()) {
+    // ZeRO-Offload: each bucket's averaged run goes straight to the host fp32 gradient partition as it
+    // arrives (DeepSpeed's async_accumulate_grad_in_cpu_via_gpu), so the device keeps no gradient
+    // partition and the copies happen during backward, not at the step.
+    gradPartition_ = master_.hostGrad();
+    gradPartition_.zero_();
+  } else {
+    gradPartition_ = at::zeros({plan_.partitionNumel}, flatParams_.flat().options());
+  }
   staged_.assign(ctx_.params.size(), false);
   BucketIo io;
   io.input = [this](size_t b) { return launchInput(b); };
@@ -36,7 +44,7 @@ at::Tensor Stage2Optimizer::stagingFor(size_t bucket) {
     while (freeStaging_.empty() && reducer_->completeOldest()) {
     }
     if (freeStaging_.empty()) {
-      freeStaging_.push_back(at::empty({maxBucketNumel_}, gradPartition_.options()));
+      freeStaging_.push_back(at::empty({maxBucketNumel_}, flatParams_.flat().options()));
     }
     stagingBase_[bucket] = std::move(freeStaging_.back());
     freeStaging_.pop_back();
@@ -88,7 +96,8 @@ void Stage2Optimizer::deliver(size_t bucket, const at::Tensor& averaged) {
   const int64_t offset = b.flatBegin + b.rankOffset(ctx_.rank) - plan_.partitionBegin(ctx_.rank);
   c10::AutoGradMode noGrad(false);
   if (averaged.numel() > 0) {
-    gradPartition_.narrow(0, offset, averaged.numel()).add_(averaged);
+    at::Tensor run = gradPartition_.narrow(0, offset, averaged.numel());
+    run.add_(averaged.device() == run.device() ? averaged : averaged.to(run.device()));
   }
   freeStaging_.push_back(std::move(stagingBase_[bucket]));
   staging_[bucket] = at::Tensor();
@@ -115,7 +124,8 @@ void Stage2Optimizer::zeroGrad() {
 }
 
 int64_t Stage2Optimizer::gradientBytes() const {
-  return static_cast<int64_t>(gradPartition_.nbytes());
+  // With offload the gradient partition is host memory (MasterPartition::hostBytes counts it).
+  return master_.offloaded() ? 0 : static_cast<int64_t>(gradPartition_.nbytes());
 }
 
 }  // namespace dsrt::zero

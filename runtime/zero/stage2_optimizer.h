@@ -34,6 +34,7 @@ class Stage2Optimizer : public ZeroOptimizer {
   void deliver(size_t bucket, const at::Tensor& averaged);
 
   at::Tensor gradPartition_;               ///< plan_.partitionNumel, accumulated across micro-steps
+                                           ///< (model dtype on the device; fp32 host memory with offload)
   std::vector<bool> staged_;               ///< per parameter: copied into staging this micro-step
   std::vector<int64_t> bucketOf_;          ///< per parameter: its bucket
   std::vector<at::Tensor> staging_;        ///< per bucket: its staging buffer while filling or in flight
