@@ -305,3 +305,43 @@ TEST_CASE("an fp16 checkpoint saved on 2 ranks and loaded on 1 and 4 restores th
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the example configs ds_config_fp16.json, ds_config_bf16.json and ds_config_offload.json train on 2 ranks",
+          "[runtime][core][precision]") {
+  struct Example {
+    const char* file;
+    c10::ScalarType dtype;
+    double firstScale;
+    bool offload;
+  };
+  for (const Example& ex : {Example{"ds_config_fp16.json", at::kHalf, 65536.0, false},
+                            Example{"ds_config_bf16.json", at::kBFloat16, 1.0, false},
+                            Example{"ds_config_offload.json", at::kFloat, 1.0, true}}) {
+    INFO(ex.file);
+    const std::string path = std::string(DSRUN_SOURCE_DIR) + "/examples/" + ex.file;
+    std::vector<std::vector<double>> losses(2);
+    std::vector<double> scale(2);
+    std::vector<int64_t> offloaded(2);
+    std::vector<c10::ScalarType> dtype(2);
+    runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+      dsrt::InitOptions opts;
+      opts.dist = distFor(rank, 2, pg);
+      auto engine = dsrt::initialize(std::make_shared<MixedMlp>(12, 24, 7), path, opts);
+      dtype[static_cast<size_t>(rank)] = engine->module()->params[0].scalar_type();
+      scale[static_cast<size_t>(rank)] = engine->cur_scale();
+      for (int step = 0; step < 5; ++step) {
+        auto [x, y] = dsrt::examples::microBatch(7, 0, engine->train_micro_batch_size_per_gpu(), 12, rank, 2);
+        at::Tensor loss = at::mse_loss(engine->forward(x).to(at::kFloat), y);
+        engine->backward(loss);
+        engine->step();
+        losses[static_cast<size_t>(rank)].push_back(loss.item<double>());
+      }
+      offloaded[static_cast<size_t>(rank)] = engine->offloaded_state_bytes();
+      pg->barrier()->wait();
+    });
+    CHECK(dtype[0] == ex.dtype);
+    CHECK(scale[0] == ex.firstScale);
+    CHECK((offloaded[0] > 0) == ex.offload);
+    CHECK(losses[0].back() < losses[0].front());
+  }
+}
