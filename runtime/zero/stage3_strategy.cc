@@ -1,6 +1,7 @@
 #include "runtime/zero/stage3_strategy.h"
 
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/master_partition.h"
 #include "runtime/zero/param_allgather.h"
 
 #include <ATen/ATen.h>
@@ -57,9 +58,6 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
               "zero stage 3: process group does not match rank ", ctx_.rank, " of ", ctx_.worldSize);
   TORCH_CHECK(!ctx_.params.empty(), "zero stage 3: no parameters to partition");
   TORCH_CHECK(ctx_.makeOptimizer, "zero stage 3: no optimizer factory");
-  TORCH_CHECK(!ctx_.offloadOptimizer,
-              "zero_optimization.offload_optimizer: not implemented at stage 3 in libdsrt (stages 1 and 2 only), "
-              "got device 'cpu'");
   TORCH_CHECK(!ctx_.commDtype || *ctx_.commDtype == at::kFloat,
               "communication_data_type: stage 3 in libdsrt reduces in fp32 only, got '", *ctx_.commDtype, "'");
   for (const auto& p : ctx_.params) {
@@ -68,7 +66,8 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
   const auto settings = settingsOf(ctx_);
   partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options().dtype(at::kFloat));
   copyPartitionFrom(plan_, ctx_.rank, ctx_.params, partition_);
-  optimizer_ = ctx_.makeOptimizer(partition_);
+  master_ = std::make_unique<MasterPartition>(partition_, ctx_.offloadOptimizer, ctx_.pinMemory);
+  optimizer_ = ctx_.makeOptimizer(master_->master());
   TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero stage 3: optimizer built for ",
               optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
   grads_ = std::make_unique<Stage3GradReducer>(ctx_, plan_);  // hooks first: parameters are still full
@@ -98,13 +97,10 @@ double Stage3Strategy::gradNorm() {
 }
 
 void Stage3Strategy::step(double lr, double clipScale) {
-  c10::AutoGradMode noGrad(false);
-  at::Tensor grads = gradPartition();
-  if (clipScale != 1.0) {
-    grads.mul_(clipScale);
-  }
   coordinator_->releaseAll();  // nothing gathered may outlive the update it would contradict
-  optimizer_->step(partition_, grads, lr);
+  // Aliased (fp32, no offload): the optimizer steps the partition itself. Offloaded: the gradient goes
+  // to host memory, the optimizer steps the host master, the partition receives the result.
+  master_->step(*optimizer_, gradPartition(), clipScale, lr);
   coordinator_->refreshPersistent();
 }
 
@@ -113,8 +109,17 @@ void Stage3Strategy::zeroGrad() {
 }
 
 int64_t Stage3Strategy::modelStateBytes() const {
-  return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizer_->stateBytes() +
-         coordinator_->persistentBytes();
+  const int64_t optimizerHere = master_->offloaded() ? 0 : optimizer_->stateBytes();
+  return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizerHere +
+         master_->deviceBytes() + coordinator_->persistentBytes();
+}
+
+int64_t Stage3Strategy::offloadedStateBytes() const {
+  return master_->offloaded() ? master_->hostBytes() + optimizer_->stateBytes() : 0;
+}
+
+at::Tensor Stage3Strategy::masterPartition() const {
+  return master_->master();
 }
 
 std::vector<at::Tensor> Stage3Strategy::fullParams() {
@@ -142,6 +147,7 @@ void Stage3Strategy::loadFullParams(const std::vector<at::Tensor>& full) {
     fp32.push_back(t.detach().to(at::kFloat));
   }
   copyPartitionFrom(plan_, ctx_.rank, fp32, partition_);
+  master_->loadFromModel();
   coordinator_->refreshPersistent();
 }
 
@@ -150,7 +156,7 @@ void Stage3Strategy::loadMasterPartition(const at::Tensor& fp32) {
   TORCH_CHECK(fp32.numel() == plan_.partitionNumel, "zero stage 3: master partition of ", plan_.partitionNumel,
               " elements expected, got '", fp32.numel(), "'");
   coordinator_->releaseAll();
-  partition_.copy_(fp32.reshape({-1}));
+  master_->load(fp32);
   coordinator_->refreshPersistent();
 }
 

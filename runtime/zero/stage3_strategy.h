@@ -6,7 +6,10 @@
 // stage3_param_persistence_threshold). Every other parameter's data is an empty tensor except while
 // its module runs (dsrt::zero::forward gathers it: Stage3ParamCoordinator). Gradients are reduce-
 // scattered into the partitions as they become final (Stage3GradReducer), every micro-step.
+// offload_optimizer (MasterPartition): the fp32 master, a gradient copy and the optimizer state live
+// in host memory and the step runs there; the partition receives the updated values.
 
+#include "runtime/zero/master_partition.h"
 #include "runtime/zero/partitioned_strategy.h"
 #include "runtime/zero/stage3_grad_reducer.h"
 #include "runtime/zero/stage3_param_coordinator.h"
@@ -35,15 +38,19 @@ class Stage3Strategy : public PartitionedStrategy {
   void zeroGrad() override;
   optim::FlatOptimizer& optimizer() override { return *optimizer_; }
   /// 4 bytes x (parameter partition + gradient partition) + optimizer state + persistent parameters'
-  /// full data: (4 + 4 + 8) Psi / N + persistent for Adam.
+  /// full data: (4 + 4 + 8) Psi / N + persistent for Adam. With offload_optimizer the optimizer state
+  /// is in offloadedStateBytes() instead.
   int64_t modelStateBytes() const override;
+  /// offload_optimizer: the host fp32 master and gradient partitions plus the optimizer state; else 0.
+  int64_t offloadedStateBytes() const override;
   /// Collective: all-gathers every partition into fresh full tensors (the model stays released).
   std::vector<at::Tensor> fullParams() override;
   /// Takes this rank's partition from `full`, then re-gathers the persistent parameters. Collective.
   void loadFullParams(const std::vector<at::Tensor>& full) override;
 
   const PartitionPlan& plan() const override { return plan_; }
-  at::Tensor masterPartition() const override { return partition_; }
+  /// The fp32 master: the parameter partition itself, or its host copy with offload_optimizer.
+  at::Tensor masterPartition() const override;
   void loadMasterPartition(const at::Tensor& fp32) override;
 
   const at::Tensor& gradPartition() const { return grads_->gradPartition(); }
@@ -53,7 +60,8 @@ class Stage3Strategy : public PartitionedStrategy {
   StrategyContext ctx_;
   PartitionPlan plan_;
   std::vector<std::vector<int64_t>> shapes_;  ///< full parameter shapes (released data is empty)
-  at::Tensor partition_;  ///< plan_.partitionNumel fp32: this rank's parameters
+  at::Tensor partition_;  ///< plan_.partitionNumel fp32: this rank's parameters (what gathers read)
+  std::unique_ptr<MasterPartition> master_;  ///< aliases partition_ unless offload_optimizer
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
   std::unique_ptr<Stage3GradReducer> grads_;
   std::unique_ptr<Stage3ParamCoordinator> coordinator_;  ///< last: releases the parameters

@@ -19,7 +19,7 @@ using dsrt::zero::testing::RunSpec;
 using dsrt::zero::testing::Stage3Spec;
 using dsrt::zero::testing::stage3Run;
 
-TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persistent parameters' full data",
+TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persistent parameters' full data (offload: 8 Psi / N)",
           "[runtime][zero][stage3][gloo]") {
   // Psi = 1000003 in three tensors; the 3-element one is persistent when the threshold is >= 3.
   const std::vector<int64_t> numels{600001, 399999, 3};
@@ -31,17 +31,23 @@ TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persiste
       bool adam;
       double momentum;
       int64_t threshold;
+      bool offload;
       int64_t expected;
+      int64_t offloaded;
     };
     const std::vector<Case> cases{
-        {true, 0.0, 0, 4 * part + 4 * part + 8 * part},            // param + grad partitions, Adam m and v
-        {true, 0.0, 10, 4 * part + 4 * part + 8 * part + 4 * 3},   // + the persistent tensor's full data
-        {false, 0.9, 0, 4 * part + 4 * part + 4 * part},           // SGD momentum buffer
-        {false, 0.0, 100, 4 * part + 4 * part + 4 * 3},            // plain SGD: no state
+        {true, 0.0, 0, false, 4 * part + 4 * part + 8 * part, 0},           // param + grad partitions, Adam m, v
+        {true, 0.0, 10, false, 4 * part + 4 * part + 8 * part + 4 * 3, 0},  // + the persistent tensor's data
+        {false, 0.9, 0, false, 4 * part + 4 * part + 4 * part, 0},          // SGD momentum buffer
+        {false, 0.0, 100, false, 4 * part + 4 * part + 4 * 3, 0},           // plain SGD: no state
+        // offload_optimizer: host fp32 master + host gradient copy + Adam state leave the device
+        {true, 0.0, 10, true, 4 * part + 4 * part + 4 * 3, 4 * part + 4 * part + 8 * part},
     };
     for (const auto& c : cases) {
-      INFO("world " << world << (c.adam ? " adam" : " sgd") << " threshold " << c.threshold);
+      INFO("world " << world << (c.adam ? " adam" : " sgd") << " threshold " << c.threshold
+                    << (c.offload ? " offload" : ""));
       std::vector<int64_t> got(static_cast<size_t>(world));
+      std::vector<int64_t> gotOffloaded(static_cast<size_t>(world));
       std::vector<int64_t> heldNumel(static_cast<size_t>(world));
       dsrt::zero::testing::runRanks(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
         std::vector<at::Tensor> params;
@@ -52,6 +58,7 @@ TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persiste
         spec.run.worldSize = world;
         spec.run.adam = c.adam;
         spec.persistence = c.threshold;
+        spec.offload = c.offload;
         StrategyContext ctx = dsrt::zero::testing::stage3Context(spec, params, pg, rank);
         dsrt::optim::OptimizerSpec ospec;
         ospec.kind = c.adam ? dsrt::optim::OptimizerKind::kAdam : dsrt::optim::OptimizerKind::kSgd;
@@ -59,12 +66,14 @@ TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persiste
         ctx.makeOptimizer = [ospec](at::Tensor flat) { return dsrt::optim::makeFlatOptimizer(ospec, flat.numel()); };
         auto strategy = dsrt::zero::makeZeroStrategy(3, ctx);
         got[static_cast<size_t>(rank)] = strategy->modelStateBytes();
+        gotOffloaded[static_cast<size_t>(rank)] = strategy->offloadedStateBytes();
         for (const auto& p : params) {
           heldNumel[static_cast<size_t>(rank)] += p.numel();
         }
       });
       for (int r = 0; r < world; ++r) {
         CHECK(got[static_cast<size_t>(r)] == c.expected);
+        CHECK(gotOffloaded[static_cast<size_t>(r)] == c.offloaded);
         // The model's own tensors hold only the persistent parameter.
         CHECK(heldNumel[static_cast<size_t>(r)] == (c.threshold >= 3 ? 3 : 0));
       }
@@ -173,7 +182,7 @@ struct EngineRun {
   int64_t modelStateBytes = 0;
 };
 
-EngineRun engineRun(int stage, int world) {
+EngineRun engineRun(int stage, int world, bool offload = false) {
   const auto init = dsrt::zero::testing::initialParams();
   const auto data = dsrt::zero::testing::makeData(24 * 3);
   nlohmann::json config{
@@ -189,6 +198,9 @@ EngineRun engineRun(int stage, int world) {
         {"stage3_max_live_parameters", 200},
         {"stage3_max_reuse_distance", 100}}},
   };
+  if (offload) {
+    config["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+  }
   std::vector<EngineRun> runs(static_cast<size_t>(world));
   dsrt::zero::testing::runRanks(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     dsrt::InitOptions opts;
@@ -219,9 +231,9 @@ EngineRun engineRun(int stage, int world) {
 
 TEST_CASE("the engine runs ZeRO-3 from a ds_config with the losses of stage 0", "[runtime][zero][stage3][gloo]") {
   const EngineRun ref = engineRun(0, 1);
-  for (int world : {1, 2}) {
-    const EngineRun got = engineRun(3, world);
-    INFO("world " << world);
+  for (auto [world, offload] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}}) {
+    const EngineRun got = engineRun(3, world, offload);
+    INFO("world " << world << (offload ? " offload_optimizer" : ""));
     REQUIRE(got.losses.size() == ref.losses.size());
     for (size_t s = 0; s < ref.losses.size(); ++s) {
       CHECK(dsrt::zero::testing::relDiff(got.losses[s], ref.losses[s]) < 1e-5);
@@ -243,9 +255,8 @@ TEST_CASE("examples/ds_config_zero3.json configures stage 3", "[runtime][zero][s
   CHECK(cfg.batch.gradientAccumulationSteps == 1);
 }
 
-TEST_CASE("ZeRO-3 rejects offload_optimizer, a non-fp32 communication dtype and non-fp32 parameters",
-          "[runtime][zero][stage3][gloo]") {
-  std::vector<std::string> errors(3);
+TEST_CASE("ZeRO-3 rejects a non-fp32 communication dtype and non-fp32 parameters", "[runtime][zero][stage3][gloo]") {
+  std::vector<std::string> errors(2);
   dsrt::zero::testing::runRanks(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     auto attempt = [&](size_t slot, StrategyContext ctx) {
       try {
@@ -255,17 +266,12 @@ TEST_CASE("ZeRO-3 rejects offload_optimizer, a non-fp32 communication dtype and 
       }
     };
     Stage3Spec spec;
-    StrategyContext offload =
+    StrategyContext comm =
         dsrt::zero::testing::stage3Context(spec, dsrt::zero::testing::replicate(dsrt::zero::testing::initialParams()), pg, rank);
-    offload.offloadOptimizer = true;
-    attempt(0, offload);
-    StrategyContext comm = offload;
-    comm.offloadOptimizer = false;
     comm.commDtype = at::kHalf;
-    attempt(1, comm);
-    attempt(2, dsrt::zero::testing::stage3Context(spec, {at::zeros({4}, at::kDouble).set_requires_grad(true)}, pg, rank));
+    attempt(0, comm);
+    attempt(1, dsrt::zero::testing::stage3Context(spec, {at::zeros({4}, at::kDouble).set_requires_grad(true)}, pg, rank));
   });
-  CHECK_THAT(errors[0], Catch::Contains("offload_optimizer: not implemented at stage 3"));
-  CHECK_THAT(errors[1], Catch::Contains("reduces in fp32 only, got 'Half'"));
-  CHECK_THAT(errors[2], Catch::Contains("parameter 0 must be fp32, got 'Double'"));
+  CHECK_THAT(errors[0], Catch::Contains("reduces in fp32 only, got 'Half'"));
+  CHECK_THAT(errors[1], Catch::Contains("parameter 0 must be fp32, got 'Double'"));
 }

@@ -148,3 +148,19 @@ TEST_CASE("without a stage-3 strategy dsrt::zero::forward is the module's own fo
     CHECK(maxRelDiff(final, ref.params) < 1e-5);
   }
 }
+
+TEST_CASE("ZeRO-3 with offload_optimizer reproduces a single process", "[runtime][zero][stage3][gloo]") {
+  dsrt::zero::testing::RunSpec base;
+  base.clip = 0.05;
+  const RunResult ref = referenceRun(base);
+  for (int world : {1, 2, 4}) {
+    Stage3Spec spec;
+    spec.run = base;
+    spec.run.stage = 3;
+    spec.run.worldSize = world;
+    spec.run.gas = 2;
+    spec.persistence = 13;
+    spec.offload = true;
+    requireMatches(spec, stage3Run(spec), ref);
+  }
+}

@@ -82,9 +82,10 @@ struct Stage3Spec {
   int64_t maxLive = 1000000000;
   int64_t maxReuse = 1000000000;
   bool nested = false;  ///< NestedMlp instead of Zero3Mlp
+  bool offload = false;  ///< offload_optimizer: {device: cpu}
 
   std::string name() const {
-    return run.name() + (nested ? " nested" : "") + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
+    return run.name() + (nested ? " nested" : "") + (offload ? " offload_optimizer" : "") + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
            " max_live " + std::to_string(maxLive) + " max_reuse " + std::to_string(maxReuse);
   }
 };
@@ -115,6 +116,7 @@ inline StrategyContext stage3Context(const Stage3Spec& spec, std::vector<at::Ten
   ctx.stage3ParamPersistenceThreshold = spec.persistence;
   ctx.stage3MaxLiveParameters = spec.maxLive;
   ctx.stage3MaxReuseDistance = spec.maxReuse;
+  ctx.offloadOptimizer = spec.offload;
   auto ospec = spec.run.optimizerSpec();
   ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
   return ctx;
