@@ -104,7 +104,8 @@ LossScaleUpdate LossScaler::updateFp16Optimizer(bool overflow) {
     }
   }
   if (overflow) {
-    out.message = "Overflow detected. Skipping step. Attempted loss scale: " + before + ", reducing to " +
+    // log_dist(..., ranks=[0]) prefixes the rank.
+    out.message = "[Rank 0] Overflow detected. Skipping step. Attempted loss scale: " + before + ", reducing to " +
                   (pyFloat_ ? asPyFloat(state_.curScale) : asInt(state_.curScale));
   }
   ++state_.curIter;

@@ -44,7 +44,7 @@ struct LossScaleUpdate {
   double previousScale = 0.0;
   double scale = 0.0;
   /// DeepSpeed's rank-0 log line for this update ("[deepspeed] OVERFLOW! Rank 0 ..." for ZeRO, "Overflow
-  /// detected. ..." for stage 0); empty when nothing happened.
+  /// detected. ..." for stage 0, as log_dist prints it); empty when nothing happened.
   std::string message;
 };
 

@@ -34,12 +34,12 @@ TEST_CASE("stage 0 follows FP16_Optimizer's schedule: growth when iter - last_ov
       {false, 8, ""},   // iter 0: stable 0
       {false, 8, ""},   // iter 1: stable 1
       {false, 16, ""},  // iter 2: stable 2 -> x2 (DynamicLossScaler would have grown at iter 1)
-      {true, 8, "Overflow detected. Skipping step. Attempted loss scale: 16, reducing to 8.0"},
+      {true, 8, "[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 16, reducing to 8.0"},
       {false, 8, ""},   // iter 4: stable 0
       {false, 8, ""},   // iter 5: stable 1
       {false, 16, ""},  // iter 6: stable 2
-      {true, 8, "Overflow detected. Skipping step. Attempted loss scale: 16.0, reducing to 8.0"},
-      {true, 4, "Overflow detected. Skipping step. Attempted loss scale: 8.0, reducing to 4.0"},
+      {true, 8, "[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 16.0, reducing to 8.0"},
+      {true, 4, "[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 8.0, reducing to 4.0"},
   };
   for (size_t i = 0; i < rows.size(); ++i) {
     INFO("iteration " << i);
