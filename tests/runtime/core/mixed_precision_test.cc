@@ -189,7 +189,7 @@ TEST_CASE("model_state_bytes follows the ZeRO paper's 2 + 2 + 12 bytes per param
   }
 }
 
-TEST_CASE("communication_data_type: fp16 gradients allreduced in fp16 overflow where an fp32 wire does not; the "
+TEST_CASE("communication_data_type: fp16 gradients allreduced in fp16 overflow where an fp32 wire does not, and the "
           "reduce-scatter divides first, as DeepSpeed's average_tensor",
           "[runtime][core][precision]") {
   for (int stage : {0, 1, 2}) {
@@ -232,7 +232,7 @@ TEST_CASE("communication_data_type: fp16 gradients allreduced in fp16 overflow w
   }
 }
 
-TEST_CASE("an fp16 checkpoint saved on 2 ranks and loaded on 1 and 4 restores the fp32 masters, the loss scale and "
+TEST_CASE("an fp16 checkpoint saved on 2 ranks and loaded on 1, 2 and 4 restores the fp32 masters, the loss scale and "
           "the skipped-step count, and continues like the uninterrupted run",
           "[runtime][core][precision][checkpoint]") {
   const std::string dir = "/tmp/dsrt_precision_ckpt_" + std::to_string(::getpid());
