@@ -77,7 +77,8 @@ inline MixedResult trainMixed(const nlohmann::json& config, const std::shared_pt
       const int64_t index = (repeatData ? 0 : step * gas) + m;
       auto [x, y] = examples::microBatch(seed, index, micro, dim, engine->rank(), engine->world_size());
       at::Tensor loss = at::mse_loss(engine->forward(x).to(at::kFloat), y);
-      const double f = factor ? factor(engine->rank(), step) : 1.0;
+      // The factor applies to the first micro-step of the step only (with accumulation the others are clean).
+      const double f = factor && m == 0 ? factor(engine->rank(), step) : 1.0;
       engine->backward(f == 1.0 ? loss : loss * f);
       engine->step();
       lossSum += loss.detach().to(at::kDouble);
