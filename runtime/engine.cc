@@ -216,7 +216,9 @@ void Engine::step() {
 void Engine::zero_grad() { strategy_->zeroGrad(); }
 
 bool Engine::anyRankOverflowed() {
-  at::Tensor flag = at::full({1}, strategy_->hasOverflow() ? 1.0f : 0.0f);
+  // On the parameters' device: NCCL reduces only device tensors.
+  at::Tensor flag = at::full({1}, strategy_->hasOverflow() ? 1.0f : 0.0f,
+                             at::TensorOptions().dtype(at::kFloat).device(params_.front().device()));
   if (world_size() > 1) {
     std::vector<at::Tensor> t{flag};
     c10d::AllreduceOptions opts;
