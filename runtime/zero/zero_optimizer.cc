@@ -84,7 +84,8 @@ std::vector<at::Tensor> ZeroOptimizer::fullParams() {
     return out;
   }
   c10::AutoGradMode noGrad(false);
-  at::Tensor flat = at::zeros({plan_.paddedNumel}, at::TensorOptions().dtype(at::kFloat));
+  // On the model's device, where the process group's collectives run (NCCL: device tensors only).
+  at::Tensor flat = at::zeros({plan_.paddedNumel}, flatParams_.flat().options().dtype(at::kFloat));
   flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(master_.master());
   allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
   const auto& params = flatParams_.params();
