@@ -53,26 +53,37 @@ class DdpStrategy final : public GradStrategy {
       // 16-bit flat receives the result.
       master_ = flatParams_.to(at::kFloat);
     }
+    if (dtype == at::kBFloat16) {
+      // BF16_Optimizer accumulates every micro-step's bf16 gradients into fp32 "hp" gradients and the
+      // engine allreduces those after backward (buffered_allreduce_fallback): no bf16 accumulation.
+      accum_ = at::zeros_like(master_);
+    }
     optimizer_ = ctx_.makeOptimizer(masterFlat());
     TORCH_CHECK(optimizer_ && optimizer_->numel() == flatParams_.numel(),
                 "zero_optimization.stage 0: the optimizer factory returned an optimizer for ",
                 optimizer_ ? optimizer_->numel() : -1, " elements, expected ", flatParams_.numel());
   }
 
-  void beginBackward(bool isBoundary) override { reducer_.prepare(isBoundary); }
+  void beginBackward(bool isBoundary) override { reducer_.prepare(isBoundary && !accum_.defined()); }
 
   void endBackward(bool isBoundary) override {
+    if (!accum_.defined()) {
+      if (isBoundary) {
+        reducer_.finish();
+      }
+      return;
+    }
+    at::NoGradGuard noGrad;
+    accum_.add_(reducer_.flatGrad());
+    reducer_.zeroGrad();
     if (isBoundary) {
-      reducer_.finish();
+      allreduceAccumulated();
     }
   }
 
-  double gradNorm() override {
-    const at::Tensor& g = reducer_.flatGrad();
-    return (g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).norm().item<double>();
-  }
+  double gradNorm() override { return fp32Grad().norm().item<double>(); }
 
-  bool hasOverflow() override { return !at::isfinite(reducer_.flatGrad()).all().item<bool>(); }
+  bool hasOverflow() override { return !at::isfinite(fp32Grad()).all().item<bool>(); }
 
   // clipScale is the engine's combined factor (1/loss_scale times the clipping coefficient).
   void step(double lr, double clipScale) override {
@@ -85,14 +96,19 @@ class DdpStrategy final : public GradStrategy {
       optimizer_->step(flatParams_, grad, lr);
       return;
     }
-    at::Tensor grad32 = grad.to(at::kFloat);
+    at::Tensor grad32 = accum_.defined() ? accum_ : grad.to(at::kFloat);
     if (clipScale != 1.0) {
       grad32.mul_(clipScale);
     }
     optimizer_->stepAndCopy(master_, grad32, lr, flatParams_);
   }
 
-  void zeroGrad() override { reducer_.zeroGrad(); }
+  void zeroGrad() override {
+    reducer_.zeroGrad();
+    if (accum_.defined()) {
+      accum_.zero_();
+    }
+  }
 
   optim::FlatOptimizer& optimizer() override { return *optimizer_; }
 
@@ -119,12 +135,38 @@ class DdpStrategy final : public GradStrategy {
   int64_t modelStateBytes() const override {
     const int64_t bytes = flatParams_.numel() * static_cast<int64_t>(flatParams_.element_size());
     const int64_t masterBytes = master_.defined() ? static_cast<int64_t>(master_.nbytes()) : 0;
-    return bytes /* params */ + bytes /* grads */ + masterBytes + optimizer_->stateBytes();
+    const int64_t accumBytes = accum_.defined() ? static_cast<int64_t>(accum_.nbytes()) : 0;
+    return bytes /* params */ + bytes /* grads */ + masterBytes + accumBytes + optimizer_->stateBytes();
   }
 
  private:
   StrategyContext ctx_;
   GradReducer reducer_;
+  /// The averaged gradient the step uses, in fp32 (a temporary copy for fp16).
+  at::Tensor fp32Grad() const {
+    if (accum_.defined()) {
+      return accum_;
+    }
+    const at::Tensor& g = reducer_.flatGrad();
+    return g.scalar_type() == at::kFloat ? g : g.to(at::kFloat);
+  }
+
+  /// bf16: allreduce the fp32 accumulated gradients in communication_data_type (DeepSpeed's
+  /// allreduce_bucket: converted copy, averaged in that dtype, copied back).
+  void allreduceAccumulated() {
+    const int world = ctx_.pg->getSize();
+    if (world == 1) {
+      return;
+    }
+    at::Tensor wire = ctx_.commDtype && *ctx_.commDtype != at::kFloat ? accum_.to(*ctx_.commDtype) : accum_;
+    std::vector<at::Tensor> tensors{wire};
+    ctx_.pg->allreduce(tensors)->wait();
+    wire.div_(world);
+    if (!wire.is_same(accum_)) {
+      accum_.copy_(wire);
+    }
+  }
+
   const at::Tensor& masterFlat() const { return master_.defined() ? master_ : flatParams_; }
   /// Parameter i's fp32 value (its master slot, or the parameter itself for an fp32 model).
   at::Tensor masterOf(size_t i) const {
@@ -134,6 +176,7 @@ class DdpStrategy final : public GradStrategy {
 
   at::Tensor flatParams_;  ///< every parameter's storage (model dtype)
   at::Tensor master_;      ///< fp16/bf16 models: the fp32 master flat the optimizer updates (same layout)
+  at::Tensor accum_;       ///< bf16 models: fp32 gradients accumulated over micro-steps, then allreduced
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
 };
 

@@ -347,3 +347,37 @@ TEST_CASE("the example configs ds_config_fp16.json, ds_config_bf16.json and ds_c
     CHECK(losses[0].back() < losses[0].front());
   }
 }
+
+TEST_CASE("bf16 at stage 0 accumulates micro-step gradients in fp32 like BF16_Optimizer, while ZeRO accumulates in "
+          "bf16 like DeepSpeed's ZeRO with its default grad_accum_dtype",
+          "[runtime][core][precision]") {
+  for (int stage : {0, 1, 2}) {
+    INFO("stage " << stage);
+    std::vector<double> norms(2, 0.0);
+    runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+      at::Tensor p = at::full({1}, 1.0, at::kBFloat16).set_requires_grad(true);
+      dsrt::StrategyContext ctx;
+      ctx.params = {p};
+      ctx.pg = pg;
+      ctx.rank = rank;
+      ctx.worldSize = 2;
+      ctx.commDtype = at::kFloat;  // Gloo has no bfloat16 (the engine does the same)
+      dsrt::optim::OptimizerSpec spec;
+      ctx.makeOptimizer = [spec](at::Tensor flat) { return dsrt::optim::makeFlatOptimizer(spec, flat.numel()); };
+      auto strategy = dsrt::makeGradStrategy(stage, ctx);
+      strategy->zeroGrad();
+      // Gradients 256, 1, 1, 1: fp32 sums 259; bf16 (8 significant bits, spacing 2 at 256) stays at 256.
+      const std::vector<double> grads{256.0, 1.0, 1.0, 1.0};
+      for (size_t m = 0; m < grads.size(); ++m) {
+        const bool boundary = m + 1 == grads.size();
+        strategy->beginBackward(boundary);
+        (p * grads[m]).sum().backward();
+        strategy->endBackward(boundary);
+      }
+      norms[static_cast<size_t>(rank)] = strategy->gradNorm();
+      pg->barrier()->wait();
+    });
+    CHECK(norms[0] == (stage == 0 ? 259.0 : 256.0));
+    CHECK(norms[1] == norms[0]);
+  }
+}
