@@ -10,9 +10,11 @@
 
 namespace dsrt::zero {
 
-Stage3GradReducer::Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan)
-    : params_(ctx.params), rank_(ctx.rank), plan_(plan) {
-  gradPartition_ = at::zeros({plan_.partitionNumel}, params_.front().options().dtype(at::kFloat));
+Stage3GradReducer::Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor gradPartition)
+    : params_(ctx.params), rank_(ctx.rank), plan_(plan), gradPartition_(std::move(gradPartition)) {
+  TORCH_CHECK(gradPartition_.numel() == plan_.partitionNumel, "zero stage 3: gradient partition has ",
+              gradPartition_.numel(), " elements, expected '", plan_.partitionNumel, "'");
+  gradPartition_.zero_();
   staged_.assign(params_.size(), false);
   BucketIo io;
   io.input = [this](size_t b) { return launchInput(b); };
@@ -21,6 +23,9 @@ Stage3GradReducer::Stage3GradReducer(const StrategyContext& ctx, const Partition
   reducer_ = std::make_unique<BucketReducer>(ctx.pg, ctx.rank, ctx.worldSize,
                                              planReduceBuckets(plan_, ctx.reduceBucketNumel),
                                              static_cast<int64_t>(params_.size()), mode, ctx.overlapComm, std::move(io));
+  if (ctx.commDtype) {
+    reducer_->setCommDtype(*ctx.commDtype);
+  }
   bucketOf_ = bucketOfParam(reducer_->buckets(), static_cast<int64_t>(params_.size()));
   staging_.resize(reducer_->buckets().size());
   stagingBase_.resize(reducer_->buckets().size());
@@ -41,7 +46,7 @@ at::Tensor Stage3GradReducer::stagingFor(size_t bucket) {
     while (freeStaging_.empty() && reducer_->completeOldest()) {
     }
     if (freeStaging_.empty()) {
-      freeStaging_.push_back(at::empty({maxBucketNumel_}, gradPartition_.options()));
+      freeStaging_.push_back(at::empty({maxBucketNumel_}, params_.front().options()));
     }
     stagingBase_[bucket] = std::move(freeStaging_.back());
     freeStaging_.pop_back();
@@ -92,7 +97,8 @@ void Stage3GradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
   const int64_t offset = b.flatBegin + b.rankOffset(rank_) - plan_.partitionBegin(rank_);
   c10::AutoGradMode noGrad(false);
   if (averaged.numel() > 0) {
-    gradPartition_.narrow(0, offset, averaged.numel()).add_(averaged);
+    at::Tensor run = gradPartition_.narrow(0, offset, averaged.numel());
+    run.add_(averaged.device() == run.device() ? averaged : averaged.to(run.device()));
   }
   freeStaging_.push_back(std::move(stagingBase_[bucket]));
   staging_[bucket] = at::Tensor();

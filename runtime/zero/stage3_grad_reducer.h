@@ -22,8 +22,11 @@ namespace dsrt::zero {
 class Stage3GradReducer {
  public:
   /// Builds the hooks now: construct it while the parameters still hold their full data (the grad
-  /// accumulators record the parameters' shapes).
-  Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan);
+  /// accumulators record the parameters' shapes). `gradPartition` (plan.partitionNumel elements, any
+  /// floating dtype and device: the model's dtype, or the host fp32 buffer of offload_optimizer)
+  /// receives this rank's averaged runs; staging buffers take the parameters' dtype, and the
+  /// collective runs in ctx.commDtype when set.
+  Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor gradPartition);
   ~Stage3GradReducer();
   Stage3GradReducer(const Stage3GradReducer&) = delete;
   Stage3GradReducer& operator=(const Stage3GradReducer&) = delete;
@@ -32,7 +35,7 @@ class Stage3GradReducer {
   /// Reduces whatever is left (unused parameters count as zeros) and waits for every bucket.
   void endBackward();
   void zeroGrad();
-  /// plan.partitionNumel fp32 elements, accumulated across micro-steps.
+  /// plan.partitionNumel elements, accumulated across micro-steps.
   const at::Tensor& gradPartition() const { return gradPartition_; }
 
  private:

@@ -11,6 +11,7 @@
 namespace dsrt::zero {
 
 /// `input` [..., in], `weight` [out, in], `bias` [out] or undefined. Differentiable in all three.
+/// fp16 weights on the CPU (no fp16 matmul there) compute in fp32 and round the output to fp16.
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias = at::Tensor());
 
 }  // namespace dsrt::zero

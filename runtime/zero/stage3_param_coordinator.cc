@@ -213,7 +213,7 @@ void Stage3ParamCoordinator::refreshPersistent() {
 int64_t Stage3ParamCoordinator::persistentBytes() const {
   int64_t bytes = 0;
   for (int64_t p : persistentParams_) {
-    bytes += plan_.paramNumels[static_cast<size_t>(p)] * static_cast<int64_t>(sizeof(float));
+    bytes += plan_.paramNumels[static_cast<size_t>(p)] * params_[static_cast<size_t>(p)].element_size();
   }
   return bytes;
 }

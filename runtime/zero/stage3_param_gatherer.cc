@@ -59,11 +59,13 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
     g.recv = g.send;
   } else {
     g.recv = at::empty({world * g.plan.pieceNumel}, partition_.options());
+    // An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
+    auto wire = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; };
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int r = 0; r < world; ++r) {
-      outputs[0].push_back(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel));
+      outputs[0].push_back(wire(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel)));
     }
-    std::vector<at::Tensor> inputs{g.send};
+    std::vector<at::Tensor> inputs{wire(g.send)};
     g.work = pg_->allgather(outputs, inputs);
   }
   for (int64_t p : g.plan.params) {

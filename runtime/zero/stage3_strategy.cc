@@ -18,8 +18,11 @@ namespace {
 std::vector<int64_t> numelsOf(const std::vector<at::Tensor>& params) {
   std::vector<int64_t> numels;
   for (size_t i = 0; i < params.size(); ++i) {
-    TORCH_CHECK(params[i].scalar_type() == at::kFloat, "zero stage 3: parameter ", i, " must be fp32, got '",
-                params[i].scalar_type(), "'");
+    const auto dtype = params[i].scalar_type();
+    TORCH_CHECK(dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16, "zero stage 3: parameter ", i,
+                " must be fp32, fp16 or bf16, got '", dtype, "'");
+    TORCH_CHECK(params[i].options().type_equal(params.front().options()), "zero stage 3: parameter ", i,
+                " differs in dtype or device from parameter 0, got '", params[i].options(), "'");
     numels.push_back(params[i].numel());
   }
   return numels;
@@ -58,19 +61,21 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
               "zero stage 3: process group does not match rank ", ctx_.rank, " of ", ctx_.worldSize);
   TORCH_CHECK(!ctx_.params.empty(), "zero stage 3: no parameters to partition");
   TORCH_CHECK(ctx_.makeOptimizer, "zero stage 3: no optimizer factory");
-  TORCH_CHECK(!ctx_.commDtype || *ctx_.commDtype == at::kFloat,
-              "communication_data_type: stage 3 in libdsrt reduces in fp32 only, got '", *ctx_.commDtype, "'");
   for (const auto& p : ctx_.params) {
     shapes_.push_back(p.sizes().vec());
   }
   const auto settings = settingsOf(ctx_);
-  partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options().dtype(at::kFloat));
+  partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options());
   copyPartitionFrom(plan_, ctx_.rank, ctx_.params, partition_);
   master_ = std::make_unique<MasterPartition>(partition_, ctx_.offloadOptimizer, ctx_.pinMemory);
+  // Offload: averaged runs go straight into the host fp32 gradient partition (as at stage 2), so the
+  // device keeps none; otherwise the gradient partition has the model's dtype.
+  at::Tensor gradPartition =
+      master_->offloaded() ? master_->hostGrad() : at::zeros({plan_.partitionNumel}, partition_.options());
   optimizer_ = ctx_.makeOptimizer(master_->master());
   TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero stage 3: optimizer built for ",
               optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
-  grads_ = std::make_unique<Stage3GradReducer>(ctx_, plan_);  // hooks first: parameters are still full
+  grads_ = std::make_unique<Stage3GradReducer>(ctx_, plan_, gradPartition);  // hooks first: params still full
   coordinator_ = std::make_unique<Stage3ParamCoordinator>(ctx_, plan_, partition_, settings);
 }
 
@@ -87,13 +92,20 @@ void Stage3Strategy::endBackward(bool /*isBoundary*/) {
 
 double Stage3Strategy::gradNorm() {
   c10::AutoGradMode noGrad(false);
-  const double local = at::norm(gradPartition()).item<double>();
+  // 16-bit gradients are normed in fp32, or a loss-scaled fp16 norm would overflow.
+  const at::Tensor& g = gradPartition();
+  const double local = at::norm(g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).item<double>();
   at::Tensor sq = at::full({1}, local * local, partition_.options().dtype(at::kDouble));
   if (ctx_.worldSize > 1) {
     std::vector<at::Tensor> t{sq};
     ctx_.pg->allreduce(t)->wait();
   }
   return std::sqrt(sq.item<double>());
+}
+
+bool Stage3Strategy::hasOverflow() {
+  c10::AutoGradMode noGrad(false);
+  return !at::isfinite(gradPartition()).all().item<bool>();
 }
 
 void Stage3Strategy::step(double lr, double clipScale) {
@@ -109,8 +121,12 @@ void Stage3Strategy::zeroGrad() {
 }
 
 int64_t Stage3Strategy::modelStateBytes() const {
-  const int64_t optimizerHere = master_->offloaded() ? 0 : optimizer_->stateBytes();
-  return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizerHere +
+  // With offload the gradient partition, the master and the optimizer state are host memory
+  // (offloadedStateBytes); otherwise a 16-bit model adds its fp32 master (deviceBytes).
+  if (master_->offloaded()) {
+    return static_cast<int64_t>(partition_.nbytes()) + coordinator_->persistentBytes();
+  }
+  return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizer_->stateBytes() +
          master_->deviceBytes() + coordinator_->persistentBytes();
 }
 
@@ -124,8 +140,9 @@ at::Tensor Stage3Strategy::masterPartition() const {
 
 std::vector<at::Tensor> Stage3Strategy::fullParams() {
   c10::AutoGradMode noGrad(false);
-  at::Tensor flat = at::zeros({plan_.paddedNumel}, partition_.options());
-  flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(partition_);
+  // The fp32 masters, gathered where the partition lives (the collective's device).
+  at::Tensor flat = at::zeros({plan_.paddedNumel}, partition_.options().dtype(at::kFloat));
+  flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(master_->master());
   allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
   std::vector<at::Tensor> out;
   for (size_t i = 0; i < ctx_.params.size(); ++i) {
@@ -146,8 +163,9 @@ void Stage3Strategy::loadFullParams(const std::vector<at::Tensor>& full) {
   for (const auto& t : full) {
     fp32.push_back(t.detach().to(at::kFloat));
   }
-  copyPartitionFrom(plan_, ctx_.rank, fp32, partition_);
-  master_->loadFromModel();
+  at::Tensor part = at::empty({plan_.partitionNumel}, master_->master().options());
+  copyPartitionFrom(plan_, ctx_.rank, fp32, part);
+  master_->load(part);  // the fp32 values into the master, rounded into a 16-bit partition
   coordinator_->refreshPersistent();
 }
 

@@ -1,13 +1,14 @@
 #pragma once
-// ZeRO stage 3 (DeepSpeed's stage3.py, fp32): the parameters themselves are partitioned. Each rank
-// holds only its fp32 partition of the flat layout (the same PartitionPlan as stages 1 and 2: that
-// partition is the master the optimizer updates and checkpoints save), its fp32 gradient partition,
-// the optimizer state of the partition, and the full data of persistent parameters (numel <=
-// stage3_param_persistence_threshold). Every other parameter's data is an empty tensor except while
-// its module runs (dsrt::zero::forward gathers it: Stage3ParamCoordinator). Gradients are reduce-
-// scattered into the partitions as they become final (Stage3GradReducer), every micro-step.
-// offload_optimizer (MasterPartition): the fp32 master, a gradient copy and the optimizer state live
-// in host memory and the step runs there; the partition receives the updated values.
+// ZeRO stage 3 (DeepSpeed's stage3.py): the parameters themselves are partitioned. Each rank holds
+// only its partition of the flat layout in the model's dtype (the same PartitionPlan as stages 1 and
+// 2), its gradient partition, the fp32 master of its partition (the partition itself for an fp32 model:
+// what the optimizer updates and checkpoints save), the optimizer state of the partition, and the full
+// data of persistent parameters (numel <= stage3_param_persistence_threshold). Every other
+// parameter's data is an empty tensor except while its module runs (dsrt::zero::forward gathers it:
+// Stage3ParamCoordinator). Gradients are reduce-scattered into the partitions as they become final
+// (Stage3GradReducer), every micro-step.
+// offload_optimizer (MasterPartition): the fp32 master, the gradient partition and the optimizer
+// state live in host memory and the step runs there; the partition receives the updated values.
 
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/partitioned_strategy.h"
@@ -25,13 +26,17 @@ namespace dsrt::zero {
 class Stage3Strategy : public PartitionedStrategy {
  public:
   /// Copies this rank's partition out of ctx.params (full, identical on every rank), then releases
-  /// every non-persistent parameter. Throws c10::Error for non-fp32 parameters or a bad factory.
+  /// every non-persistent parameter. Parameters are fp32, fp16 or bf16 (all alike): the partition and
+  /// the gradient partition take their dtype, the optimizer steps an fp32 master (MasterPartition).
+  /// Throws c10::Error for other dtypes or a bad factory.
   explicit Stage3Strategy(StrategyContext ctx);
   ~Stage3Strategy() override;
 
   void beginBackward(bool isBoundary) override;
   void endBackward(bool isBoundary) override;
   double gradNorm() override;
+  /// fp16: the gradient partition holds inf or NaN (local).
+  bool hasOverflow() override;
   /// Updates the partition; re-gathers only the persistent parameters (the others are gathered when
   /// next used).
   void step(double lr, double clipScale) override;
@@ -60,7 +65,7 @@ class Stage3Strategy : public PartitionedStrategy {
   StrategyContext ctx_;
   PartitionPlan plan_;
   std::vector<std::vector<int64_t>> shapes_;  ///< full parameter shapes (released data is empty)
-  at::Tensor partition_;  ///< plan_.partitionNumel fp32: this rank's parameters (what gathers read)
+  at::Tensor partition_;  ///< plan_.partitionNumel, model dtype: this rank's parameters (what gathers read)
   std::unique_ptr<MasterPartition> master_;  ///< aliases partition_ unless offload_optimizer
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
   std::unique_ptr<Stage3GradReducer> grads_;

@@ -19,7 +19,7 @@ using dsrt::zero::testing::RunSpec;
 using dsrt::zero::testing::Stage3Spec;
 using dsrt::zero::testing::stage3Run;
 
-TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persistent parameters' full data (offload: 8 Psi / N)",
+TEST_CASE("ZeRO-3 model_state_bytes is 16 Psi / N for Adam plus persistent parameters",
           "[runtime][zero][stage3][gloo]") {
   // Psi = 1000003 in three tensors; the 3-element one is persistent when the threshold is >= 3.
   const std::vector<int64_t> numels{600001, 399999, 3};
@@ -40,8 +40,8 @@ TEST_CASE("model_state_bytes at stage 3 is 16 Psi / N for Adam plus the persiste
         {true, 0.0, 10, false, 4 * part + 4 * part + 8 * part + 4 * 3, 0},  // + the persistent tensor's data
         {false, 0.9, 0, false, 4 * part + 4 * part + 4 * part, 0},          // SGD momentum buffer
         {false, 0.0, 100, false, 4 * part + 4 * part + 4 * 3, 0},           // plain SGD: no state
-        // offload_optimizer: host fp32 master + host gradient copy + Adam state leave the device
-        {true, 0.0, 10, true, 4 * part + 4 * part + 4 * 3, 4 * part + 4 * part + 8 * part},
+        // offload_optimizer: the fp32 master, the gradient partition and Adam's state are host memory
+        {true, 0.0, 10, true, 4 * part + 4 * 3, 4 * part + 4 * part + 8 * part},
     };
     for (const auto& c : cases) {
       INFO("world " << world << (c.adam ? " adam" : " sgd") << " threshold " << c.threshold
@@ -255,23 +255,19 @@ TEST_CASE("examples/ds_config_zero3.json configures stage 3", "[runtime][zero][s
   CHECK(cfg.batch.gradientAccumulationSteps == 1);
 }
 
-TEST_CASE("ZeRO-3 rejects a non-fp32 communication dtype and non-fp32 parameters", "[runtime][zero][stage3][gloo]") {
+TEST_CASE("ZeRO-3 rejects parameters that are not fp32, fp16 or bf16, or not all alike", "[runtime][zero][stage3][gloo]") {
   std::vector<std::string> errors(2);
   dsrt::zero::testing::runRanks(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-    auto attempt = [&](size_t slot, StrategyContext ctx) {
+    auto attempt = [&](size_t slot, std::vector<at::Tensor> params) {
       try {
-        dsrt::zero::makeZeroStrategy(3, std::move(ctx));
+        dsrt::zero::makeZeroStrategy(3, dsrt::zero::testing::stage3Context(Stage3Spec{}, std::move(params), pg, rank));
       } catch (const c10::Error& e) {
         errors[slot] = e.what_without_backtrace();
       }
     };
-    Stage3Spec spec;
-    StrategyContext comm =
-        dsrt::zero::testing::stage3Context(spec, dsrt::zero::testing::replicate(dsrt::zero::testing::initialParams()), pg, rank);
-    comm.commDtype = at::kHalf;
-    attempt(0, comm);
-    attempt(1, dsrt::zero::testing::stage3Context(spec, {at::zeros({4}, at::kDouble).set_requires_grad(true)}, pg, rank));
+    attempt(0, {at::zeros({4}, at::kDouble).set_requires_grad(true)});
+    attempt(1, {at::zeros({4}).set_requires_grad(true), at::zeros({4}, at::kBFloat16).set_requires_grad(true)});
   });
-  CHECK_THAT(errors[0], Catch::Contains("reduces in fp32 only, got 'Half'"));
-  CHECK_THAT(errors[1], Catch::Contains("parameter 0 must be fp32, got 'Double'"));
+  CHECK_THAT(errors[0], Catch::Contains("parameter 0 must be fp32, fp16 or bf16, got 'Double'"));
+  CHECK_THAT(errors[1], Catch::Contains("parameter 1 differs in dtype or device from parameter 0"));
 }

@@ -51,6 +51,11 @@ struct Zero3MlpImpl : torch::nn::Module {
 };
 TORCH_MODULE(Zero3Mlp);
 
+/// relu that also runs on CPU fp16 (LibTorch 1.13 has no CPU fp16 clamp): in fp32, rounded back.
+inline at::Tensor reluAnyDtype(const at::Tensor& x) {
+  return x.scalar_type() == at::kHalf && x.device().is_cpu() ? at::relu(x.to(at::kFloat)).to(at::kHalf) : at::relu(x);
+}
+
 /// The same MLP with nested dsrt::zero::forward calls: the outer call gathers layers 0 and 1 together
 /// (a unit overlapping the inner calls' units), the inner calls find them gathered.
 struct LayerPairImpl : torch::nn::Module {
@@ -58,7 +63,7 @@ struct LayerPairImpl : torch::nn::Module {
       : first(register_module("first", SavingLinear(init[0], init[1]))),
         second(register_module("second", SavingLinear(init[2], init[3]))) {}
   at::Tensor forward(const at::Tensor& x) {
-    return at::relu(dsrt::zero::forward(second, at::relu(dsrt::zero::forward(first, x))));
+    return reluAnyDtype(dsrt::zero::forward(second, reluAnyDtype(dsrt::zero::forward(first, x))));
   }
   SavingLinear first;
   SavingLinear second;
