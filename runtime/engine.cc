@@ -267,7 +267,8 @@ void Engine::logProgress() {
   const int64_t steps = *config_.stepsPerPrint;
   if (rank() == 0) {
     std::ostringstream line;
-    line << "[dsrt rank 0] step=" << globalSteps_ << ", skipped=" << skippedSteps_ << ", lr=[" << get_lr() << "], samples/s=" << samplesPerSec;
+    line << "[dsrt rank 0] step=" << globalSteps_ << ", skipped=" << skippedSteps_ << ", lr=[" << get_lr()
+         << "], samples/s=" << samplesPerSec;
     if (lastGradNorm_ >= 0) {
       line << ", grad_norm=" << lastGradNorm_;
     }

@@ -1,6 +1,6 @@
 #pragma once
-// The flat buffer (in the model's dtype: fp32, fp16 or bf16) that holds a model's parameters in a PartitionPlan's layout. Construction
-// copies every parameter into it and rebinds the parameter's data to its view (as DeepSpeed's
+// The flat buffer (in the model's dtype: fp32, fp16 or bf16) that holds a model's parameters in a
+// PartitionPlan's layout. Construction copies every parameter into it and rebinds the parameter's data to its view (as DeepSpeed's
 // _update_model_bit16_weights does), so an optimizer step on one partition and an all-gather into
 // the others update the model in place with no extra copy.
 

@@ -60,7 +60,8 @@ TEST_CASE("offloaded ZeRO 1 and 2 in fp32 reproduce a single process on 1, 2 and
   }
 }
 
-TEST_CASE("offloaded fp16 ZeRO 1 and 2 train bit for bit like the same run without offload", "[runtime][zero][offload]") {
+TEST_CASE("offloaded fp16 ZeRO 1 and 2 train bit for bit like the same run without offload",
+          "[runtime][zero][offload]") {
   for (int stage : {1, 2}) {
     INFO("stage " << stage);
     const auto fp16 = nlohmann::json{{"fp16", {{"enabled", true}, {"initial_scale_power", 12}}}};
