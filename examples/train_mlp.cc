@@ -2,7 +2,7 @@
 // libdsrt, driven by a ds_config. Start it with dsrun (one process per rank) or directly (one rank):
 //   dsrun --num_gpus 2 --no_python build/examples/train_mlp --deepspeed_config examples/ds_config_zero2.json
 // Rank 0 prints `step <n> loss <value>` after every optimizer step (the loss averaged over the whole
-// global batch: all ranks and accumulation steps); every rank prints its model_state_bytes and peak RSS.
+// global batch: all ranks and accumulation steps); every rank prints its model_state_bytes, peak RSS, offloaded (host) state bytes and fp16 skipped steps.
 
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
@@ -18,6 +18,8 @@
 
 #include "examples/synthetic_task.h"
 #include "runtime/runtime.h"
+#include "runtime/zero/stage3_forward.h"
+#include "runtime/zero/stage3_linear.h"
 
 namespace {
 
@@ -112,21 +114,18 @@ Args parseArgs(int argc, char** argv) {
   return a;
 }
 
-// A fully connected layer initialised like torch::nn::Linear. CPU LibTorch has no fp16 matmul, so with fp16
-// weights on the CPU it computes in fp32 and rounds the output to fp16: the gradients reaching the
-// weights are still fp16, so loss scaling and overflow handling are exercised for real.
+// A fully connected layer initialised like torch::nn::Linear, computed by dsrt::zero::linear: the same values
+// as torch::linear, but under ZeRO-3 it saves the parameters themselves for backward (not a view that would
+// keep the gathered weight alive until then), and with fp16 weights on the CPU, where LibTorch has no fp16
+// matmul, it computes in fp32 and rounds the output to fp16 (the weights' gradients stay fp16, so loss
+// scaling and overflow handling are exercised for real).
 struct FcImpl : torch::nn::Module {
   FcImpl(int64_t in, int64_t out) {
     torch::nn::Linear init(in, out);
     weight = register_parameter("weight", init->weight.detach().clone());
     bias = register_parameter("bias", init->bias.detach().clone());
   }
-  torch::Tensor forward(const torch::Tensor& x) {
-    if (weight.scalar_type() == torch::kHalf && weight.device().is_cpu()) {
-      return torch::linear(x.to(torch::kFloat), weight.to(torch::kFloat), bias.to(torch::kFloat)).to(torch::kHalf);
-    }
-    return torch::linear(x, weight, bias);
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return dsrt::zero::linear(x, weight, bias); }
   torch::Tensor weight, bias;
 };
 TORCH_MODULE(Fc);
@@ -140,9 +139,11 @@ struct MlpImpl : torch::nn::Module {
   }
   torch::Tensor forward(torch::Tensor x) {
     for (size_t i = 0; i < fcs.size(); ++i) {
-      x = fcs[i]->forward(x);
+      x = dsrt::zero::forward(fcs[i], x);  // ZeRO-3 gathers fc i around its forward and backward
       if (i + 1 < fcs.size()) {
-        x = torch::relu(x);
+        // CPU LibTorch has no fp16 relu either: compute it in fp32 and round back (exact for relu).
+        x = x.scalar_type() == torch::kHalf && x.device().is_cpu() ? torch::relu(x.to(torch::kFloat)).to(torch::kHalf)
+                                                                  : torch::relu(x);
       }
     }
     return x;
@@ -204,8 +205,9 @@ int run(const Args& args) {
     std::sort(tail.begin(), tail.end());
     std::printf("median_step_ms %.3f over %zu steps\n", tail[tail.size() / 2], tail.size());
   }
-  std::printf("rank %d model_state_bytes %lld peak_rss_mb %.1f\n", rank,
-              static_cast<long long>(engine->model_state_bytes()), peakRssMb());
+  std::printf("rank %d model_state_bytes %lld peak_rss_mb %.1f offloaded_state_bytes %lld skipped_steps %lld\n", rank,
+              static_cast<long long>(engine->model_state_bytes()), peakRssMb(),
+              static_cast<long long>(engine->offloaded_state_bytes()), static_cast<long long>(engine->skipped_steps()));
   std::fflush(stdout);
   return 0;
 }

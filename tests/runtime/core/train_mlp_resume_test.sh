@@ -2,10 +2,11 @@
 # Integration: examples/train_mlp --save_dir/--save_every/--load_dir. dsrun runs 2 ranks for 6 of 10 steps,
 # saving after steps 3 and 6; a single process then loads the newest checkpoint (re-partitioned from 2 ranks
 # to 1 for ZeRO) and must print `step 7` .. `step 10` with the losses of an uninterrupted 10-step run
-# (relative 1e-5). Loading a directory with no checkpoint starts from scratch.
-# usage: train_mlp_resume_test.sh DSRUN TRAIN_MLP CONFIG
+# (relative TOL: 1e-5 for fp32; fp16/bf16 first steps on 2 ranks round differently from 1 rank's). Loading
+# a directory with no checkpoint starts from scratch.
+# usage: train_mlp_resume_test.sh DSRUN TRAIN_MLP CONFIG [TOL=1e-5]
 set -euo pipefail
-DSRUN=$1 TRAIN=$2 CONFIG=$3
+DSRUN=$1 TRAIN=$2 CONFIG=$3 TOL=${4:-1e-5}
 [ -x "$DSRUN" ] || { echo "FAIL: dsrun not built at $DSRUN" >&2; exit 1; }
 [ -x "$TRAIN" ] || { echo "FAIL: train_mlp not built at $TRAIN" >&2; exit 1; }
 export OMP_NUM_THREADS=1
@@ -31,9 +32,9 @@ strip "$tmp/whole.out" | grep '^step ' | tail -n 4 > "$tmp/whole.steps"
 strip "$tmp/rest.out" | grep '^step ' > "$tmp/rest.steps" || true
 [ "$(awk '{print $2}' "$tmp/rest.steps" | tr '\n' ' ')" = "7 8 9 10 " ] ||
   { echo "FAIL: resumed run printed steps '$(awk '{print $2}' "$tmp/rest.steps" | tr '\n' ' ')', expected 7 8 9 10" >&2; exit 1; }
-paste "$tmp/whole.steps" "$tmp/rest.steps" | awk '
+paste "$tmp/whole.steps" "$tmp/rest.steps" | awk -v tol="$TOL" '
   { d = $4 - $8; if (d < 0) d = -d; a = $4 < 0 ? -$4 : $4
-    if ($2 != $6 || d > 1e-5 * a) { printf "FAIL: step %s loss %s (uninterrupted) vs step %s %s (resumed)\n", $2, $4, $6, $8; bad = 1 }
+    if ($2 != $6 || d > tol * a) { printf "FAIL: step %s loss %s (uninterrupted) vs step %s %s (resumed)\n", $2, $4, $6, $8; bad = 1 }
     else printf "ok: step %s loss %s (uninterrupted) %s (resumed from 2 ranks on 1)\n", $2, $4, $8 }
   END { exit bad }' >&2
 
