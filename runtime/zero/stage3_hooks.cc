@@ -62,7 +62,8 @@ ForwardGate openGate(torch::nn::Module& module) {
   if (!unit.coordinator) {
     return {};
   }
-  return {unit.coordinatorId, unit.coordinator->beginForward(unit.unit)};
+  // Forwards without grad (evaluation) have no backward: they stay out of the recorded trace.
+  return {unit.coordinatorId, unit.coordinator->beginForward(unit.unit, c10::GradMode::is_enabled())};
 }
 
 void closeForward(const ForwardGate& gate) {

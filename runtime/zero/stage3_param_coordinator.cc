@@ -73,9 +73,11 @@ Stage3ParamCoordinator::Gate* Stage3ParamCoordinator::gate(int64_t id) {
   return &gates_[static_cast<size_t>(index)];
 }
 
-int64_t Stage3ParamCoordinator::fetch(int unit) {
+int64_t Stage3ParamCoordinator::fetch(int unit, bool traced) {
   int64_t pos = -1;
-  if (recording_) {
+  if (!traced) {
+    // not part of the training micro-step's order
+  } else if (recording_) {
     if (trace_.size() < kMaxTrace) {
       pos = static_cast<int64_t>(trace_.size());
       trace_.push_back(unit);
@@ -136,10 +138,10 @@ void Stage3ParamCoordinator::releaseUnit(int unit) {
   }
 }
 
-int64_t Stage3ParamCoordinator::beginForward(int unit) {
+int64_t Stage3ParamCoordinator::beginForward(int unit, bool traced) {
   Gate g;
   g.unit = unit;
-  g.forwardPos = fetch(unit);
+  g.forwardPos = fetch(unit, traced);
   gates_.push_back(g);
   return (epoch_ << 32) | static_cast<int64_t>(gates_.size() - 1);
 }
@@ -160,7 +162,7 @@ void Stage3ParamCoordinator::preBackward(int64_t id) {
   Gate* g = gate(id);
   if (g && !g->preFired) {
     g->preFired = true;
-    g->backwardPos = fetch(g->unit);
+    g->backwardPos = fetch(g->unit, true);
   }
 }
 

@@ -45,7 +45,9 @@ class Stage3ParamCoordinator {
   /// The unit of these parameter indices (one per distinct set).
   int defineUnit(std::vector<int64_t> params);
 
-  int64_t beginForward(int unit);
+  /// `traced` false (a forward without grad, e.g. evaluation): the fetch neither joins nor consumes
+  /// the trace, and the unit is released right after the forward.
+  int64_t beginForward(int unit, bool traced = true);
   void endForward(int64_t gate);
   void addInput(int64_t gate);
   void preBackward(int64_t gate);
@@ -78,7 +80,7 @@ class Stage3ParamCoordinator {
     bool released = false;
   };
   Gate* gate(int64_t id);
-  int64_t fetch(int unit);
+  int64_t fetch(int unit, bool traced);
   void release(int unit, int64_t pos);
   void releaseUnit(int unit);
   void notePeak();

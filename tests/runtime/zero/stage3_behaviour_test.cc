@@ -133,12 +133,14 @@ TEST_CASE("the ZeRO-3 coordinator gathers exactly what planFetches predicts", "[
   // after use: 360 elements gathered); the others replay the plan.
   const std::vector<int> trace{0, 1, 2, 2, 1, 0};
   const std::vector<int64_t> numels{104, 70, 6};
-  using Row = std::tuple<int64_t, int64_t, int64_t>;
-  for (const auto& [prefetch, maxLive, maxReuse] : std::vector<Row>{
-           {50000000, 1000000000, 1000000000},  // everything prefetched at the first fetch and kept
-           {0, 1000000000, 0},                  // only the last layer kept between forward and backward
-           {80, 1000000000, 0},                 // fc1 + fc2 prefetched, then re-gathered in backward
-           {0, 110, 1000000000},                // max live: fc0 and fc1 cannot both stay
+  // An evaluation forward (no grad) after each step gathers each unit once, outside the trace.
+  using Row = std::tuple<int64_t, int64_t, int64_t, bool>;
+  for (const auto& [prefetch, maxLive, maxReuse, eval] : std::vector<Row>{
+           {50000000, 1000000000, 1000000000, false},  // everything prefetched at the first fetch and kept
+           {0, 1000000000, 0, false},                  // only the last layer kept between forward and backward
+           {80, 1000000000, 0, false},                 // fc1 + fc2 prefetched, then re-gathered in backward
+           {0, 110, 1000000000, false},                // max live: fc0 and fc1 cannot both stay
+           {80, 1000000000, 0, true},
        }) {
     dsrt::zero::FetchSettings fs;
     fs.prefetchBucketNumel = prefetch;
@@ -153,12 +155,13 @@ TEST_CASE("the ZeRO-3 coordinator gathers exactly what planFetches predicts", "[
     spec.prefetch = prefetch;
     spec.maxLive = maxLive;
     spec.maxReuse = maxReuse;
+    spec.evalForward = eval;
     auto ranks = stage3Run(spec);
     INFO(spec.name() << " planned fetch " << plan.fetchedNumel << " peak " << plan.peakLiveNumel);
     const int64_t microSteps = spec.run.steps * spec.run.gas;
     for (const auto& r : ranks) {
       CHECK(r.planned);
-      CHECK(r.gatheredNumel == 360 + (microSteps - 1) * plan.fetchedNumel);
+      CHECK(r.gatheredNumel == 360 + (microSteps - 1) * plan.fetchedNumel + (eval ? spec.run.steps * 180 : 0));
       CHECK(r.peakLiveNumel == std::max<int64_t>(plan.peakLiveNumel, 104));
       CHECK(r.releasedAfterEveryBackward);
     }

@@ -88,9 +88,11 @@ struct Stage3Spec {
   int64_t maxReuse = 1000000000;
   bool nested = false;  ///< NestedMlp instead of Zero3Mlp
   bool offload = false;  ///< offload_optimizer: {device: cpu}
+  bool evalForward = false;  ///< a forward under NoGradGuard after every step (evaluation)
 
   std::string name() const {
-    return run.name() + (nested ? " nested" : "") + (offload ? " offload_optimizer" : "") + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
+    return run.name() + (nested ? " nested" : "") + (offload ? " offload_optimizer" : "") +
+           (evalForward ? " eval" : "") + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
            " max_live " + std::to_string(maxLive) + " max_reuse " + std::to_string(maxReuse);
   }
 };
@@ -167,6 +169,10 @@ inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec) {
       pg->allreduce(t)->wait();
       out.run.losses.push_back(t[0].item<double>() / rs.worldSize);
       out.run.norms.push_back(norm);
+      if (spec.evalForward) {
+        at::NoGradGuard noGrad;
+        forward(data.x.narrow(0, 0, 4));
+      }
     }
     out.run.params = strategy.fullParams();
     out.run.modelStateBytes = strategy.modelStateBytes();
