@@ -98,7 +98,7 @@ TEST_CASE("the engine steps only at accumulation boundaries, follows the LR sche
   noOptimizer.erase("scheduler");
   REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), noOptimizer, opts),
                       Contains("needs an 'optimizer' block"));
-  auto stage3 = tinyConfig(3, 6, 2);
-  REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), stage3, opts),
+  auto stage4 = tinyConfig(4, 6, 2);  // stages 0-3 exist
+  REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), stage4, opts),
                       Contains("zero_optimization.stage"));
 }
