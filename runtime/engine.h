@@ -112,6 +112,13 @@ class Engine {
   /// loss scaler and the step/sample counters. Throws c10::Error naming the file on any mismatch.
   LoadedCheckpoint load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag = std::nullopt);
 
+  /// DeepSpeed's engine.save_16bit_model(save_dir, save_filename): collective. Rank 0 writes the full
+  /// parameters by name in the model's dtype (fp16/bf16, or fp32 without mixed precision) to
+  /// SAVE_DIR/FILE (checkpoint::readStateDictFile reads it). At ZeRO stage 3 this needs
+  /// stage3_gather_16bit_weights_on_model_save; without it nothing is written and every rank returns
+  /// false, as DeepSpeed does. Returns true when the file was written.
+  bool save_16bit_model(const std::string& saveDir, const std::string& fileName = "pytorch_model.bin");
+
   /// Names of the trainable parameters (registration order), used in checkpoints; "param.<i>" if unset.
   void set_param_names(std::vector<std::string> names) { paramNames_ = std::move(names); }
 
@@ -136,13 +143,6 @@ class Engine {
   EngineTimers timers_;
   int64_t microSteps_ = 0;
   int64_t globalSteps_ = 0;
-  /// DeepSpeed's engine.save_16bit_model(save_dir, save_filename): collective. Rank 0 writes the full
-  /// parameters by name in the model's dtype (fp16/bf16, or fp32 without mixed precision) to
-  /// SAVE_DIR/FILE (checkpoint::readStateDictFile reads it). At ZeRO stage 3 this needs
-  /// stage3_gather_16bit_weights_on_model_save; without it nothing is written and every rank returns
-  /// false, as DeepSpeed does. Returns true when the file was written.
-  bool save_16bit_model(const std::string& saveDir, const std::string& fileName = "pytorch_model.bin");
-
   int64_t globalSamples_ = 0;
   int64_t skippedSteps_ = 0;
   int64_t lastBatchIteration_ = -1;  ///< DeepSpeed scheduler's counter (see runtime/config/lr_schedule.h)
