@@ -274,3 +274,80 @@ TEST_CASE("ZeRO-3 rejects parameters that are not fp32, fp16 or bf16, or not all
   CHECK_THAT(errors[0], Catch::Contains("parameter 0 must be fp32, fp16 or bf16, got 'Double'"));
   CHECK_THAT(errors[1], Catch::Contains("parameter 1 differs in dtype or device from parameter 0"));
 }
+
+namespace {
+
+/// A linear layer that remembers the storage its weight had during its last forward.
+struct ProbeLinearImpl : torch::nn::Module {
+  ProbeLinearImpl(const at::Tensor& w, const at::Tensor& b, bool saving) : saving(saving) {
+    weight = register_parameter("weight", w.clone());
+    bias = register_parameter("bias", b.clone());
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    storage = weight.storage().getWeakStorageImpl();
+    return saving ? dsrt::zero::linear(x, weight, bias) : at::linear(x, weight, bias);
+  }
+  at::Tensor weight;
+  at::Tensor bias;
+  bool saving;
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage{c10::intrusive_ptr<c10::StorageImpl>()};
+};
+TORCH_MODULE(ProbeLinear);
+
+}  // namespace
+
+TEST_CASE("dsrt::zero::linear frees a gathered weight after the forward, at::linear only after the backward",
+          "[runtime][zero][stage3][gloo]") {
+  // Layers 0 and 2 use dsrt::zero::linear, layer 1 at::linear (whose saved weight.t() view keeps the
+  // gathered storage). Reuse distance 0 and no prefetch: layers 0 and 1 are released after their forward.
+  struct Seen {
+    std::vector<bool> aliveAfterForward;
+    std::vector<bool> aliveAfterBackward;
+    std::vector<int64_t> numelAfterForward;
+  };
+  auto init = dsrt::zero::testing::initialParams();
+  auto data = dsrt::zero::testing::makeData(8);
+  std::vector<Seen> seen(2);
+  dsrt::zero::testing::runRanks(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    std::vector<ProbeLinear> layers{ProbeLinear(init[0], init[1], true), ProbeLinear(init[2], init[3], false),
+                                    ProbeLinear(init[4], init[5], true)};
+    std::vector<at::Tensor> params;
+    for (auto& l : layers) {
+      params.push_back(l->weight);
+      params.push_back(l->bias);
+    }
+    Stage3Spec spec;
+    spec.run.worldSize = 2;
+    spec.prefetch = 0;
+    spec.maxReuse = 0;
+    Stage3Strategy strategy(dsrt::zero::testing::stage3Context(spec, params, pg, rank));
+    Seen& s = seen[static_cast<size_t>(rank)];
+    for (int micro = 0; micro < 2; ++micro) {  // the second micro-step replays the plan
+      strategy.beginBackward(true);
+      at::Tensor h = data.x.narrow(0, rank * 4, 4);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        h = dsrt::zero::forward(layers[l], h);
+        h = l + 1 < layers.size() ? at::relu(h) : h;
+      }
+      s.aliveAfterForward.clear();
+      s.numelAfterForward.clear();
+      for (auto& l : layers) {
+        s.aliveAfterForward.push_back(!l->storage.expired());
+        s.numelAfterForward.push_back(l->weight.numel());
+      }
+      at::mse_loss(h, data.y.narrow(0, rank * 4, 4)).backward();
+      strategy.endBackward(true);
+      s.aliveAfterBackward.clear();
+      for (auto& l : layers) {
+        s.aliveAfterBackward.push_back(!l->storage.expired());
+      }
+      strategy.zeroGrad();
+    }
+  });
+  for (const Seen& s : seen) {
+    // The parameters themselves are released after the forward except the last layer (reuse distance 0).
+    CHECK(s.numelAfterForward == std::vector<int64_t>{0, 0, 5});
+    CHECK(s.aliveAfterForward == std::vector<bool>{false, true, true});
+    CHECK(s.aliveAfterBackward == std::vector<bool>{false, false, false});
+  }
+}
