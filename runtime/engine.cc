@@ -47,8 +47,6 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   TORCH_CHECK(!cfg.zero.offloadOptimizer.enabled() || cfg.zero.stage >= 1, cfg.source,
               ": zero_optimization.offload_optimizer: ZeRO-Offload needs zero_optimization.stage 1, 2 or 3, got '",
               cfg.zero.stage, "'");
-  TORCH_CHECK(!cfg.zero.offloadParam.enabled(), cfg.source,
-              ": zero_optimization.offload_param: offload is not implemented in libdsrt yet, got device 'cpu'");
   StrategyContext ctx;
   for (auto& p : params) {
     if (p.requires_grad()) {
@@ -70,6 +68,8 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.stage3ParamPersistenceThreshold = cfg.zero.paramPersistenceThreshold;
   ctx.stage3MaxLiveParameters = cfg.zero.maxLiveParameters;
   ctx.stage3MaxReuseDistance = cfg.zero.maxReuseDistance;
+  // offload_param is a stage-3 option: the config warns that other stages ignore it, and they do.
+  ctx.offloadParam = cfg.zero.stage == 3 && cfg.zero.offloadParam.device == config::OffloadDevice::Cpu;
   ctx.commDtype = precision::planPrecision(cfg).commDtype;
   if (ctx.commDtype == at::kBFloat16 && dist.backend == "gloo") {
     // torch 1.13's Gloo has no bfloat16 reductions ("Invalid scalar type"); NCCL has.

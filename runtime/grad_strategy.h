@@ -78,6 +78,9 @@ struct StrategyContext {
   /// stage3_max_reuse_distance: keep a module gathered after use if it is used again within this many
   /// elements of other fetches.
   int64_t stage3MaxReuseDistance = 1000000000;
+  /// ZeRO-3 offload_param.device == cpu: this rank's parameter partition lives in host memory (gathers
+  /// copy from it); libdsrt pairs it with offloadOptimizer.
+  bool offloadParam = false;
 };
 
 /// Stage 0 (DDP) or ZeRO-n. Owns gradient reduction and the optimizer update. Not copyable.

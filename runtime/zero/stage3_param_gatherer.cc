@@ -51,14 +51,14 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
   g.plan = planGather(plan_, std::move(wanted));
   g.seq = nextSeq_++;
   const int world = plan_.worldSize;
-  g.send = at::zeros({g.plan.pieceNumel}, partition_.options());
+  g.send = at::zeros({g.plan.pieceNumel}, params_.front().options());  // on the model's device
   for (const GatherPiece& piece : g.plan.pieces[static_cast<size_t>(rank_)]) {
     g.send.narrow(0, piece.pieceOffset, piece.numel).copy_(partition_.narrow(0, piece.partitionOffset, piece.numel));
   }
   if (world == 1) {
     g.recv = g.send;
   } else {
-    g.recv = at::empty({world * g.plan.pieceNumel}, partition_.options());
+    g.recv = at::empty({world * g.plan.pieceNumel}, g.send.options());
     // An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
     auto wire = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; };
     std::vector<std::vector<at::Tensor>> outputs(1);
@@ -90,7 +90,7 @@ void Stage3ParamGatherer::complete() {
     auto it = std::lower_bound(g.plan.params.begin(), g.plan.params.end(), param);
     at::Tensor& t = full[static_cast<size_t>(it - g.plan.params.begin())];
     if (!t.defined()) {
-      t = at::empty({plan_.paramNumels[static_cast<size_t>(param)]}, partition_.options());
+      t = at::empty({plan_.paramNumels[static_cast<size_t>(param)]}, g.send.options());
     }
     return t;
   };
@@ -102,7 +102,7 @@ void Stage3ParamGatherer::complete() {
   }
   for (size_t i = 0; i < g.plan.params.size(); ++i) {
     const auto p = static_cast<size_t>(g.plan.params[i]);
-    at::Tensor data = full[i].defined() ? full[i] : at::empty({0}, partition_.options());  // zero-element param
+    at::Tensor data = full[i].defined() ? full[i] : at::empty({0}, g.send.options());  // zero-element param
     params_[p].set_data(data.view(shapes_[p]));
     state_[p] = State::kGathered;
     pendingSeq_[p] = -1;
@@ -133,7 +133,7 @@ void Stage3ParamGatherer::release(int64_t param) {
     return;
   }
   c10::AutoGradMode noGrad(false);
-  params_[p].set_data(at::empty({0}, partition_.options()));
+  params_[p].set_data(at::empty({0}, params_[p].options()));
   state_[p] = State::kReleased;
 }
 

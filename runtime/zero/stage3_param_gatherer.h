@@ -27,8 +27,9 @@ class Stage3ParamGatherer {
  public:
   enum class State { kReleased, kInFlight, kGathered };
 
-  /// `params`: the model's parameters (plan order); `shapes`: their full shapes; `partition`: this
-  /// rank's fp32 partition (plan.partitionNumel elements), read at launch time. Every parameter
+  /// `params`: the model's parameters (plan order, one dtype and device: where gathers put them);
+  /// `shapes`: their full shapes; `partition`: this rank's partition (plan.partitionNumel elements of
+  /// the parameters' dtype, on their device or in host memory with offload_param), read at launch. Every parameter
   /// starts kGathered (construction does not touch their data).
   Stage3ParamGatherer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, const PartitionPlan& plan,
                       std::vector<at::Tensor> params, std::vector<std::vector<int64_t>> shapes, at::Tensor partition);

@@ -5,6 +5,7 @@
 #include "runtime/zero/param_allgather.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -65,7 +66,17 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
     shapes_.push_back(p.sizes().vec());
   }
   const auto settings = settingsOf(ctx_);
+  TORCH_CHECK(!ctx_.offloadParam || ctx_.offloadOptimizer,
+              "zero_optimization.offload_param: libdsrt offloads the parameter partition together with the "
+              "optimizer, add offload_optimizer: {device: cpu}, got 'offload_optimizer: none'");
   partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options());
+  if (ctx_.offloadParam) {
+    auto host = partition_.options().device(at::kCPU);
+    if (ctx_.pinMemory && at::hasCUDA()) {
+      host = host.pinned_memory(true);
+    }
+    partition_ = at::empty({plan_.partitionNumel}, host);
+  }
   copyPartitionFrom(plan_, ctx_.rank, ctx_.params, partition_);
   master_ = std::make_unique<MasterPartition>(partition_, ctx_.offloadOptimizer, ctx_.pinMemory);
   // Offload: averaged runs go straight into the host fp32 gradient partition (as at stage 2), so the
@@ -124,14 +135,16 @@ int64_t Stage3Strategy::modelStateBytes() const {
   // With offload the gradient partition, the master and the optimizer state are host memory
   // (offloadedStateBytes); otherwise a 16-bit model adds its fp32 master (deviceBytes).
   if (master_->offloaded()) {
-    return static_cast<int64_t>(partition_.nbytes()) + coordinator_->persistentBytes();
+    const int64_t partition = ctx_.offloadParam ? 0 : static_cast<int64_t>(partition_.nbytes());
+    return partition + coordinator_->persistentBytes();
   }
   return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizer_->stateBytes() +
          master_->deviceBytes() + coordinator_->persistentBytes();
 }
 
 int64_t Stage3Strategy::offloadedStateBytes() const {
-  return master_->offloaded() ? master_->hostBytes() + optimizer_->stateBytes() : 0;
+  const int64_t partition = ctx_.offloadParam ? static_cast<int64_t>(partition_.nbytes()) : 0;
+  return master_->offloaded() ? partition + master_->hostBytes() + optimizer_->stateBytes() : 0;
 }
 
 at::Tensor Stage3Strategy::masterPartition() const {
@@ -140,8 +153,8 @@ at::Tensor Stage3Strategy::masterPartition() const {
 
 std::vector<at::Tensor> Stage3Strategy::fullParams() {
   c10::AutoGradMode noGrad(false);
-  // The fp32 masters, gathered where the partition lives (the collective's device).
-  at::Tensor flat = at::zeros({plan_.paddedNumel}, partition_.options().dtype(at::kFloat));
+  // The fp32 masters, gathered on the model's device (the collective's).
+  at::Tensor flat = at::zeros({plan_.paddedNumel}, ctx_.params.front().options().dtype(at::kFloat));
   flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(master_->master());
   allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
   std::vector<at::Tensor> out;

@@ -9,6 +9,8 @@
 // (Stage3GradReducer), every micro-step.
 // offload_optimizer (MasterPartition): the fp32 master, the gradient partition and the optimizer
 // state live in host memory and the step runs there; the partition receives the updated values.
+// offload_param (with offload_optimizer): the partition itself lives in host memory too; gathers copy
+// from it to the model's device.
 
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/partitioned_strategy.h"
@@ -46,7 +48,8 @@ class Stage3Strategy : public PartitionedStrategy {
   /// full data: (4 + 4 + 8) Psi / N + persistent for Adam. With offload_optimizer the optimizer state
   /// is in offloadedStateBytes() instead.
   int64_t modelStateBytes() const override;
-  /// offload_optimizer: the host fp32 master and gradient partitions plus the optimizer state; else 0.
+  /// offload_optimizer: the host fp32 master and gradient partitions plus the optimizer state (and the
+  /// parameter partition with offload_param); else 0.
   int64_t offloadedStateBytes() const override;
   /// Collective: all-gathers every partition into fresh full tensors (the model stays released).
   std::vector<at::Tensor> fullParams() override;
@@ -65,7 +68,7 @@ class Stage3Strategy : public PartitionedStrategy {
   StrategyContext ctx_;
   PartitionPlan plan_;
   std::vector<std::vector<int64_t>> shapes_;  ///< full parameter shapes (released data is empty)
-  at::Tensor partition_;  ///< plan_.partitionNumel, model dtype: this rank's parameters (what gathers read)
+  at::Tensor partition_;  ///< plan_.partitionNumel, model dtype: this rank's parameters (gathers read it)
   std::unique_ptr<MasterPartition> master_;  ///< aliases partition_ unless offload_optimizer
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
   std::unique_ptr<Stage3GradReducer> grads_;

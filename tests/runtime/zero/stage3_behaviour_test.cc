@@ -34,6 +34,7 @@ TEST_CASE("ZeRO-3 model_state_bytes is 16 Psi / N for Adam plus persistent param
       bool offload;
       int64_t expected;
       int64_t offloaded;
+      bool offloadParam = false;
     };
     const std::vector<Case> cases{
         {true, 0.0, 0, false, 4 * part + 4 * part + 8 * part, 0},           // param + grad partitions, Adam m, v
@@ -42,6 +43,8 @@ TEST_CASE("ZeRO-3 model_state_bytes is 16 Psi / N for Adam plus persistent param
         {false, 0.0, 100, false, 4 * part + 4 * part + 4 * 3, 0},           // plain SGD: no state
         // offload_optimizer: the fp32 master, the gradient partition and Adam's state are host memory
         {true, 0.0, 10, true, 4 * part + 4 * 3, 4 * part + 4 * part + 8 * part},
+        // + offload_param: the parameter partition is host memory too; persistent parameters stay
+        {true, 0.0, 10, true, 4 * 3, 4 * part + 4 * part + 4 * part + 8 * part, true},
     };
     for (const auto& c : cases) {
       INFO("world " << world << (c.adam ? " adam" : " sgd") << " threshold " << c.threshold
@@ -59,6 +62,7 @@ TEST_CASE("ZeRO-3 model_state_bytes is 16 Psi / N for Adam plus persistent param
         spec.run.adam = c.adam;
         spec.persistence = c.threshold;
         spec.offload = c.offload;
+        spec.offloadParam = c.offloadParam;
         StrategyContext ctx = dsrt::zero::testing::stage3Context(spec, params, pg, rank);
         dsrt::optim::OptimizerSpec ospec;
         ospec.kind = c.adam ? dsrt::optim::OptimizerKind::kAdam : dsrt::optim::OptimizerKind::kSgd;
@@ -185,7 +189,7 @@ struct EngineRun {
   int64_t modelStateBytes = 0;
 };
 
-EngineRun engineRun(int stage, int world, bool offload = false) {
+EngineRun engineRun(int stage, int world, bool offload = false, bool offloadParam = false) {
   const auto init = dsrt::zero::testing::initialParams();
   const auto data = dsrt::zero::testing::makeData(24 * 3);
   nlohmann::json config{
@@ -203,6 +207,9 @@ EngineRun engineRun(int stage, int world, bool offload = false) {
   };
   if (offload) {
     config["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+  }
+  if (offloadParam) {
+    config["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
   }
   std::vector<EngineRun> runs(static_cast<size_t>(world));
   dsrt::zero::testing::runRanks(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
@@ -234,9 +241,11 @@ EngineRun engineRun(int stage, int world, bool offload = false) {
 
 TEST_CASE("the engine runs ZeRO-3 from a ds_config with the losses of stage 0", "[runtime][zero][stage3][gloo]") {
   const EngineRun ref = engineRun(0, 1);
-  for (auto [world, offload] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}}) {
-    const EngineRun got = engineRun(3, world, offload);
-    INFO("world " << world << (offload ? " offload_optimizer" : ""));
+  using Row = std::tuple<int, bool, bool>;
+  for (auto [world, offload, offloadParam] : std::vector<Row>{{1, false, false}, {2, false, false},
+                                                              {2, true, false}, {2, true, true}}) {
+    const EngineRun got = engineRun(3, world, offload, offloadParam);
+    INFO("world " << world << (offload ? " offload_optimizer" : "") << (offloadParam ? " offload_param" : ""));
     REQUIRE(got.losses.size() == ref.losses.size());
     for (size_t s = 0; s < ref.losses.size(); ++s) {
       CHECK(dsrt::zero::testing::relDiff(got.losses[s], ref.losses[s]) < 1e-5);
@@ -258,19 +267,24 @@ TEST_CASE("examples/ds_config_zero3.json configures stage 3", "[runtime][zero][s
   CHECK(cfg.batch.gradientAccumulationSteps == 1);
 }
 
-TEST_CASE("ZeRO-3 rejects parameters that are not fp32, fp16 or bf16, or not all alike", "[runtime][zero][stage3][gloo]") {
-  std::vector<std::string> errors(2);
+TEST_CASE("ZeRO-3 rejects other dtypes, mixed dtypes and offload_param without offload_optimizer", "[runtime][zero][stage3][gloo]") {
+  std::vector<std::string> errors(3);
   dsrt::zero::testing::runRanks(1, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-    auto attempt = [&](size_t slot, std::vector<at::Tensor> params) {
+    auto attempt = [&](size_t slot, std::vector<at::Tensor> params, Stage3Spec spec = {}) {
       try {
-        dsrt::zero::makeZeroStrategy(3, dsrt::zero::testing::stage3Context(Stage3Spec{}, std::move(params), pg, rank));
+        dsrt::zero::makeZeroStrategy(3, dsrt::zero::testing::stage3Context(spec, std::move(params), pg, rank));
       } catch (const c10::Error& e) {
         errors[slot] = e.what_without_backtrace();
       }
     };
     attempt(0, {at::zeros({4}, at::kDouble).set_requires_grad(true)});
     attempt(1, {at::zeros({4}).set_requires_grad(true), at::zeros({4}, at::kBFloat16).set_requires_grad(true)});
+    Stage3Spec paramOnly;
+    paramOnly.offloadParam = true;
+    attempt(2, {at::zeros({4}).set_requires_grad(true)}, paramOnly);
   });
+  CHECK_THAT(errors[2], Catch::Contains("offload_param: libdsrt offloads the parameter partition together with the "
+                                        "optimizer"));
   CHECK_THAT(errors[0], Catch::Contains("parameter 0 must be fp32, fp16 or bf16, got 'Double'"));
   CHECK_THAT(errors[1], Catch::Contains("parameter 1 differs in dtype or device from parameter 0"));
 }

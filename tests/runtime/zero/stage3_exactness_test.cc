@@ -150,11 +150,13 @@ TEST_CASE("without a stage-3 strategy dsrt::zero::forward is the module's own fo
   }
 }
 
-TEST_CASE("ZeRO-3 with offload_optimizer reproduces a single process", "[runtime][zero][stage3][gloo]") {
+TEST_CASE("ZeRO-3 with offload_optimizer and offload_param reproduces a single process",
+          "[runtime][zero][stage3][gloo]") {
   dsrt::zero::testing::RunSpec base;
   base.clip = 0.05;
   const RunResult ref = referenceRun(base);
-  for (int world : {1, 2, 4}) {
+  for (auto [world, offloadParam] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {4, false},
+                                                                      {2, true}, {4, true}}) {
     Stage3Spec spec;
     spec.run = base;
     spec.run.stage = 3;
@@ -162,6 +164,7 @@ TEST_CASE("ZeRO-3 with offload_optimizer reproduces a single process", "[runtime
     spec.run.gas = 2;
     spec.persistence = 13;
     spec.offload = true;
+    spec.offloadParam = offloadParam;
     requireMatches(spec, stage3Run(spec), ref);
   }
 }

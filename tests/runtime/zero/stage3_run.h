@@ -88,10 +88,11 @@ struct Stage3Spec {
   int64_t maxReuse = 1000000000;
   bool nested = false;  ///< NestedMlp instead of Zero3Mlp
   bool offload = false;  ///< offload_optimizer: {device: cpu}
+  bool offloadParam = false;  ///< offload_param: {device: cpu} (with offload)
   bool evalForward = false;  ///< a forward under NoGradGuard after every step (evaluation)
 
   std::string name() const {
-    return run.name() + (nested ? " nested" : "") + (offload ? " offload_optimizer" : "") +
+    return run.name() + (nested ? " nested" : "") + (offload ? " offload_optimizer" : "") + (offloadParam ? " offload_param" : "") +
            (evalForward ? " eval" : "") + " persistence " + std::to_string(persistence) + " prefetch " + std::to_string(prefetch) +
            " max_live " + std::to_string(maxLive) + " max_reuse " + std::to_string(maxReuse);
   }
@@ -124,6 +125,7 @@ inline StrategyContext stage3Context(const Stage3Spec& spec, std::vector<at::Ten
   ctx.stage3MaxLiveParameters = spec.maxLive;
   ctx.stage3MaxReuseDistance = spec.maxReuse;
   ctx.offloadOptimizer = spec.offload;
+  ctx.offloadParam = spec.offloadParam;
   auto ospec = spec.run.optimizerSpec();
   ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
   return ctx;
