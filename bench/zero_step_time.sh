@@ -29,7 +29,7 @@ config_of() {
   case $1 in
     z0) stage=0 ;; z1) stage=1 ;; z2) stage=2 ;; z3) stage=3 ;;
     z2off) stage=2 extra=', "offload_optimizer": {"device": "cpu", "pin_memory": true}' ;;
-    z3off) stage=3 extra=', "offload_optimizer": {"device": "cpu", "pin_memory": true}' ;;
+    z3off) stage=3 extra=', "offload_optimizer": {"device": "cpu", "pin_memory": true}, "offload_param": {"device": "cpu"}' ;;
     z2bf16) stage=2 ;; z2fp16) stage=2 ;;
     *) echo "zero_step_time.sh: unknown configuration '$1'" >&2; exit 2 ;;
   esac
