@@ -7,6 +7,8 @@
 # (build/runtime/estimate/ds_estimate) for the same parameter count on 2 ranks of one node.
 # Usage: bench/zero_step_time.sh [rounds=3] [steps=12]
 #   env: BUILD_DIR=build HIDDEN=2048 LAYERS=4 THREADS=1 CONFIGS="z0 z1 z2 z3 z2off z3off z2bf16 z2fp16"
+#        BUCKET=elements per reduce/all-gather bucket and stage-3 prefetch (default: one layer's weight; DeepSpeed's
+#        defaults, 5e8 / 5e7, exceed this whole model, so everything would be gathered and bucketed at once)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -15,6 +17,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 HIDDEN=${HIDDEN:-2048}
 LAYERS=${LAYERS:-4}
 CONFIGS=${CONFIGS:-z0 z1 z2 z3 z2off z3off z2bf16 z2fp16}
+BUCKET=${BUCKET:-$((HIDDEN * HIDDEN))}
 export OMP_NUM_THREADS=${THREADS:-1}
 TRAIN=$BUILD_DIR/examples/train_mlp DSRUN=$BUILD_DIR/launcher/dsrun EST=$BUILD_DIR/runtime/estimate/ds_estimate
 for b in "$TRAIN" "$DSRUN" "$EST"; do
@@ -40,7 +43,8 @@ config_of() {
 { "train_batch_size": 64, "train_micro_batch_size_per_gpu": 32, "steps_per_print": 1000000, $precision
   "optimizer": { "type": "Adam", "params": { "lr": 0.0001 } },
   "zero_optimization": { "stage": $stage, "overlap_comm": true, "contiguous_gradients": true,
-    "stage3_param_persistence_threshold": 0 $extra } }
+    "reduce_bucket_size": $BUCKET, "allgather_bucket_size": $BUCKET, "stage3_prefetch_bucket_size": $BUCKET,
+    "stage3_max_live_parameters": $((2 * BUCKET)), "stage3_param_persistence_threshold": $HIDDEN $extra } }
 JSON
 }
 
@@ -75,7 +79,7 @@ done
 
 params=$((LAYERS * (HIDDEN * HIDDEN + HIDDEN)))
 echo
-echo "model: $LAYERS x Linear($HIDDEN,$HIDDEN) = $params parameters, Adam, 2 ranks x 32 samples, OMP_NUM_THREADS=$OMP_NUM_THREADS, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model: $LAYERS x Linear($HIDDEN,$HIDDEN) = $params parameters, Adam, 2 ranks x 32 samples, buckets/prefetch $BUCKET elements, OMP_NUM_THREADS=$OMP_NUM_THREADS, load $(cut -d' ' -f1-3 /proc/loadavg)"
 base=$(awk '$3 == "z0:" {print $4}' "$tmp/runs" | median)
 printf '%-8s %10s %8s %14s %14s %10s %10s\n' config ms/step vs_z0 state_B/rank host_B/rank rss0_MB rss1_MB
 for c in $CONFIGS; do

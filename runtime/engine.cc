@@ -85,23 +85,46 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
 }
 
 // DeepSpeed's _broadcast_model / DDP's initial sync: every rank starts from rank 0's parameters, so a
-// program that forgot to seed its model identically still trains one model.
+// program that forgot to seed its model identically still trains one model. Parameters travel in
+// buckets of at most kBroadcastBucketNumel elements (a lone larger parameter alone, in place), so the
+// transient copy stays small: one flat copy of the whole model would be the peak of ZeRO-3's memory.
+constexpr int64_t kBroadcastBucketNumel = int64_t{1} << 22;
+
+void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t end, c10d::ProcessGroup& pg) {
+  if (end - begin == 1 && params[begin].is_contiguous()) {
+    std::vector<at::Tensor> one{params[begin].detach()};
+    pg.broadcast(one)->wait();
+    return;
+  }
+  std::vector<at::Tensor> flat;
+  for (size_t i = begin; i < end; ++i) {
+    flat.push_back(params[i].detach().reshape({-1}));
+  }
+  std::vector<at::Tensor> buffer{at::cat(flat)};
+  pg.broadcast(buffer)->wait();
+  int64_t offset = 0;
+  for (size_t i = begin; i < end; ++i) {
+    params[i].detach().copy_(buffer[0].narrow(0, offset, params[i].numel()).view(params[i].sizes()));
+    offset += params[i].numel();
+  }
+}
+
 void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessGroup& pg) {
   if (pg.getSize() == 1 || params.empty()) {
     return;
   }
   at::NoGradGuard noGrad;
-  std::vector<at::Tensor> flat;
-  for (const auto& p : params) {
-    flat.push_back(p.detach().reshape({-1}));
+  size_t begin = 0;
+  int64_t numel = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (i > begin && numel + params[i].numel() > kBroadcastBucketNumel) {
+      broadcastBucket(params, begin, i, pg);
+      begin = i;
+      numel = 0;
+    }
+    numel += params[i].numel();
   }
-  std::vector<at::Tensor> buffer{at::cat(flat)};
-  pg.broadcast(buffer)->wait();
-  int64_t offset = 0;
-  for (const auto& p : params) {
-    p.detach().copy_(buffer[0].narrow(0, offset, p.numel()).view(p.sizes()));
-    offset += p.numel();
-  }
+  broadcastBucket(params, begin, params.size(), pg);
 }
 
 // DeepSpeed's module.half() / module.bfloat16(): every floating parameter takes the model dtype. set_data

@@ -102,3 +102,40 @@ TEST_CASE("the engine steps only at accumulation boundaries, follows the LR sche
   REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), stage4, opts),
                       Contains("zero_optimization.stage"));
 }
+
+namespace {
+
+// Parameters only (never run forward): a 3 Mi-element tensor broadcast alone, and a 2 Mi one bucketed with
+// a small one, so both of broadcastFromRankZero's paths run.
+struct BigParams {
+  explicit BigParams(int rank) {
+    for (int64_t numel : {int64_t{3} << 20, int64_t{2} << 20, int64_t{10}}) {
+      params.push_back((at::arange(numel, at::kFloat) * 1e-6 + rank).set_requires_grad(true));
+    }
+  }
+  std::vector<at::Tensor> parameters() const { return params; }
+  at::Tensor forward(const at::Tensor& x) { return x; }
+  std::vector<at::Tensor> params;
+};
+
+}  // namespace
+
+TEST_CASE("every rank starts from rank 0's parameters, whatever each rank initialised", "[runtime][core]") {
+  const int stage = GENERATE(0, 2);
+  INFO("stage " << stage);
+  std::vector<std::vector<at::Tensor>> got(2);
+  runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    dsrt::InitOptions opts;
+    opts.dist = distFor(rank, 2, pg);
+    auto model = std::make_shared<BigParams>(rank);
+    auto engine = dsrt::initialize(model, tinyConfig(stage, 4, 2), opts);
+    for (const auto& p : model->params) got[rank].push_back(p.detach().clone());
+  });
+  const BigParams rankZero(0);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (size_t i = 0; i < rankZero.params.size(); ++i) {
+      INFO("rank " << rank << " parameter " << i);
+      CHECK(at::equal(got[rank][i], rankZero.params[i].detach()));
+    }
+  }
+}
