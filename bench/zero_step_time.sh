@@ -18,6 +18,13 @@ HIDDEN=${HIDDEN:-2048}
 LAYERS=${LAYERS:-4}
 CONFIGS=${CONFIGS:-z0 z1 z2 z3 z2off z3off z2bf16 z2fp16}
 BUCKET=${BUCKET:-$((HIDDEN * HIDDEN))}
+# glibc raises its mmap threshold to the size of each freed large block (up to 32 MiB), after which the
+# stage-3 gather and gradient buffers (one layer each, allocated and freed per layer) come from the heap
+# and freed ones are retained: peak RSS then measures allocator retention (~700 MB for z3 here) rather
+# than live memory (~450 MB). A fixed threshold keeps large blocks mmapped; MALLOC_MMAP_THRESHOLD_= (empty)
+# measures glibc's default behaviour instead.
+export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_-1048576}
+[ -n "$MALLOC_MMAP_THRESHOLD_" ] || unset MALLOC_MMAP_THRESHOLD_
 export OMP_NUM_THREADS=${THREADS:-1}
 TRAIN=$BUILD_DIR/examples/train_mlp DSRUN=$BUILD_DIR/launcher/dsrun EST=$BUILD_DIR/runtime/estimate/ds_estimate
 for b in "$TRAIN" "$DSRUN" "$EST"; do
@@ -79,7 +86,7 @@ done
 
 params=$((LAYERS * (HIDDEN * HIDDEN + HIDDEN)))
 echo
-echo "model: $LAYERS x Linear($HIDDEN,$HIDDEN) = $params parameters, Adam, 2 ranks x 32 samples, buckets/prefetch $BUCKET elements, OMP_NUM_THREADS=$OMP_NUM_THREADS, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model: $LAYERS x Linear($HIDDEN,$HIDDEN) = $params parameters, Adam, 2 ranks x 32 samples, buckets/prefetch $BUCKET elements, MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-glibc default}, OMP_NUM_THREADS=$OMP_NUM_THREADS, load $(cut -d' ' -f1-3 /proc/loadavg)"
 base=$(awk '$3 == "z0:" {print $4}' "$tmp/runs" | median)
 printf '%-8s %10s %8s %14s %14s %10s %10s\n' config ms/step vs_z0 state_B/rank host_B/rank rss0_MB rss1_MB
 for c in $CONFIGS; do
