@@ -66,6 +66,7 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.contiguousGradients = cfg.zero.contiguousGradients;
   ctx.stage3PrefetchBucketNumel = cfg.zero.prefetchBucketSize;
   ctx.stage3ParamPersistenceThreshold = cfg.zero.paramPersistenceThreshold;
+  ctx.stage3ModelPersistenceThreshold = cfg.zero.modelPersistenceThreshold;
   ctx.stage3MaxLiveParameters = cfg.zero.maxLiveParameters;
   ctx.stage3MaxReuseDistance = cfg.zero.maxReuseDistance;
   // offload_param is a stage-3 option: the config warns that other stages ignore it, and they do.

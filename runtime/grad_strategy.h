@@ -73,6 +73,8 @@ struct StrategyContext {
   int64_t stage3PrefetchBucketNumel = 50000000;
   /// stage3_param_persistence_threshold: parameters with at most this many elements stay gathered.
   int64_t stage3ParamPersistenceThreshold = 100000;
+  /// stage3_model_persistence_threshold: cap on the total elements of persistent parameters.
+  int64_t stage3ModelPersistenceThreshold = INT64_MAX;
   /// stage3_max_live_parameters: cap on gathered (non-persistent) elements kept alive at once.
   int64_t stage3MaxLiveParameters = 1000000000;
   /// stage3_max_reuse_distance: keep a module gathered after use if it is used again within this many

@@ -107,4 +107,24 @@ FetchPlan planFetches(const std::vector<int>& trace, const std::vector<int64_t>&
   return plan;
 }
 
+std::vector<bool> markPersistent(const std::vector<int64_t>& paramNumels, int64_t paramThreshold,
+                                 int64_t modelThreshold) {
+  if (paramThreshold < 0 || modelThreshold < 0) {
+    throw std::invalid_argument("stage3 persistence thresholds must be >= 0, got '" + std::to_string(paramThreshold) +
+                                ", " + std::to_string(modelThreshold) + "'");
+  }
+  std::vector<bool> persistent;
+  int64_t total = 0;
+  for (int64_t numel : paramNumels) {
+    if (numel < 0) {
+      throw std::invalid_argument("parameter numel must be >= 0, got '" + std::to_string(numel) + "'");
+    }
+    // DeepSpeed tests the model budget first (numel + total > model threshold: skip), then the size.
+    const bool keep = numel <= modelThreshold - total && numel <= paramThreshold;
+    persistent.push_back(keep);
+    if (keep) total += numel;
+  }
+  return persistent;
+}
+
 }  // namespace dsrt::zero

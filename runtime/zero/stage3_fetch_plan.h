@@ -44,4 +44,12 @@ struct FetchPlan {
 FetchPlan planFetches(const std::vector<int>& trace, const std::vector<int64_t>& unitNumels,
                       const FetchSettings& settings);
 
+/// Which parameters stay gathered for the whole run (DeepSpeed's mark_persistent_parameters): in
+/// registration order, a parameter with at most `paramThreshold` elements
+/// (stage3_param_persistence_threshold) is persistent unless adding it would take the persistent total
+/// above `modelThreshold` (stage3_model_persistence_threshold); a parameter that would is skipped, and a
+/// later, smaller one may still fit. Throws std::invalid_argument for a negative numel or threshold.
+std::vector<bool> markPersistent(const std::vector<int64_t>& paramNumels, int64_t paramThreshold,
+                                 int64_t modelThreshold);
+
 }  // namespace dsrt::zero

@@ -30,9 +30,11 @@ Stage3ParamCoordinator::Stage3ParamCoordinator(const StrategyContext& ctx, const
       settings_(settings),
       gatherer_(ctx.pg, ctx.rank, plan, ctx.params, shapesOf(ctx.params), std::move(partition)),
       inUse_(ctx.params.size(), 0) {
+  std::vector<int64_t> numels;
+  for (const auto& p : params_) numels.push_back(p.numel());
+  persistent_ = markPersistent(numels, settings_.persistenceThreshold, settings_.modelPersistenceThreshold);
   for (size_t i = 0; i < params_.size(); ++i) {
-    const bool keep = params_[i].numel() <= settings_.persistenceThreshold;
-    persistent_.push_back(keep);
+    const bool keep = persistent_[i];
     if (keep) {
       persistentParams_.push_back(static_cast<int64_t>(i));
     } else {

@@ -32,6 +32,7 @@ class Stage3ParamCoordinator {
   struct Settings {
     FetchSettings fetch;
     int64_t persistenceThreshold = 100000;  ///< stage3_param_persistence_threshold (elements)
+    int64_t modelPersistenceThreshold = INT64_MAX;  ///< stage3_model_persistence_threshold (elements)
   };
 
   /// Registers the parameters with Stage3Registry and releases every non-persistent parameter.

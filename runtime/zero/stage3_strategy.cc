@@ -35,6 +35,7 @@ Stage3ParamCoordinator::Settings settingsOf(const StrategyContext& ctx) {
   s.fetch.maxLiveNumel = ctx.stage3MaxLiveParameters;
   s.fetch.maxReuseDistance = ctx.stage3MaxReuseDistance;
   s.persistenceThreshold = ctx.stage3ParamPersistenceThreshold;
+  s.modelPersistenceThreshold = ctx.stage3ModelPersistenceThreshold;
   TORCH_CHECK(s.fetch.prefetchBucketNumel >= 0 && s.fetch.maxLiveNumel >= 0 && s.fetch.maxReuseDistance >= 0,
               "zero_optimization.stage3_*: prefetch bucket, max live parameters and max reuse distance must be "
               ">= 0, got '", s.fetch.prefetchBucketNumel, ", ", s.fetch.maxLiveNumel, ", ",

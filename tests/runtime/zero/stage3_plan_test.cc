@@ -140,3 +140,25 @@ TEST_CASE("planFetches handles an empty trace and rejects unknown units", "[runt
   bad.maxLiveNumel = -1;
   REQUIRE_THROWS_WITH(planFetches({0}, {1}, bad), Contains("got '-1'"));
 }
+
+TEST_CASE("markPersistent keeps small parameters within the model budget, in registration order, like DeepSpeed",
+          "[runtime][zero][stage3]") {
+  using Row = std::tuple<std::vector<int64_t>, int64_t, int64_t, std::vector<bool>>;
+  auto [numels, paramThreshold, modelThreshold, expected] = GENERATE(table<std::vector<int64_t>, int64_t, int64_t,
+                                                                           std::vector<bool>>({
+      Row{{10, 100, 5, 1000}, 100, INT64_MAX, {true, true, true, false}},  // only the per-parameter size
+      Row{{10, 100, 5, 1000}, 0, INT64_MAX, {false, false, false, false}},
+      Row{{10, 100, 5, 1000}, 100, 110, {true, true, false, false}},      // 10 + 100 fills the budget
+      Row{{10, 100, 5, 1000}, 100, 20, {true, false, true, false}},       // 100 is skipped, 5 still fits
+      Row{{10, 100, 5, 1000}, 100, 0, {false, false, false, false}},
+      Row{{0, 0}, 0, 0, {true, true}},                                     // empty tensors cost nothing
+      Row{{}, 100, 100, {}},
+  }));
+  INFO("param threshold " << paramThreshold << ", model threshold " << modelThreshold);
+  CHECK(dsrt::zero::markPersistent(numels, paramThreshold, modelThreshold) == expected);
+}
+
+TEST_CASE("markPersistent rejects negative sizes and thresholds", "[runtime][zero][stage3]") {
+  CHECK_THROWS_WITH(dsrt::zero::markPersistent({1, -2}, 10, 10), Catch::Contains("got '-2'"));
+  CHECK_THROWS_WITH(dsrt::zero::markPersistent({1}, -1, 10), Catch::Contains("got '-1, 10'"));
+}
