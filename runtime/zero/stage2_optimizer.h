@@ -5,10 +5,10 @@
 // into its gradient partition. As in DeepSpeed, this happens on every micro-step, also between
 // accumulation boundaries, so a rank never holds more than its partition plus the buckets in flight.
 
+#include "runtime/zero/partition_grad_reducer.h"
 #include "runtime/zero/zero_optimizer.h"
 
 #include <memory>
-#include <vector>
 
 namespace dsrt::zero {
 
@@ -28,22 +28,9 @@ class Stage2Optimizer : public ZeroOptimizer {
   int64_t gradientBytes() const override;
 
  private:
-  void onGradReady(int64_t param);
-  at::Tensor stagingFor(size_t bucket);
-  at::Tensor launchInput(size_t bucket);
-  void deliver(size_t bucket, const at::Tensor& averaged);
-
-  at::Tensor gradPartition_;               ///< plan_.partitionNumel, accumulated across micro-steps
-                                           ///< (model dtype on the device; fp32 host memory with offload)
-  std::vector<bool> staged_;               ///< per parameter: copied into staging this micro-step
-  std::vector<int64_t> bucketOf_;          ///< per parameter: its bucket
-  std::vector<at::Tensor> staging_;        ///< per bucket: its staging buffer while filling or in flight
-  std::vector<at::Tensor> stagingBase_;    ///< per bucket: the recyclable buffer staging_ views
-  std::vector<at::Tensor> freeStaging_;    ///< recycled buffers of maxBucketNumel_ elements
-  int64_t maxBucketNumel_ = 0;
-  bool inBackward_ = false;
-  std::unique_ptr<BucketReducer> reducer_;
-  std::unique_ptr<GradReadyHooks> hooks_;  ///< last: destroyed first, so no hook sees a dead reducer
+  at::Tensor gradPartition_;                     ///< plan_.partitionNumel, accumulated across micro-steps
+                                                 ///< (model dtype on the device; fp32 host memory with offload)
+  std::unique_ptr<PartitionGradReducer> grads_;  ///< staging, bucketed reduce-scatter into gradPartition_
 };
 
 }  // namespace dsrt::zero

@@ -87,7 +87,7 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
   optimizer_ = ctx_.makeOptimizer(master_->master());
   TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero stage 3: optimizer built for ",
               optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
-  grads_ = std::make_unique<Stage3GradReducer>(ctx_, plan_, gradPartition);  // hooks first: params still full
+  grads_ = std::make_unique<PartitionGradReducer>(ctx_, plan_, gradPartition);  // hooks first: params still full
   coordinator_ = std::make_unique<Stage3ParamCoordinator>(ctx_, plan_, partition_, settings);
 }
 

@@ -6,7 +6,7 @@
 // data of persistent parameters (numel <= stage3_param_persistence_threshold). Every other
 // parameter's data is an empty tensor except while its module runs (dsrt::zero::forward gathers it:
 // Stage3ParamCoordinator). Gradients are reduce-scattered into the partitions as they become final
-// (Stage3GradReducer), every micro-step.
+// (PartitionGradReducer), every micro-step.
 // offload_optimizer (MasterPartition): the fp32 master, the gradient partition and the optimizer
 // state live in host memory and the step runs there; the partition receives the updated values.
 // offload_param (with offload_optimizer): the partition itself lives in host memory too; gathers copy
@@ -14,7 +14,7 @@
 
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/partitioned_strategy.h"
-#include "runtime/zero/stage3_grad_reducer.h"
+#include "runtime/zero/partition_grad_reducer.h"
 #include "runtime/zero/stage3_param_coordinator.h"
 
 #include <ATen/core/Tensor.h>
@@ -71,7 +71,7 @@ class Stage3Strategy : public PartitionedStrategy {
   at::Tensor partition_;  ///< plan_.partitionNumel, model dtype: this rank's parameters (gathers read it)
   std::unique_ptr<MasterPartition> master_;  ///< aliases partition_ unless offload_optimizer
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
-  std::unique_ptr<Stage3GradReducer> grads_;
+  std::unique_ptr<PartitionGradReducer> grads_;
   std::unique_ptr<Stage3ParamCoordinator> coordinator_;  ///< last: releases the parameters
 };
 

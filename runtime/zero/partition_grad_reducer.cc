@@ -1,4 +1,4 @@
-#include "runtime/zero/stage3_grad_reducer.h"
+#include "runtime/zero/partition_grad_reducer.h"
 
 #include "runtime/zero/reduce_bucket_plan.h"
 
@@ -10,9 +10,9 @@
 
 namespace dsrt::zero {
 
-Stage3GradReducer::Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor gradPartition)
+PartitionGradReducer::PartitionGradReducer(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor gradPartition)
     : params_(ctx.params), rank_(ctx.rank), plan_(plan), gradPartition_(std::move(gradPartition)) {
-  TORCH_CHECK(gradPartition_.numel() == plan_.partitionNumel, "zero stage 3: gradient partition has ",
+  TORCH_CHECK(gradPartition_.numel() == plan_.partitionNumel, "zero: gradient partition has ",
               gradPartition_.numel(), " elements, expected '", plan_.partitionNumel, "'");
   gradPartition_.zero_();
   staged_.assign(params_.size(), false);
@@ -38,9 +38,9 @@ Stage3GradReducer::Stage3GradReducer(const StrategyContext& ctx, const Partition
   hooks_ = std::make_unique<GradReadyHooks>(params_, [this](int64_t i) { onGradReady(i); });
 }
 
-Stage3GradReducer::~Stage3GradReducer() = default;
+PartitionGradReducer::~PartitionGradReducer() = default;
 
-at::Tensor Stage3GradReducer::stagingFor(size_t bucket) {
+at::Tensor PartitionGradReducer::stagingFor(size_t bucket) {
   if (!staging_[bucket].defined()) {
     // Two buffers suffice when gradients arrive in reverse order (one filling, one in flight).
     while (freeStaging_.empty() && reducer_->completeOldest()) {
@@ -55,7 +55,7 @@ at::Tensor Stage3GradReducer::stagingFor(size_t bucket) {
   return staging_[bucket];
 }
 
-void Stage3GradReducer::onGradReady(int64_t param) {
+void PartitionGradReducer::onGradReady(int64_t param) {
   if (!inBackward_) {
     return;  // a backward outside the engine: the gradient stays in .grad and joins the next micro-step
   }
@@ -75,7 +75,7 @@ void Stage3GradReducer::onGradReady(int64_t param) {
   reducer_->markReady(param);
 }
 
-at::Tensor Stage3GradReducer::launchInput(size_t bucket) {
+at::Tensor PartitionGradReducer::launchInput(size_t bucket) {
   const ReduceBucket& b = reducer_->buckets()[bucket];
   at::Tensor staging = stagingFor(bucket);
   c10::AutoGradMode noGrad(false);
@@ -92,7 +92,7 @@ at::Tensor Stage3GradReducer::launchInput(size_t bucket) {
   return staging;
 }
 
-void Stage3GradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
+void PartitionGradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
   const ReduceBucket& b = reducer_->buckets()[bucket];
   const int64_t offset = b.flatBegin + b.rankOffset(rank_) - plan_.partitionBegin(rank_);
   c10::AutoGradMode noGrad(false);
@@ -104,13 +104,13 @@ void Stage3GradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
   staging_[bucket] = at::Tensor();
 }
 
-void Stage3GradReducer::endBackward() {
+void PartitionGradReducer::endBackward() {
   reducer_->flush();
   std::fill(staged_.begin(), staged_.end(), false);
   inBackward_ = false;
 }
 
-void Stage3GradReducer::zeroGrad() {
+void PartitionGradReducer::zeroGrad() {
   c10::AutoGradMode noGrad(false);
   gradPartition_.zero_();
   for (const auto& p : params_) {

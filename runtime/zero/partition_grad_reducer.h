@@ -1,6 +1,6 @@
 #pragma once
-// ZeRO-3's gradient path (as stage 2's): when a parameter's gradient is final (post hook on its grad
-// accumulator, which runs while the parameter is still gathered), it is copied into its reduction
+// The gradient path of ZeRO stages 2 and 3: when a parameter's gradient is final (post hook on its grad
+// accumulator; at stage 3 it runs while the parameter is still gathered), it is copied into its reduction
 // bucket's staging buffer and p.grad is freed; full buckets are reduce-scattered (BucketReducer) and
 // this rank adds its averaged run into its fp32 gradient partition. Runs on every micro-step, so a
 // rank holds only its gradient partition plus the buckets in flight.
@@ -19,17 +19,17 @@
 namespace dsrt::zero {
 
 /// Not thread-safe (CPU backward runs hooks on the calling thread). Collective through BucketReducer.
-class Stage3GradReducer {
+class PartitionGradReducer {
  public:
   /// Builds the hooks now: construct it while the parameters still hold their full data (the grad
   /// accumulators record the parameters' shapes). `gradPartition` (plan.partitionNumel elements, any
   /// floating dtype and device: the model's dtype, or the host fp32 buffer of offload_optimizer)
   /// receives this rank's averaged runs; staging buffers take the parameters' dtype, and the
   /// collective runs in ctx.commDtype when set.
-  Stage3GradReducer(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor gradPartition);
-  ~Stage3GradReducer();
-  Stage3GradReducer(const Stage3GradReducer&) = delete;
-  Stage3GradReducer& operator=(const Stage3GradReducer&) = delete;
+  PartitionGradReducer(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor gradPartition);
+  ~PartitionGradReducer();
+  PartitionGradReducer(const PartitionGradReducer&) = delete;
+  PartitionGradReducer& operator=(const PartitionGradReducer&) = delete;
 
   void beginBackward() { inBackward_ = true; }
   /// Reduces whatever is left (unused parameters count as zeros) and waits for every bucket.
