@@ -3,6 +3,7 @@ target_sources(dsrt PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/dist_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine_checkpoint.cc
+  ${CMAKE_CURRENT_LIST_DIR}/engine_precision.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine_timers.cc
   ${CMAKE_CURRENT_LIST_DIR}/grad_strategy.cc
   ${CMAKE_CURRENT_LIST_DIR}/initialize.cc
