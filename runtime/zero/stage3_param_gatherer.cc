@@ -51,14 +51,17 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
   g.plan = planGather(plan_, std::move(wanted));
   g.seq = nextSeq_++;
   const int world = plan_.worldSize;
-  g.send = at::zeros({g.plan.pieceNumel}, params_.front().options());  // on the model's device
+  g.sendBase = wireBuffer(g.plan.pieceNumel);  // on the model's device
+  g.send = g.sendBase.narrow(0, 0, g.plan.pieceNumel);
+  g.send.zero_();  // padding of short pieces
   for (const GatherPiece& piece : g.plan.pieces[static_cast<size_t>(rank_)]) {
     g.send.narrow(0, piece.pieceOffset, piece.numel).copy_(partition_.narrow(0, piece.partitionOffset, piece.numel));
   }
   if (world == 1) {
     g.recv = g.send;
   } else {
-    g.recv = at::empty({world * g.plan.pieceNumel}, g.send.options());
+    g.recvBase = wireBuffer(world * g.plan.pieceNumel);
+    g.recv = g.recvBase.narrow(0, 0, world * g.plan.pieceNumel);
     // An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
     auto wire = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; };
     std::vector<std::vector<at::Tensor>> outputs(1);
@@ -106,6 +109,38 @@ void Stage3ParamGatherer::complete() {
     params_[p].set_data(data.view(shapes_[p]));
     state_[p] = State::kGathered;
     pendingSeq_[p] = -1;
+  }
+  g.send = at::Tensor();
+  g.recv = at::Tensor();
+  recycle(std::move(g.sendBase));
+  recycle(std::move(g.recvBase));  // undefined for one rank (recv was send)
+}
+
+namespace {
+constexpr size_t kMaxSpares = 4;  // two gathers in flight (one used, one prefetched), each send + recv
+}  // namespace
+
+at::Tensor Stage3ParamGatherer::wireBuffer(int64_t numel) {
+  for (size_t i = 0; i < spares_.size(); ++i) {
+    if (spares_[i].numel() >= numel) {
+      at::Tensor t = std::move(spares_[i]);
+      spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
+      return t;
+    }
+  }
+  return at::empty({numel}, params_.front().options());
+}
+
+void Stage3ParamGatherer::recycle(at::Tensor buffer) {
+  if (!buffer.defined()) return;
+  at::Tensor base = std::move(buffer);
+  if (spares_.size() < kMaxSpares) {
+    spares_.push_back(std::move(base));
+  } else {
+    // Replace the smallest spare if this one is larger: large gathers are the ones worth keeping.
+    auto smallest = std::min_element(spares_.begin(), spares_.end(),
+                                     [](const at::Tensor& a, const at::Tensor& b) { return a.numel() < b.numel(); });
+    if (smallest->numel() < base.numel()) *smallest = std::move(base);
   }
 }
 

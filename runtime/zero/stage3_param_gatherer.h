@@ -60,9 +60,15 @@ class Stage3ParamGatherer {
     c10::intrusive_ptr<c10d::Work> work;  ///< null for one rank
     at::Tensor send;                      ///< this rank's piece (kept alive until completion)
     at::Tensor recv;                      ///< worldSize pieces, rank order
+    at::Tensor sendBase, recvBase;        ///< the (possibly larger) recycled buffers send/recv view
     int64_t seq = 0;
   };
   void complete();  ///< completes the oldest pending gather and installs its parameters
+  /// A buffer of at least `numel` elements like the parameters, from the spares when one is large
+  /// enough (the wire buffers of every gather are about one layer in size: recycling them keeps the heap
+  /// from fragmenting on a fresh allocation per layer and step).
+  at::Tensor wireBuffer(int64_t numel);
+  void recycle(at::Tensor buffer);
 
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   int rank_;
@@ -73,6 +79,7 @@ class Stage3ParamGatherer {
   std::vector<State> state_;
   std::vector<int64_t> pendingSeq_;  ///< per parameter: seq of the gather carrying it
   std::deque<Pending> pending_;      ///< launch order
+  std::vector<at::Tensor> spares_;   ///< recycled send/recv buffers (at most kMaxSpares)
   int64_t nextSeq_ = 0;
   int64_t launches_ = 0;
   int64_t gatheredNumel_ = 0;
