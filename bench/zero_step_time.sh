@@ -20,7 +20,7 @@ CONFIGS=${CONFIGS:-z0 z1 z2 z3 z2off z3off z2bf16 z2fp16}
 BUCKET=${BUCKET:-$((HIDDEN * HIDDEN))}
 # glibc raises its mmap threshold to the size of each freed large block (up to 32 MiB), after which the
 # stage-3 gather and gradient buffers (one layer each, allocated and freed per layer) come from the heap
-# and freed ones are retained: peak RSS then measures allocator retention (~700 MB for z3 here) rather
+# and freed ones are retained: peak RSS then measures allocator retention (~650 MB for z3 here) rather
 # than live memory (~450 MB). A fixed threshold keeps large blocks mmapped; MALLOC_MMAP_THRESHOLD_= (empty)
 # measures glibc's default behaviour instead.
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_-1048576}
