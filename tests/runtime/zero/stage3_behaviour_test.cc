@@ -5,6 +5,7 @@
 #include "runtime/runtime.h"
 #include "runtime/zero/stage3_fetch_plan.h"
 #include "runtime/zero/zero_strategy.h"
+#include "tests/runtime/core/exactness_harness.h"  // distFor
 #include "tests/runtime/zero/stage3_run.h"
 
 #include <catch2/catch.hpp>
@@ -174,15 +175,6 @@ TEST_CASE("the ZeRO-3 coordinator gathers exactly what planFetches predicts", "[
 
 namespace {
 
-std::shared_ptr<dsrt::DistContext> distFor(int rank, int worldSize, c10::intrusive_ptr<c10d::ProcessGroup> pg) {
-  auto ctx = std::make_shared<dsrt::DistContext>();
-  ctx->env.rank = rank;
-  ctx->env.worldSize = worldSize;
-  ctx->pg = std::move(pg);
-  ctx->backend = "gloo";
-  return ctx;
-}
-
 struct EngineRun {
   std::vector<double> losses;
   std::vector<at::Tensor> params;
@@ -214,7 +206,7 @@ EngineRun engineRun(int stage, int world, bool offload = false, bool offloadPara
   std::vector<EngineRun> runs(static_cast<size_t>(world));
   dsrt::zero::testing::runRanks(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     dsrt::InitOptions opts;
-    opts.dist = distFor(rank, world, pg);
+    opts.dist = dsrt::testing::distFor(rank, world, pg);
     auto engine = dsrt::initialize(dsrt::zero::testing::Zero3Mlp(init), config, opts);
     EngineRun& out = runs[static_cast<size_t>(rank)];
     const int64_t micro = engine->train_micro_batch_size_per_gpu();

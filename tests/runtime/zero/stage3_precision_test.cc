@@ -5,6 +5,7 @@
 // (2 + 2 + 12) Psi / N.
 #include "runtime/runtime.h"
 #include "runtime/zero/zero_strategy.h"
+#include "tests/runtime/core/exactness_harness.h"  // distFor
 #include "tests/runtime/zero/stage3_run.h"
 
 #include <catch2/catch.hpp>
@@ -15,15 +16,6 @@
 using dsrt::zero::testing::Stage3Spec;
 
 namespace {
-
-std::shared_ptr<dsrt::DistContext> distOf(int rank, int worldSize, c10::intrusive_ptr<c10d::ProcessGroup> pg) {
-  auto ctx = std::make_shared<dsrt::DistContext>();
-  ctx->env.rank = rank;
-  ctx->env.worldSize = worldSize;
-  ctx->pg = std::move(pg);
-  ctx->backend = "gloo";
-  return ctx;
-}
 
 struct PrecisionRun {
   std::vector<double> losses;
@@ -54,7 +46,7 @@ PrecisionRun precisionRun(int stage, const std::string& precision, bool offload,
   std::vector<PrecisionRun> runs(2);
   dsrt::zero::testing::runRanks(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     dsrt::InitOptions opts;
-    opts.dist = distOf(rank, 2, pg);
+    opts.dist = dsrt::testing::distFor(rank, 2, pg);
     dsrt::zero::testing::NestedMlp model(init);
     auto engine = dsrt::initialize(model, config, opts);
     const auto dtype = model->last->weight.scalar_type();
