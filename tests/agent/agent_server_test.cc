@@ -11,7 +11,7 @@
 
 #include "common/posix_spawner.h"
 #include "tests/agent/test_client.h"
-#include "tests/tls/temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tls/ssl_context.h"
 #include "tls/tls_directory.h"
 

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/local_job.h"
 #include "common/orphan_sweeper.h"
+#include "tests/common/temp_dir.h"
 
 using namespace dsrun;
 using Catch::Matchers::Contains;
@@ -40,17 +41,6 @@ std::string readFile(const std::string& path) {
   return text.str();
 }
 
-/// A fresh directory under /tmp, removed afterwards.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char templ[] = "/tmp/dsrun-local-job-XXXXXX";
-    REQUIRE(::mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-};
-
 /// Runs the job with this process's stdout and stderr captured into strings.
 struct Captured {
   int code = -1;
@@ -62,8 +52,8 @@ Captured runCaptured(const std::vector<RankSpec>& ranks, const LocalJobOptions& 
   std::cout.flush();
   std::cerr.flush();
   int savedOut = ::dup(STDOUT_FILENO), savedErr = ::dup(STDERR_FILENO);
-  int out = ::open((dir.path + "/out").c_str(), O_WRONLY | O_CREAT, 0600);
-  int err = ::open((dir.path + "/err").c_str(), O_WRONLY | O_CREAT, 0600);
+  int out = ::open((dir.path() + "/out").c_str(), O_WRONLY | O_CREAT, 0600);
+  int err = ::open((dir.path() + "/err").c_str(), O_WRONLY | O_CREAT, 0600);
   ::dup2(out, STDOUT_FILENO);
   ::dup2(err, STDERR_FILENO);
   ::close(out);
@@ -79,8 +69,8 @@ Captured runCaptured(const std::vector<RankSpec>& ranks, const LocalJobOptions& 
   ::dup2(savedErr, STDERR_FILENO);
   ::close(savedOut);
   ::close(savedErr);
-  result.out = readFile(dir.path + "/out");
-  result.err = readFile(dir.path + "/err");
+  result.out = readFile(dir.path() + "/out");
+  result.err = readFile(dir.path() + "/err");
   if (failure) std::rethrow_exception(failure);
   return result;
 }
@@ -122,13 +112,13 @@ TEST_CASE("runLocalJob forwards a signal it receives to every rank", "[common][l
   TempDir dir;
   struct sigaction before {};
   ::sigaction(SIGTERM, nullptr, &before);
-  std::string record = "trap 'echo TERM >> " + dir.path + "/$RANK; exit 0' TERM; ";
+  std::string record = "trap 'echo TERM >> " + dir.path() + "/$RANK; exit 0' TERM; ";
   Captured result = runCaptured({shellRank(0, record + "kill -TERM $PPID; while :; do sleep 1; done"),
                                  shellRank(1, record + "while :; do sleep 1; done")},
                                 {});
   CHECK(result.code == 143);
   CHECK_THAT(result.err, Contains("dsrun: received SIGTERM; forwarded it to"));
-  CHECK(readFile(dir.path + "/0") == "TERM\n");
+  CHECK(readFile(dir.path() + "/0") == "TERM\n");
   struct sigaction now {};
   ::sigaction(SIGTERM, nullptr, &now);
   CHECK(now.sa_handler == before.sa_handler);  // the previous disposition is back
@@ -138,7 +128,7 @@ TEST_CASE("runLocalJob sends SIGKILL after the grace period to ranks that ignore
   TempDir dir;
   LocalJobOptions options;
   options.killGraceS = 0.2;
-  std::string ready = dir.path + "/ready";
+  std::string ready = dir.path() + "/ready";
   Captured result = runCaptured(
       {shellRank(0, "trap '' TERM; touch " + ready + "; while :; do sleep 1; done"),
        shellRank(1, "for i in $(seq 3000); do [ -e " + ready + " ] && exit 5; sleep 0.01; done; exit 99")},
@@ -168,12 +158,12 @@ TEST_CASE("runLocalJob leaves no process of the job behind", "[common][local]") 
   TempDir dir;
   // One straggler stays in the rank's group, one escapes it with setsid; both must be gone.
   Captured result = runCaptured(
-      {shellRank(0, "sleep 1000 & echo $! > " + dir.path + "/grouped; setsid sleep 1000 & echo $! > " + dir.path +
+      {shellRank(0, "sleep 1000 & echo $! > " + dir.path() + "/grouped; setsid sleep 1000 & echo $! > " + dir.path() +
                         "/escaped; exit 0")},
       {});
   CHECK(result.code == 0);
-  pid_t grouped = std::atoi(readFile(dir.path + "/grouped").c_str());
-  pid_t escaped = std::atoi(readFile(dir.path + "/escaped").c_str());
+  pid_t grouped = std::atoi(readFile(dir.path() + "/grouped").c_str());
+  pid_t escaped = std::atoi(readFile(dir.path() + "/escaped").c_str());
   REQUIRE(grouped > 0);
   REQUIRE(escaped > 0);
   CHECK_FALSE(alive(grouped));
@@ -184,7 +174,7 @@ TEST_CASE("runLocalJob leaves no process of the job behind", "[common][local]") 
 TEST_CASE("runLocalJob writes each rank's output to its own DeepSpeed-named file", "[common][local]") {
   TempDir dir;
   LocalJobOptions options;
-  options.eachRankLogDir = dir.path + "/logs";
+  options.eachRankLogDir = dir.path() + "/logs";
   Captured result =
       runCaptured({shellRank(0, "echo out $RANK; echo err $RANK >&2"), shellRank(1, "echo out $RANK")}, options);
   CHECK(result.code == 0);
@@ -211,7 +201,7 @@ TEST_CASE("runLocalJob notices exits even if the caller blocked SIGCHLD (no pipe
   sigaddset(&block, SIGCHLD);
   ::pthread_sigmask(SIG_BLOCK, &block, &old);
   LocalJobOptions options;
-  options.eachRankLogDir = dir.path;
+  options.eachRankLogDir = dir.path();
   Captured result = runCaptured({shellRank(0, "exit 4")}, options);
   sigset_t after;
   ::pthread_sigmask(SIG_SETMASK, &old, &after);

@@ -1,23 +1,33 @@
 #pragma once
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents when the object dies.
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when the object dies. Shared by
+// every test that writes files (tls, agent, local jobs, checkpoints).
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 
 class TempDir {
  public:
   TempDir() {
     const char* base = std::getenv("TMPDIR");
     std::string templ = std::string(base ? base : "/tmp") + "/dsrun-test-XXXXXX";
-    path_ = mkdtemp(templ.data()) ? templ : "";
+    if (mkdtemp(templ.data()) == nullptr) {
+      throw std::runtime_error("TempDir: mkdtemp(" + templ + "): " + std::strerror(errno));
+    }
+    path_ = templ;
   }
   ~TempDir() {
-    if (!path_.empty()) std::system(("rm -rf '" + path_ + "'").c_str());
+    std::error_code ignored;  // a destructor must not throw; a leftover directory is harmless
+    std::filesystem::remove_all(path_, ignored);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
 
  private:
-  std::string path_;  ///< absolute path; empty if creation failed
+  std::string path_;  ///< absolute path
 };

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "common/error.h"
-#include "tests/tls/temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tls/tls_directory.h"
 
 namespace asio = boost::asio;

@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "tests/tls/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 using Catch::Matchers::Contains;
 using namespace dsrun::tls;

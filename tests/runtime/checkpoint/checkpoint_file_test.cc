@@ -12,22 +12,12 @@
 #include "runtime/checkpoint/checkpoint_error.h"
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/checkpoint/checkpoint_layout.h"
+#include "tests/common/temp_dir.h"
 
 using namespace dsrt::checkpoint;
 using Catch::Contains;
-namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory per test under the build's temp dir; removed at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dsrt_ckpt_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -55,7 +45,7 @@ TEST_CASE("crc32 matches zlib's check value", "[checkpoint]") {
 
 TEST_CASE("a checkpoint file reads back its metadata and tensors", "[checkpoint]") {
   TempDir tmp;
-  const std::string path = tmp.path + "/f.pt";
+  const std::string path = tmp.path() + "/f.pt";
   writeSample(path, 2.0f);
   const CheckpointFile f = readCheckpointFile(path);
   CHECK(f.meta["kind"] == "sample");
@@ -70,7 +60,7 @@ TEST_CASE("a checkpoint file reads back its metadata and tensors", "[checkpoint]
 
 TEST_CASE("a damaged checkpoint file is refused with an error naming it", "[checkpoint]") {
   TempDir tmp;
-  const std::string path = tmp.path + "/f.pt";
+  const std::string path = tmp.path() + "/f.pt";
   writeSample(path, 1.0f);
   const std::string good = slurp(path);
   SECTION("flipped payload byte") {
@@ -92,14 +82,14 @@ TEST_CASE("a damaged checkpoint file is refused with an error naming it", "[chec
     REQUIRE_THROWS_WITH(readCheckpointFile(path), Contains(path + ": not a dsrt checkpoint file"));
   }
   SECTION("missing") {
-    REQUIRE_THROWS_WITH(readCheckpointFile(tmp.path + "/none.pt"),
-                        Contains(tmp.path + "/none.pt: open: No such file or directory"));
+    REQUIRE_THROWS_WITH(readCheckpointFile(tmp.path() + "/none.pt"),
+                        Contains(tmp.path() + "/none.pt: open: No such file or directory"));
   }
 }
 
 TEST_CASE("commitStaging publishes the tag and moves latest last", "[checkpoint]") {
   TempDir tmp;
-  const std::string dir = tmp.path + "/ck";
+  const std::string dir = tmp.path() + "/ck";
   CHECK_FALSE(readLatest(dir).has_value());
   const std::string staging = beginStaging(dir, "step1");
   CHECK(staging == dir + "/step1.tmp");
@@ -139,8 +129,8 @@ TEST_CASE("commitStaging publishes the tag and moves latest last", "[checkpoint]
 
 TEST_CASE("readLatest refuses an empty latest file", "[checkpoint]") {
   TempDir tmp;
-  spit(tmp.path + "/latest", "\n");
-  REQUIRE_THROWS_WITH(readLatest(tmp.path), Contains(tmp.path + "/latest: empty"));
-  spit(tmp.path + "/latest", "global_step5\n");
-  CHECK(readLatest(tmp.path) == std::string("global_step5"));
+  spit(tmp.path() + "/latest", "\n");
+  REQUIRE_THROWS_WITH(readLatest(tmp.path()), Contains(tmp.path() + "/latest: empty"));
+  spit(tmp.path() + "/latest", "global_step5\n");
+  CHECK(readLatest(tmp.path()) == std::string("global_step5"));
 }

@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/checkpoint_states.h"
 #include "runtime/checkpoint/consolidate.h"
 #include "runtime/checkpoint/repartition.h"
+#include "tests/common/temp_dir.h"
 
 // After the torch headers: Catch's CHECK must replace glog's (as tests/runtime/zero do).
 #include <catch2/catch.hpp>
@@ -27,15 +28,6 @@ using Catch::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dsrt_ckpt_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // Cuts a padded copy of `flat` (numel elements) into the plan's partitions.
 std::vector<at::Tensor> cut(const at::Tensor& flat, const PartitionPlan& plan) {
@@ -108,8 +100,8 @@ TEST_CASE("repartition moves flat state from N to M ranks exactly, for every N a
 TEST_CASE("state files round-trip and a wrong or missing file is named in the error", "[checkpoint]") {
   TempDir tmp;
   const at::Tensor flat = at::randn({22});
-  saveSyntheticZero2(tmp.path, "global_step6", flat, 3);
-  const std::string tdir = tmp.path + "/global_step6";
+  saveSyntheticZero2(tmp.path(), "global_step6", flat, 3);
+  const std::string tdir = tmp.path() + "/global_step6";
 
   const ModelStates model = readModelStates(tdir + "/mp_rank_00_model_states.pt");
   CHECK(model.zeroStage == 2);
@@ -137,25 +129,25 @@ TEST_CASE("state files round-trip and a wrong or missing file is named in the er
   s0.params = {at::ones({2, 2})};
   s0.optimizerState = {{"exp_avg", at::full({4}, 3.0f)}};
   s0.optimizerStep = 4;
-  writeModelStates(tmp.path + "/s0.pt", s0);
-  const ModelStates back = readModelStates(tmp.path + "/s0.pt");
+  writeModelStates(tmp.path() + "/s0.pt", s0);
+  const ModelStates back = readModelStates(tmp.path() + "/s0.pt");
   CHECK(back.optimizerStep == 4);
   REQUIRE(back.optimizerState.size() == 1);
   CHECK(at::equal(back.optimizerState[0].second, at::full({4}, 3.0f)));
 
   // A partition file lost after the commit: consolidation names it.
   fs::remove(tdir + "/zero_pp_rank_2_mp_rank_00_optim_states.pt");
-  REQUIRE_THROWS_WITH(consolidateFp32(tmp.path),
+  REQUIRE_THROWS_WITH(consolidateFp32(tmp.path()),
                       Contains(tdir + "/zero_pp_rank_2_mp_rank_00_optim_states.pt: open: No such file or directory"));
-  REQUIRE_THROWS_WITH(consolidateFp32(tmp.path, std::string("global_step9")), Contains(tmp.path + "/global_step9: no such checkpoint"));
-  REQUIRE_THROWS_WITH(consolidateFp32(tmp.path + "/empty"), Contains(tmp.path + "/empty/latest: no such file"));
+  REQUIRE_THROWS_WITH(consolidateFp32(tmp.path(), std::string("global_step9")), Contains(tmp.path() + "/global_step9: no such checkpoint"));
+  REQUIRE_THROWS_WITH(consolidateFp32(tmp.path() + "/empty"), Contains(tmp.path() + "/empty/latest: no such file"));
 }
 
 TEST_CASE("consolidateFp32 and ds_to_fp32 rebuild the full fp32 parameters from any number of ranks", "[checkpoint]") {
   TempDir tmp;
   const at::Tensor flat = at::randn({22});
   for (int n = 1; n <= 4; ++n) {
-    const std::string dir = tmp.path + "/ck" + std::to_string(n);
+    const std::string dir = tmp.path() + "/ck" + std::to_string(n);
     saveSyntheticZero2(dir, "global_step6", flat, n);
     const NamedTensors full = consolidateFp32(dir);
     REQUIRE(full.size() == kNames.size());
@@ -169,7 +161,7 @@ TEST_CASE("consolidateFp32 and ds_to_fp32 rebuild the full fp32 parameters from 
     }
   }
   // A save that died after writing some files leaves `latest` and its checkpoint intact.
-  const std::string dir = tmp.path + "/ck2";
+  const std::string dir = tmp.path() + "/ck2";
   const std::string staging = beginStaging(dir, "global_step12");
   ModelStates partial;
   partial.paramNames = {"x"};
@@ -180,8 +172,8 @@ TEST_CASE("consolidateFp32 and ds_to_fp32 rebuild the full fp32 parameters from 
                       Contains("global_step12: no such checkpoint (" + staging + " exists: that save never finished)"));
 
   // The command: writes a file equal to the consolidation; a bad directory exits 1 naming it.
-  const std::string out = tmp.path + "/full_fp32.pt";
-  const std::string cmd = std::string(DS_TO_FP32_PATH) + " " + dir + " " + out + " > " + tmp.path + "/log 2>&1";
+  const std::string out = tmp.path() + "/full_fp32.pt";
+  const std::string cmd = std::string(DS_TO_FP32_PATH) + " " + dir + " " + out + " > " + tmp.path() + "/log 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const NamedTensors written = readFp32StateFile(out);
   const NamedTensors expected = consolidateFp32(dir);
@@ -190,7 +182,7 @@ TEST_CASE("consolidateFp32 and ds_to_fp32 rebuild the full fp32 parameters from 
     CHECK(written[i].first == expected[i].first);
     CHECK(at::equal(written[i].second, expected[i].second));
   }
-  const std::string bad = std::string(DS_TO_FP32_PATH) + " " + tmp.path + "/nothing " + out + " > /dev/null 2>&1";
+  const std::string bad = std::string(DS_TO_FP32_PATH) + " " + tmp.path() + "/nothing " + out + " > /dev/null 2>&1";
   const int status = std::system(bad.c_str());
   CHECK(WEXITSTATUS(status) == 1);
 }

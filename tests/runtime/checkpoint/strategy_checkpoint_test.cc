@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/strategy_checkpoint.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/zero/zero_strategy.h"
+#include "tests/common/temp_dir.h"
 #include "tests/runtime/core/thread_world.h"
 #include "tests/runtime/zero/zero_test_model.h"
 
@@ -25,7 +26,6 @@
 using namespace dsrt;
 using namespace dsrt::checkpoint;
 using Catch::Contains;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -33,15 +33,6 @@ constexpr int64_t kGlobalBatch = 24;
 constexpr double kLr = 0.05;
 constexpr int kSteps = 6;
 constexpr int kSaveAfter = 3;
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dsrt_ckpt_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 struct Trained {
   std::vector<double> losses;         ///< global loss of each step run (index 0 = first step run)
@@ -114,9 +105,9 @@ TEST_CASE("a ZeRO checkpoint saved on N ranks resumes on M ranks with the uninte
                                                                       {2, 3, 1}, {1, 1, 3}}));
   INFO("stage " << stage << " saved on " << saveWorld << " ranks, loaded on " << loadWorld);
   TempDir tmp;
-  const Trained full = train(stage, saveWorld, 0, kSteps, "", tmp.path, kSaveAfter);
-  REQUIRE(readLatest(tmp.path) == std::string("global_step3"));
-  const Trained resumed = train(stage, loadWorld, kSaveAfter, kSteps, tmp.path, "", -1);
+  const Trained full = train(stage, saveWorld, 0, kSteps, "", tmp.path(), kSaveAfter);
+  REQUIRE(readLatest(tmp.path()) == std::string("global_step3"));
+  const Trained resumed = train(stage, loadWorld, kSaveAfter, kSteps, tmp.path(), "", -1);
   REQUIRE(resumed.losses.size() == size_t(kSteps - kSaveAfter));
   for (int i = 0; i < kSteps - kSaveAfter; ++i) {
     INFO("step " << kSaveAfter + i + 1 << ": resumed " << resumed.losses[i] << " uninterrupted " << full.losses[kSaveAfter + i]);
@@ -154,27 +145,27 @@ TEST_CASE("a save that dies half way leaves the previous checkpoint loadable and
     strategy->endBackward(true);
     strategy->step(kLr, 1.0);
     strategy->zeroGrad();
-    saveStrategyCheckpoint(h, tmp.path, "good", {}, {{"note", "resume me"}});
+    saveStrategyCheckpoint(h, tmp.path(), "good", {}, {{"note", "resume me"}});
     if (rank == 0) {
       for (auto& t : p) live.push_back(t.detach().clone());
     }
     // The second save: rank 1 "crashes" after writing its partition file.
     try {
-      saveStrategyCheckpoint(h, tmp.path, "bad", {}, {}, [&](const std::string& path) {
+      saveStrategyCheckpoint(h, tmp.path(), "bad", {}, {}, [&](const std::string& path) {
         if (rank == 1) throw CheckpointError("injected crash after " + path);
       });
     } catch (const CheckpointError& e) {
       errors[rank] = e.what();
     }
     // Every rank still loads the previous checkpoint.
-    loadedTags[rank] = loadStrategyCheckpoint(h, tmp.path).tag;
+    loadedTags[rank] = loadStrategyCheckpoint(h, tmp.path()).tag;
   });
   CHECK_THAT(errors[1], Contains("injected crash after") && Contains("bad.tmp/zero_pp_rank_1_mp_rank_00_optim_states.pt"));
   CHECK_THAT(errors[0], Contains("failed on rank 1"));
   CHECK(loadedTags == std::vector<std::string>{"good", "good"});
-  CHECK(readLatest(tmp.path) == std::string("good"));
-  CHECK_FALSE(pathExists(tmp.path + "/bad"));
-  const NamedTensors fp32 = consolidateFp32(tmp.path);
+  CHECK(readLatest(tmp.path()) == std::string("good"));
+  CHECK_FALSE(pathExists(tmp.path() + "/bad"));
+  const NamedTensors fp32 = consolidateFp32(tmp.path());
   REQUIRE(fp32.size() == live.size());
   for (size_t i = 0; i < live.size(); ++i) {
     CHECK(fp32[i].first == "layer" + std::to_string(i));

@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "runtime/checkpoint/consolidate.h"
 #include "runtime/optim/flat_optimizer.h"
+#include "tests/common/temp_dir.h"
 #include "tests/runtime/core/exactness_harness.h"
 
 namespace dsrt::testing {
@@ -73,12 +73,6 @@ Segment onRanks(int world, Fn fn) {
   return results[0];
 }
 
-std::string freshDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("dsrt_engine_ckpt_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir.string();
-}
-
 }  // namespace
 
 TEST_CASE("a run saved on N ranks and loaded on M ranks continues exactly like an uninterrupted run",
@@ -86,7 +80,8 @@ TEST_CASE("a run saved on N ranks and loaded on M ranks continues exactly like a
   auto [stage, saveWorld, loadWorld] = GENERATE(table<int, int, int>({
       {0, 2, 1}, {0, 1, 4}, {1, 4, 2}, {1, 2, 4}, {2, 4, 2}, {2, 2, 4}, {2, 1, 2}}));
   INFO("stage " << stage << ", saved on " << saveWorld << " ranks, loaded on " << loadWorld);
-  const std::string dir = freshDir("nm");
+  const TempDir tmp;
+  const std::string dir = tmp.path() + "/ckpt";
   const Segment whole = onRanks(1, [&](auto dist) { return train(stage, dist, std::nullopt, std::nullopt); });
   const Segment first = onRanks(saveWorld, [&](auto dist) { return train(stage, dist, std::nullopt, dir); });
   REQUIRE(first.globalSteps == kSaveAfter);
@@ -109,22 +104,21 @@ TEST_CASE("a run saved on N ranks and loaded on M ranks continues exactly like a
     INFO("parameter " << i << " relative difference " << diff / whole.finalParams[i].norm().item<double>());
     CHECK(diff <= 1e-5 * whole.finalParams[i].norm().item<double>());
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("load_checkpoint of a directory without a latest file trains from scratch", "[engine][checkpoint]") {
-  const std::string dir = freshDir("empty");
-  std::filesystem::create_directories(dir);
+  const TempDir tmp;
+  const std::string& dir = tmp.path();
   const Segment fresh = onRanks(1, [&](auto dist) { return train(2, dist, std::nullopt, std::nullopt); });
   const Segment loaded = onRanks(1, [&](auto dist) { return train(2, dist, dir, std::nullopt); });
   CHECK(loaded.loadedPath.empty());
   CHECK(loaded.losses == fresh.losses);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("load_checkpoint of a missing tag or another stage's checkpoint fails naming the file",
           "[engine][checkpoint]") {
-  const std::string dir = freshDir("bad");
+  const TempDir tmp;
+  const std::string dir = tmp.path() + "/ckpt";
   onRanks(2, [&](auto dist) { return train(2, dist, std::nullopt, dir); });
   auto loadWith = [&](int stage, const std::string& tag) {
     runThreadWorld(1, [&](int, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
@@ -137,14 +131,14 @@ TEST_CASE("load_checkpoint of a missing tag or another stage's checkpoint fails 
   CHECK_THROWS_WITH(loadWith(2, "global_step9"), Catch::Contains(dir + "/global_step9"));
   CHECK_THROWS_WITH(loadWith(0, "global_step3"),
                     Catch::Contains("mp_rank_00_model_states.pt") && Catch::Contains("stage 2"));
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("save_16bit_model and ds_to_fp32's consolidation both give the live model's parameters",
           "[engine][checkpoint]") {
   const int stage = GENERATE(0, 1, 2);
   INFO("stage " << stage);
-  const std::string dir = freshDir("model" + std::to_string(stage));
+  const TempDir tmp;
+  const std::string dir = tmp.path() + "/ckpt";
   std::vector<std::vector<at::Tensor>> live(2);
   std::vector<int> saved(2, -1);
   runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
@@ -172,7 +166,6 @@ TEST_CASE("save_16bit_model and ds_to_fp32's consolidation both give the live mo
     CHECK(at::equal(fp32[i].second, live[0][i]));
     CHECK(at::equal(live[1][i], live[0][i]));
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace dsrt::testing
