@@ -21,35 +21,25 @@ Stage3ParamCoordinator* coordinatorOf(AutogradContext* ctx) {
   return Stage3Registry::find(ctx->saved_data["coordinator"].toInt());
 }
 
-/// On a module's output: its backward runs before the module's own backward.
-struct PreBackward : torch::autograd::Function<PreBackward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& y, int64_t coordinator, int64_t gate) {
+/// An identity node whose backward calls `Hook` on the coordinator for its gate. On a module's output
+/// (PreBackward) that runs before the module's own backward; on a module's input (PostBackward) once the
+/// module's backward has produced that input's gradient.
+template <void (Stage3ParamCoordinator::*Hook)(int64_t)>
+struct GateBackward : torch::autograd::Function<GateBackward<Hook>> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& t, int64_t coordinator, int64_t gate) {
     ctx->saved_data["coordinator"] = coordinator;
     ctx->saved_data["gate"] = gate;
-    return y;
+    return t;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     if (Stage3ParamCoordinator* c = coordinatorOf(ctx)) {
-      c->preBackward(ctx->saved_data["gate"].toInt());
+      (c->*Hook)(ctx->saved_data["gate"].toInt());
     }
     return {grads[0], at::Tensor(), at::Tensor()};
   }
 };
-
-/// On a module's input: its backward runs once the module's backward produced that input's gradient.
-struct PostBackward : torch::autograd::Function<PostBackward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t coordinator, int64_t gate) {
-    ctx->saved_data["coordinator"] = coordinator;
-    ctx->saved_data["gate"] = gate;
-    return x;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    if (Stage3ParamCoordinator* c = coordinatorOf(ctx)) {
-      c->postBackward(ctx->saved_data["gate"].toInt());
-    }
-    return {grads[0], at::Tensor(), at::Tensor()};
-  }
-};
+using PreBackward = GateBackward<&Stage3ParamCoordinator::preBackward>;
+using PostBackward = GateBackward<&Stage3ParamCoordinator::postBackward>;
 
 bool tracksGrad(const at::Tensor& t) {
   return t.defined() && t.requires_grad() && c10::GradMode::is_enabled();
