@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <sys/stat.h>
 
 #include "runtime/checkpoint/checkpoint_error.h"
 #include "runtime/checkpoint/checkpoint_layout.h"
@@ -37,17 +36,11 @@ checkpoint::StrategyHandle handleOf(GradStrategy& strategy, const std::vector<at
   return h;
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 }  // namespace
 
 nlohmann::json Engine::engineState() const {
   return nlohmann::json{{"global_steps", globalSteps_},
                         {"global_samples", globalSamples_},
-                        {"micro_steps", microSteps_},
                         {"last_batch_iteration", lastBatchIteration_},
                         {"train_batch_size", config_.batch.trainBatchSize},
                         {"dp_world_size", world_size()},
@@ -98,7 +91,7 @@ void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std
 
 Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag) {
   TORCH_CHECK(!backwardDone_, "engine.load_checkpoint: called between backward() and step()");
-  if (!tag && !exists(checkpoint::latestPath(loadDir))) {
+  if (!tag && !std::filesystem::exists(checkpoint::latestPath(loadDir))) {
     // DeepSpeed warns and returns (None, None): the caller trains from scratch.
     if (rank() == 0) {
       std::printf("[dsrt rank 0] no checkpoint to load: %s does not exist\n", checkpoint::latestPath(loadDir).c_str());
