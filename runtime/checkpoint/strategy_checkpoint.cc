@@ -116,7 +116,6 @@ void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, con
 LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& dir,
                                     const std::optional<std::string>& tag) {
   LoadedStates out;
-  std::vector<at::Tensor> loadedParams;
   at::Tensor master;
   std::string err = attempt([&] {
     out.tag = resolveTag(dir, tag);
@@ -126,7 +125,6 @@ LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& 
     out.engineState = m.engineState;
     out.clientState = m.clientState;
     out.savedWorldSize = m.worldSize;
-    loadedParams = m.params;
     if ((m.zeroStage == 0) != (h.zeroStage == 0)) {
       throw CheckpointError(modelPath + ": saved at ZeRO stage " + std::to_string(m.zeroStage) +
                             ", cannot load into stage " + std::to_string(h.zeroStage) + ", got 'stage " +
@@ -180,13 +178,11 @@ LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& 
     opt.loadState(state, step);
   });
   agree(h, err, "checkpoint load from " + dir);
-  // The collective parts run only once every rank has read its files without error: the module file's
-  // parameters, then the exact fp32 masters from the partitions (bit16 module weights would round them).
+  // The collective part runs only once every rank has read its files without error. The exact fp32
+  // masters from the partitions define the model (the module file's weights may be rounded to 16 bits
+  // and are only checked for names and shapes above).
   if (auto* z = zeroOf(h)) {
-    err = attempt([&] {
-      h.strategy->loadFullParams(loadedParams);
-      z->loadMasterPartition(master);
-    });
+    err = attempt([&] { z->loadMasterPartition(master); });
     agree(h, err, "checkpoint load from " + dir);
   }
   return out;
