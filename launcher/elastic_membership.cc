@@ -34,10 +34,19 @@ void ElasticMembership::hostFailed(const std::string& host, double now) {
   const size_t i = indexOf(host);
   if (i == health_.size()) return;
   Health& h = health_[i];
+  h.partitioned = false;
   ++h.strikes;
   if (h.strikes >= 2) {
     h.coolUntil = now + std::min(kMaxCoolDownS, kFirstCoolDownS * std::pow(2.0, h.strikes - 2));
   }
+}
+
+void ElasticMembership::hostPartitioned(const std::string& host, double now) {
+  const size_t i = indexOf(host);
+  if (i == health_.size()) return;
+  health_[i].strikes = std::max(health_[i].strikes, 1);
+  hostFailed(host, now);
+  health_[i].partitioned = true;
 }
 
 void ElasticMembership::roundSurvived(const std::vector<std::string>& hosts, double roundS) {
@@ -88,8 +97,10 @@ std::vector<std::string> ElasticMembership::unavailable(const std::set<std::stri
     if (answering.count(c.host) == 0) {
       out.push_back(strCat(c.host, " (agent not answering)"));
     } else if (!usable(c.host, now)) {
-      out.push_back(strCat(c.host, " (blacklisted after repeated failures for ",
-                           static_cast<int>(std::ceil(coolDownLeft(c.host, now))), " more s)"));
+      out.push_back(strCat(c.host, " (blacklisted after ",
+                           health_[indexOf(c.host)].partitioned ? "it could not reach the other hosts"
+                                                                : "repeated failures",
+                           " for ", static_cast<int>(std::ceil(coolDownLeft(c.host, now))), " more s)"));
     }
   }
   return out;

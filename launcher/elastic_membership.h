@@ -31,6 +31,9 @@ class ElasticMembership {
   /// `host` failed at `now` (lost, or one of its ranks failed): one more strike; from the second strike in
   /// a row it cools down 10 s * 2^(strikes-2), at most 300 s.
   void hostFailed(const std::string& host, double now);
+  /// `host` cannot reach the others of its world (the mesh probe): it cools down at once, as from a second
+  /// strike, because a world with it would fail the same way before its first step.
+  void hostPartitioned(const std::string& host, double now);
   /// The hosts of a round that ran `roundS` seconds without a failure of theirs.
   void roundSurvived(const std::vector<std::string>& hosts, double roundS);
 
@@ -53,6 +56,7 @@ class ElasticMembership {
   struct Health {
     int strikes = 0;        ///< failures in a row
     double coolUntil = 0;   ///< not usable before this time
+    bool partitioned = false;  ///< the last cool-down came from the mesh probe, not from failures
   };
   size_t indexOf(const std::string& host) const;  ///< candidates_.size() if not a candidate
   const Health* health(const std::string& host) const;

@@ -74,7 +74,10 @@ po::options_description describe() {
       ("agent_heartbeat_ms", text(), "agent backend: how often each agent must show it is alive (default 500)")
       ("agent_heartbeat_misses", text(), "agent backend: missed agent heartbeats before its host counts as lost "
                                          "(default 5)")
-      ("mesh_probe", po::bool_switch(), "agent backend: every agent connects to every other before the launch")
+      ("no_mesh_probe", po::bool_switch(), "agent backend: skip the check, before the launch, that every agent "
+                                           "can connect to every other (on by default)")
+      ("mesh_probe", po::bool_switch(), "agent backend: the all-pairs check before the launch (the default; kept "
+                                        "for scripts that ask for it)")
       ("tls_dir", text(), "CA and certificate directory for the agent backend")
       ("ssh_config", text(), "OpenSSH client config for the ssh backend (default ~/.ssh/config)")
       ("make_tls", text(), "create a cluster CA and the launcher's certificate in DIR, then exit")
@@ -232,6 +235,7 @@ const std::map<std::string, Setter>& setters() {
          }
        }},
       {"mesh_probe", [](Options& o, const std::string&) { o.meshProbe = true; }},
+      {"no_mesh_probe", [](Options& o, const std::string&) { o.meshProbe = false; }},
       {"agent_port",
        [](Options& o, const std::string& v) {
          o.agentPort = toInt("agent_port", v);

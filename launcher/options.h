@@ -61,7 +61,7 @@ struct Options {
   double hangTimeoutS = 0;            ///< --hang_timeout_s: no step for this long = hung (0: off)
   int agentHeartbeatMs = 500;         ///< --agent_heartbeat_ms: the agents' beat interval dsrun asks for
   int agentHeartbeatMisses = 5;       ///< --agent_heartbeat_misses: silence of this many beats = host lost
-  bool meshProbe = false;             ///< --mesh_probe (agent backend): all-pairs probe before the launch
+  bool meshProbe = true;              ///< agent backend: all-pairs probe before the launch (--no_mesh_probe: off)
   std::string tlsDir;                 ///< --tls_dir (agent backend)
   std::string sshConfig;              ///< --ssh_config FILE (ssh backend); empty = ~/.ssh/config
   std::string makeTls;                ///< --make_tls DIR: create the CA + the launcher's certificate, then exit

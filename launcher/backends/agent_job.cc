@@ -101,7 +101,7 @@ int AgentJob::run() {
                        " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun --make_node_cert' from --tls_dir"));
   }
   if (const std::optional<int> stopped = preflightMasterPort()) return *stopped;
-  if (settings_.meshProbe) {
+  if (settings_.meshProbe && nodes_.size() > 1) {
     if (const std::optional<int> stopped = probeMesh()) return *stopped;
   }
   launchAll();

@@ -46,7 +46,7 @@ class AgentJob {
                                                        ///< do not promise a beat interval)
     uint32_t agentBeatMs = 500;                        ///< --agent_heartbeat_ms: the agents' beat we ask for
     int silentBeats = 5;                               ///< --agent_heartbeat_misses: missed beats = host lost
-    bool meshProbe = false;                            ///< --mesh_probe: all-pairs probe before the launch
+    bool meshProbe = true;                             ///< all-pairs probe before the launch (--no_mesh_probe)
     std::chrono::milliseconds meshProbeTimeout{2000};  ///< per pair, in the agents
     /// One round of an elastic job (elastic_agent_job.h): no root-cause line (the controller reports the
     /// restart), agents that do not welcome us end the round instead of throwing, and `rescaleWanted` is
@@ -63,7 +63,9 @@ class AgentJob {
 
   /// How the job ended, for the elastic controller.
   struct Outcome {
-    enum class End { Completed, Failed, Signalled, Rescaled, Unreachable };
+    /// Partitioned: the mesh probe found hosts of the world that cannot reach each other (lostHosts: the
+    /// suspects to leave out, unreachable: the broken pairs); nothing was started.
+    enum class End { Completed, Failed, Signalled, Rescaled, Unreachable, Partitioned };
     End end = End::Completed;
     int exitCode = 0;                      ///< what run() returned
     std::string cause;                     ///< the earliest failure ("rank 3 (w2 pid 7) exited with code 1")
@@ -115,8 +117,9 @@ class AgentJob {
   /// MASTER_PORT pre-flight on the first host (agent_port_preflight.cc): sets masterPort_, or returns the
   /// exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every client closed.
   std::optional<int> preflightMasterPort();
-  /// With settings_.meshProbe: the all-pairs probe (agent_mesh_probe.cc); returns the exit code when a
-  /// signal ended it. Throws ConfigError naming the first broken pair, with every client closed.
+  /// With settings_.meshProbe and two hosts or more: the all-pairs probe (agent_mesh_probe.cc); returns the
+  /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
+  /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
   std::optional<int> probeMesh();
   void launchAll();
   /// plan.masterAddr, or when it is empty the first host's Welcome.host_address.

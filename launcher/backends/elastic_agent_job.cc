@@ -223,8 +223,11 @@ WorldPlan ElasticAgentJob::planRound(const ResourcePool& world, const std::vecto
   const bool userMasterLeads = options_.masterAddr == world.front().host || options_.masterAddr == firstAddress;
   p.masterAddr = userMasterLeads ? options_.masterAddr : firstAddress;
   planRanks(p, options_);
-  const int failureRestarts = static_cast<int>(std::count_if(
-      restarts_.begin(), restarts_.end(), [](const Restart& r) { return r.cause != "scale-up"; }));
+  // Worlds re-formed after ranks had run and failed; a scale-up or a world the mesh probe refused before
+  // any rank started is not a restart of the ranks.
+  const int failureRestarts = static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(), [](const Restart& r) {
+    return r.cause != "scale-up" && r.cause != "network partition";
+  }));
   for (PlannedRank& r : p.ranks) {
     const std::string localSize = r.env[kEnvLocalSize];
     r.env[kEnvRestartCount] = std::to_string(failureRestarts);
@@ -340,6 +343,13 @@ int ElasticAgentJob::run() {
         for (const std::string& host : outcome.lostHosts) membership.hostFailed(host, now());
         restarts_.push_back({"host lost", 0});
         pendingCause = strCat("agents unreachable at launch: ", join(outcome.unreachable, "; "));
+        continue;
+      case End::Partitioned:
+        // Nothing was started: the world's hosts could not all reach each other. Leave the suspects out.
+        for (const std::string& host : outcome.lostHosts) membership.hostPartitioned(host, now());
+        restarts_.push_back({"network partition", 0});
+        pendingCause = strCat("network partition: ", join(outcome.unreachable, "; "), "; left out: ",
+                              join(outcome.lostHosts, ", "));
         continue;
       case End::Failed:
         break;

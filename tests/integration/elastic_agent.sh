@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Elastic training on the agent backend (docs/elastic.md), on the network-namespace cluster
 # (scripts/test_cluster.sh) with real dsrun-agents: restart counter, restart budget, a killed agent
-# (the master's host), a silent host, scale-up when an agent starts mid-run, waiting below the minimum,
+# (the master's host), a silent host, scale-up when an agent starts mid-run, a partial network partition
+# found by the mesh probe, waiting below the minimum,
 # Ctrl-C, and no process of any job left anywhere. The ranks are shell programs (elastic_rank.sh);
 # training that resumes across worlds is tested by elastic_training.sh. Needs root. Sharness style.
 # usage: elastic_agent.sh DSRUN DSRUN_AGENT
@@ -124,6 +125,22 @@ check "the scale-up line names the added host" \
   grep -qE "^dsrun: elastic scale-up \(restarts used 0/100; more agents answer\); hosts lost: none; added: dsn4; world size 3 -> 4 on 4 host\(s\)" "$WORK/grow.err"
 [ "$rc" = 0 ] || show grow
 
+# 5b. A partial partition (dsn2 has no route to dsn3; both reach the launcher): the mesh probe before the
+#     first world names the pair, nothing starts there, and the job re-forms without dsn3 (the later host of
+#     the broken pair) on dsn1, dsn2, dsn4, then succeeds; it is not counted as a restart of the ranks.
+ip -n dsn2 route add unreachable 10.77.0.13/32
+elastic partition wait --min_elastic_nodes 2 --max_elastic_nodes 3
+wait_for 30 at_least "$WORK/partition/starts" 3 || not_ok "partition: the ranks of the re-formed world start"
+ip -n dsn2 route del unreachable 10.77.0.13/32
+finish_job partition
+check "a partitioned pair: the job runs without dsn3 and succeeds" test "$rc" = 0
+check "one world of 3 ranks ran, none on dsn3, restart count 0" \
+  test "$(awk '$2 == 3 && $3 == 0 && $6 != "dsn3"' "$WORK/partition/starts" | wc -l)-$(lines "$WORK/partition/starts")" = 3-3
+check "the restart line names the broken pair and the host left out" \
+  grep -qE "^dsrun: elastic restart \(restarts used 0/100; network partition: dsn2 cannot reach dsn3:29600: No route to host.*; left out: dsn3\); hosts lost: dsn3; added: dsn4; world size 3 -> 3 on 3 host\(s\)" "$WORK/partition.err"
+check "the summary counts a network partition" grep -q "^dsrun: elastic summary: 1 restart(s) (1 network partition)" "$WORK/partition.err"
+[ "$rc" = 0 ] || show partition
+
 # 6. Below the minimum: waits --elastic_timeout_s, then fails naming the missing hosts.
 kill_agent 2; kill_agent 3; kill_agent 4
 elastic few wait --min_elastic_nodes 2 --elastic_timeout_s 2
@@ -143,7 +160,7 @@ wait "$dpid"; rc=$?
 check "Ctrl-C ends an elastic job with 130" test "$rc" = 130
 
 # 8. No process of any of these jobs is left on any host (one filesystem, one /proc for all namespaces).
-for tag in count budget twin1 twin2 master silent grow intr; do
+for tag in count budget twin1 twin2 master silent grow partition intr; do
   id=$(job_of "$tag")
   wait_for 10 test "$(job_procs "$id")" = 0
   check "nothing of job '$tag' ($id) is left running" test -n "$id" -a "$(job_procs "$id")" = 0

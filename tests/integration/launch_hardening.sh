@@ -4,8 +4,8 @@
 #   launch_hardening.sh DSRUN DSRUN_AGENT
 # - agent: a non-UTF-8 argument and environment value arrive byte for byte; MASTER_ADDR is inferred with
 #   no ssh in PATH (from the first agent's Welcome); a MASTER_PORT held on dsn1 is named by dsn1's agent
-#   before any rank starts, and --master_port 0 is picked there; --mesh_probe passes on the healthy
-#   cluster and names the pair when dsn2 has no route to dsn3;
+#   before any rank starts, and --master_port 0 is picked there; the mesh probe (on by default) passes on
+#   the healthy cluster and names the pair when dsn2 has no route to dsn3, and --no_mesh_probe skips it;
 # - kill -9 of dsrun under pdsh, ssh and agent: nothing of the job is left on any host;
 # - --exit_timeout_s is job-wide under pdsh and ssh: rank 0 exits 0 on dsn1, the ranks on dsn2/dsn3 are
 #   stopped T seconds later and dsrun exits 0;
@@ -182,25 +182,32 @@ if [ "$rc" = 0 ] && [ -n "$picked" ] && [ -z "$bad" ]; then
   ok "agent: --master_port 0 -> dsn1's agent picks port $picked, printed and given to every rank"
 else not_ok "agent: --master_port 0 picked by the first agent (rc $rc, port '$picked', wrong for:$bad)"; show "$d/stderr"; fi
 
-# --- item 4 (agent, --mesh_probe): every agent reaches every other before anything starts ------------------------
+# --- item 4 (agent, mesh probe, on by default): every agent reaches every other before anything starts ----------
 d=$WORK/mesh-ok; mkdir -p "$d"; chmod 777 "$d"
-timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags agent) --mesh_probe --master_addr 10.77.0.11 \
+DSRUN_LOG_LEVEL=debug timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags agent) --master_addr 10.77.0.11 \
   --kill_grace_s 3 --no_python --no_local_rank "$RANK_SH" "$d" record >"$d/stdout" 2>"$d/stderr"
 rc=$?
 if [ "$rc" = 0 ] && grep -q "mesh probe: 6 pairs of 3 agents connected in [0-9]* ms" "$d/stderr"; then
-  ok "agent --mesh_probe: 6 pairs of 3 agents connect, the job runs ($(grep -o 'connected in [0-9]* ms' "$d/stderr"))"
-else not_ok "agent --mesh_probe on a healthy cluster (rc $rc)"; show "$d/stderr"; fi
+  ok "agent mesh probe (default): 6 pairs of 3 agents connect, the job runs ($(grep -o 'connected in [0-9]* ms' "$d/stderr"))"
+else not_ok "agent mesh probe on a healthy cluster (rc $rc)"; show "$d/stderr"; fi
 # dsn2 loses its route to dsn3 (both still reach the launcher): a partial partition
 ip -n dsn2 route add unreachable 10.77.0.13/32
 d=$WORK/mesh-broken; mkdir -p "$d"; chmod 777 "$d"
-timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags agent) --mesh_probe --master_addr 10.77.0.11 \
+timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags agent) --master_addr 10.77.0.11 \
   --kill_grace_s 3 --no_python --no_local_rank "$RANK_SH" "$d" record >"$d/stdout" 2>"$d/stderr"
 rc=$?
+d2=$WORK/mesh-off; mkdir -p "$d2"; chmod 777 "$d2"
+timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags agent) --no_mesh_probe --master_addr 10.77.0.11 \
+  --kill_grace_s 3 --no_python --no_local_rank "$RANK_SH" "$d2" record >"$d2/stdout" 2>"$d2/stderr"
+rc2=$?
 ip -n dsn2 route del unreachable 10.77.0.13/32
 if [ "$rc" = 2 ] && [ -z "$(ls "$d" | grep '^pid\.')" ] &&
    grep -q "mesh probe: dsn2 cannot reach dsn3:$port: No route to host (and [0-9]* more); nothing was started" "$d/stderr"; then
-  ok "agent --mesh_probe: dsn2 without a route to dsn3 is named before any rank starts (exit 2)"
-else not_ok "agent --mesh_probe names the broken pair dsn2 -> dsn3 (rc $rc)"; show "$d/stderr"; fi
+  ok "agent mesh probe: dsn2 without a route to dsn3 is named before any rank starts (exit 2)"
+else not_ok "agent mesh probe names the broken pair dsn2 -> dsn3 (rc $rc)"; show "$d/stderr"; fi
+if [ "$rc2" = 0 ] && [ "$(ls "$d2" | grep -c '^pid\.')" = 3 ]; then
+  ok "--no_mesh_probe: the same partition is not checked and the 3 ranks (which do not talk) run"
+else not_ok "--no_mesh_probe skips the probe (rc $rc2)"; show "$d2/stderr"; fi
 
 # --- item D: kill -9 of dsrun leaves nothing anywhere ---------------------------------------------------------
 for b in pdsh ssh agent; do

@@ -88,3 +88,17 @@ TEST_CASE("elastic membership: unavailable names the hosts whose agents do not a
   CHECK(m.unavailable({"w0"}, 0) ==
         std::vector<std::string>{"w1 (agent not answering)", "w2 (agent not answering)"});
 }
+
+TEST_CASE("elastic membership: a host the mesh probe leaves out cools down at once") {
+  ElasticMembership m(pool(3), 1, 3);
+  const Hosts all{"w0", "w1", "w2"};
+  m.hostPartitioned("w2", 50);
+  CHECK_FALSE(m.usable("w2", 50));
+  CHECK(m.coolDownLeft("w2", 50) == Approx(10));
+  CHECK(names(m.choose(all, 55)) == std::vector<std::string>{"w0", "w1"});
+  CHECK(m.unavailable(all, 55) ==
+        std::vector<std::string>{"w2 (blacklisted after it could not reach the other hosts for 5 more s)"});
+  CHECK(names(m.choose(all, 60)) == std::vector<std::string>{"w0", "w1", "w2"});
+  m.hostPartitioned("w2", 60);  // still cut off when readmitted: twice as long
+  CHECK(m.coolDownLeft("w2", 60) == Approx(20));
+}

@@ -252,7 +252,11 @@ TEST_CASE("the default interpreter is DSRUN_PYTHON when set, else the one dsrt w
   }
 }
 
-TEST_CASE("parseOptions leaves --mesh_probe off unless it is given", "[launcher][options]") {
-  CHECK_FALSE(dsrun::parseOptions({"x.py"}).meshProbe);
+TEST_CASE("parseOptions runs the mesh probe unless --no_mesh_probe is given", "[launcher][options]") {
+  CHECK(dsrun::parseOptions({"x.py"}).meshProbe);
+  CHECK_FALSE(dsrun::parseOptions({"--launcher", "agent", "--no_mesh_probe", "x.py"}).meshProbe);
+  // --mesh_probe (opt-in before it became the default) is still accepted; the last of the two wins.
   CHECK(dsrun::parseOptions({"--launcher", "agent", "--mesh_probe", "x.py"}).meshProbe);
+  CHECK(dsrun::parseOptions({"--no_mesh_probe", "--mesh_probe", "x.py"}).meshProbe);
+  CHECK_FALSE(dsrun::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
 }
