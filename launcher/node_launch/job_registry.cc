@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,8 +85,28 @@ std::string jobDir(const std::string& jobId) {
   return "/tmp/dsrun-" + jobId;
 }
 
+HostLock::HostLock(const std::string& dir) {
+  const std::string path = strCat(dir, "/lock-", thisHostName());
+  fd_.reset(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd_.valid()) throw IoError(path, "open", errno, "locking the job directory");
+  while (::flock(fd_.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw IoError(path, "flock", errno, "locking the job directory");
+  }
+}
+
+void queueControlLines(const std::string& dir, const std::string& lines) {
+  const std::string path = strCat(dir, "/pending-", thisHostName());
+  UniqueFd fd(::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0600));
+  if (!fd.valid()) throw IoError(path, "open", errno, "queueing control lines for dsrun-launch");
+  const ssize_t n = ::write(fd.get(), lines.data(), lines.size());
+  if (n != static_cast<ssize_t>(lines.size())) {
+    throw IoError(path, "write", n < 0 ? errno : EIO, "queueing control lines for dsrun-launch");
+  }
+}
+
 JobRegistration::JobRegistration(const std::string& jobId) : dir_(jobDir(jobId)) {
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw IoError(dir_, "mkdir", errno, "registering the job");
+  const HostLock lock(dir_);
   fifo_ = strCat(dir_, "/control-", thisHostName(), "-", ::getpid());
   ::unlink(fifo_.c_str());  // left by a SIGKILLed launcher of this job whose pid is ours now
   if (::mkfifo(fifo_.c_str(), 0600) != 0) throw IoError(fifo_, "mkfifo", errno, "registering the job");
@@ -93,6 +114,15 @@ JobRegistration::JobRegistration(const std::string& jobId) : dir_(jobDir(jobId))
   // `dsrun-launch --signal` writers, and opening it does not wait for one.
   control_.reset(::open(fifo_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
   if (!control_.valid()) throw IoError(fifo_, "open", errno, "registering the job");
+  // Signals sent before this launcher could be found (pdsh starts the signal command on every host at once,
+  // and this host's login may have been slower): they arrive as if sent now, in order.
+  const std::string pending = strCat(dir_, "/pending-", thisHostName());
+  const std::string queued = readAll(pending);
+  if (!queued.empty()) {
+    const ssize_t n = ::write(control_.get(), queued.data(), queued.size());
+    if (n != static_cast<ssize_t>(queued.size())) throw IoError(fifo_, "write", n < 0 ? errno : EIO, "registering the job");
+  }
+  ::unlink(pending.c_str());
   pidFile_ = strCat(dir_, "/launch-", thisHostName(), "-", ::getpid(), ".pid");
   std::ofstream out(pidFile_);
   out << ::getpid() << "\n";
@@ -102,6 +132,7 @@ JobRegistration::JobRegistration(const std::string& jobId) : dir_(jobDir(jobId))
 JobRegistration::~JobRegistration() {
   ::unlink(pidFile_.c_str());
   ::unlink(fifo_.c_str());
+  ::unlink(strCat(dir_, "/lock-", thisHostName()).c_str());
   ::rmdir(dir_.c_str());  // fails while other launchers or a kill mark remain: fine
 }
 

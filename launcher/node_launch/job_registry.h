@@ -3,7 +3,9 @@
 // job (never `pkill -f` pattern matching): dsrun-launch records its pid in /tmp/dsrun-<job id>/, and
 // `dsrun-launch --kill` signals those launchers, then every process whose environment holds
 // DSRUN_JOB_ID=<job id>. A kill that arrives before the launch leaves a "killed" mark the launch honours.
-// Each launcher also reads a FIFO there, control-<host>-<pid>, for control lines (job_signal.h).
+// Each launcher also reads a FIFO there, control-<host>-<pid>, for control lines (job_signal.h). Lines sent
+// before this host's launcher registered wait in pending-<host>; both sides hold lock-<host> (flock) while
+// they look, so a line is either written into a FIFO or found in pending-<host> by the launcher registering.
 
 #include <sys/types.h>
 
@@ -21,7 +23,8 @@ std::string jobDir(const std::string& jobId);
 class JobRegistration {
  public:
   /// Creates the job directory, this process's control FIFO (opened for reading) and pid file, in that
-  /// order, so a launcher that can be found can also be told. Throws IoError if it cannot.
+  /// order, so a launcher that can be found can also be told; control lines that were queued for this host
+  /// before (queueControlLines) are moved into the FIFO. Throws IoError if it cannot.
   explicit JobRegistration(const std::string& jobId);
   ~JobRegistration();
   JobRegistration(const JobRegistration&) = delete;
@@ -38,6 +41,21 @@ class JobRegistration {
   UniqueFd control_;      ///< fifo_, read end
   std::string pidFile_;   ///< dir_/launch-<host>-<pid>.pid
 };
+
+/// Holds lock-<host> of a job directory (flock, exclusive) while it lives. Throws IoError.
+class HostLock {
+ public:
+  explicit HostLock(const std::string& dir);
+  HostLock(const HostLock&) = delete;
+  HostLock& operator=(const HostLock&) = delete;
+
+ private:
+  UniqueFd fd_;
+};
+
+/// Appends control lines for this host's launcher of the job, which has not registered yet (call with the
+/// HostLock held). Throws IoError.
+void queueControlLines(const std::string& dir, const std::string& lines);
 
 /// Marks job `jobId` killed on this host (a launch arriving later refuses to start). Throws IoError.
 void markJobKilled(const std::string& jobId);

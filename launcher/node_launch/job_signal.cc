@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,10 +31,12 @@ JobSignalResult signalJob(const std::string& jobId, const std::vector<int>& sign
     markJobKilled(jobId);
     result.marked = true;
   }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw IoError(dir, "mkdir", errno, "signalling the job");
+  const HostLock lock(dir);
   // Only this host's launchers: /tmp can be shared between hosts, the FIFO's reader cannot.
   const std::string prefix = strCat("control-", thisHostName(), "-");
   DIR* listing = ::opendir(dir.c_str());
-  if (listing == nullptr) return result;  // nothing of the job ever ran here
+  if (listing == nullptr) throw IoError(dir, "opendir", errno, "signalling the job");
   std::vector<std::string> fifos;
   while (dirent* entry = ::readdir(listing)) {
     const std::string name = entry->d_name;
@@ -56,6 +59,11 @@ JobSignalResult signalJob(const std::string& jobId, const std::vector<int>& sign
       throw IoError(fifo, "write", n < 0 ? errno : EAGAIN, "sending control lines to dsrun-launch");
     }
     ++result.launchers;
+  }
+  if (result.launchers == 0) {
+    // This host's launcher has not registered yet (its login is slower than ours): it finds them there.
+    queueControlLines(dir, lines);
+    result.queued = true;
   }
   return result;
 }

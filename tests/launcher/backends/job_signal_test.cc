@@ -80,3 +80,22 @@ TEST_CASE("signalJob skips a launcher that is gone and one of another host", "[l
   CHECK(readAvailable(otherReader).empty());
   ::close(otherReader);
 }
+
+TEST_CASE("signalJob queues USR1/USR2 for a launcher that has not registered yet, which gets them in order",
+          "[launcher][node_launch]") {
+  TestJob job;
+  const dsrun::JobSignalResult first = dsrun::signalJob(job.id, {SIGUSR1, SIGUSR1});
+  CHECK(first.launchers == 0);
+  CHECK(first.queued);
+  CHECK_FALSE(first.marked);
+  CHECK(dsrun::signalJob(job.id, {SIGUSR2}).queued);
+  dsrun::JobRegistration late(job.id);
+  CHECK_FALSE(late.killed());
+  CHECK(readAvailable(late.controlFd()) == "signal USR1\nsignal USR1\nsignal USR2\n");
+  // Delivered once: a later signal goes to the FIFO, nothing stays queued.
+  const dsrun::JobSignalResult after = dsrun::signalJob(job.id, {SIGUSR2});
+  CHECK(after.launchers == 1);
+  CHECK_FALSE(after.queued);
+  CHECK(readAvailable(late.controlFd()) == "signal USR2\n");
+  CHECK_FALSE(std::filesystem::exists(dsrun::jobDir(job.id) + "/pending-" + dsrun::thisHostName()));
+}
