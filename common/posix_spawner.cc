@@ -112,7 +112,7 @@ void closeOtherFds() {
   // Handlers go back to default before the mask is lifted, so a pending signal cannot run dsrun's
   // handler (which writes to dsrun's self-pipe) in the child.
   resetSignals();
-  if (::setpgid(0, 0) != 0) failChild(statusW, Stage::Setpgid);
+  if (options.ownProcessGroup && ::setpgid(0, 0) != 0) failChild(statusW, Stage::Setpgid);
   if (options.dieWithParent) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) failChild(statusW, Stage::Pdeathsig);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect

@@ -27,10 +27,13 @@ struct SpawnOptions {
   std::vector<int> cores;                ///< CPU ids for sched_setaffinity before exec; empty = inherit
   bool dieWithParent = true;             ///< PR_SET_PDEATHSIG(SIGKILL) in the child
   bool stdinNull = false;                ///< /dev/null as stdin instead of the caller's stdin
+  /// setpgid(0, 0): the child leads its own process group. false: it stays in the caller's group, for a
+  /// caller whose signals already reach every process it started (a Slurm task: slurmstepd signals them all).
+  bool ownProcessGroup = true;
 };
 
-/// A started child. It leads its own process group (pgid == pid). The caller owns the fds and must
-/// reap the pid with waitpid().
+/// A started child. It leads its own process group (pgid == pid) unless SpawnOptions::ownProcessGroup is
+/// false. The caller owns the fds and must reap the pid with waitpid().
 struct Subprocess {
   pid_t pid = -1;    ///< process id, also its process group id
   UniqueFd stdoutFd;  ///< read end of the stdout pipe (OutputMode::Pipe only), non-blocking, CLOEXEC

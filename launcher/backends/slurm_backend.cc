@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/control_line.h"
 #include "common/error.h"
 #include "common/exit_status.h"
 #include "common/strings.h"
@@ -45,12 +46,43 @@ Command SlurmBackend::buildCommand(const WorldPlan& plan, const LaunchContext& c
     if (value.find(',') == std::string::npos) exports += strCat(",", name, "=", value);
   }
   c.argv.push_back(exports);
+  if (!userNamesJob(ctx)) c.argv.push_back("--job-name=" + plan.jobId);  // what scancel finds it by
   const std::vector<std::string> program = rankLaunchArgv(site_.node, plan, o, "slurm");
   c.argv.insert(c.argv.end(), program.begin(), program.end());
   return c;
 }
 
 CommandRunner SlurmBackend::runCapturedDefault() { return runCaptured; }
+
+bool SlurmBackend::userNamesJob(const LaunchContext& ctx) {
+  for (const std::string& word : shellSplit(ctx.options.launcherArgs, "--launcher_args")) {
+    if (startsWith(word, "--job-name") || startsWith(word, "-J")) return true;
+  }
+  return false;
+}
+
+Command SlurmBackend::scancel(const WorldPlan& plan, const LaunchContext& ctx, const std::vector<std::string>& signals) {
+  std::vector<std::string> calls;
+  // The job id is made of [a-z0-9-] (job_id.h): safe in a shell word as it is.
+  for (const std::string& signal : signals) calls.push_back(strCat("scancel --name=", plan.jobId, " --signal=", signal));
+  Command c;
+  c.argv = {"sh", "-c", join(calls, " && sleep 0.1 && ")};
+  c.env = ctx.launcherEnv;
+  return c;
+}
+
+std::optional<Command> SlurmBackend::killCommand(const WorldPlan& plan, const LaunchContext& ctx) const {
+  if (userNamesJob(ctx)) return std::nullopt;
+  return scancel(plan, ctx, {"KILL"});
+}
+
+std::optional<Command> SlurmBackend::signalCommand(const WorldPlan& plan, const LaunchContext& ctx,
+                                                   const std::vector<int>& signals) const {
+  if (userNamesJob(ctx)) return std::nullopt;
+  std::vector<std::string> names;
+  for (int signal : signals) names.push_back(controlSignalName(signal));
+  return scancel(plan, ctx, names);
+}
 
 std::set<std::string> SlurmBackend::slurmNodeNames(const LaunchContext& ctx) const {
   Command sinfo;

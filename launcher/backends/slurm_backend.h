@@ -7,9 +7,18 @@
 // the same slots; --kill-on-bad-exit=1 stops every task at the first failure (unless the launcher args
 // say otherwise); values containing ',' cannot be written into --export, so every export is also put
 // into srun's own environment, which --export=ALL hands to the tasks byte for byte.
+// Signals: srun answers SIGTERM and SIGHUP by SIGKILLing every task at once ("forcing job termination") and
+// a single SIGINT by printing the step's status, so dsrun does not signal srun to stop a job. srun is
+// named --job-name=<dsrun job id> and every signal dsrun receives reaches the tasks through
+// `scancel --name=ID --signal=SIG` (the job's steps only: dsrun-launch's rank mode, which passes it to its
+// rank); the kill command, after --kill_grace_s, on a second Ctrl-C or when dsrun is killed, is
+// `scancel --name=ID --signal=KILL`. With a job name in the launcher args (-J/--job-name) dsrun cannot
+// address the job alone and signals srun as before.
 
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "launcher/backends/ssh_check.h"
 #include "launcher/command_backend.h"
@@ -27,6 +36,9 @@ class SlurmBackend : public CommandBackend {
   /// Every active host must be a Slurm NodeName (`sinfo -h -N -o %N`); throws ConfigError naming the first
   /// that is not, with the known nodes. Run by beforeLaunch.
   void checkHostsKnown(const WorldPlan& plan, const LaunchContext& ctx) const;
+  std::optional<Command> killCommand(const WorldPlan& plan, const LaunchContext& ctx) const override;
+  std::optional<Command> signalCommand(const WorldPlan& plan, const LaunchContext& ctx,
+                                       const std::vector<int>& signals) const override;
 
  protected:
   std::string requiredTool() const override { return "sinfo"; }
@@ -34,6 +46,11 @@ class SlurmBackend : public CommandBackend {
 
  private:
   static CommandRunner runCapturedDefault();
+  /// -J/--job-name in --launcher_args: the user names the job, scancel cannot find it by dsrun's id.
+  static bool userNamesJob(const LaunchContext& ctx);
+  /// `sh -c "scancel --name=ID --signal=S1 && sleep 0.1 && ..."`: the signals in order, 100 ms apart (the
+  /// control lines' gap: closer signals merge in the ranks).
+  static Command scancel(const WorldPlan& plan, const LaunchContext& ctx, const std::vector<std::string>& signals);
   std::set<std::string> slurmNodeNames(const LaunchContext& ctx) const;
   CommandRunner runInfo_;  ///< runs sinfo
 };

@@ -67,7 +67,7 @@ int runRank(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   spec.host = hostName();
   spec.command.argv = dsrun::rankArgv(dsrun::optionsForNodeLaunch(args), id.localRank);
   spec.command.env = dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.jobId);
-  return dsrun::runRankProcess(spec, args.killGraceS);
+  return dsrun::runRankProcess(spec, args.killGraceS, /*signalsReachRank=*/args.rankEnv == "slurm");
 }
 
 }  // namespace

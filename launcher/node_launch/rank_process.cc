@@ -27,13 +27,23 @@ double nowSeconds() {
 
 }  // namespace
 
-int runRankProcess(const RankSpec& spec, double killGraceS) {
+int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRank) {
   SignalPipe signals(controlSignals());
   PosixSpawner spawner;
   SpawnOptions options;
   options.output = OutputMode::Inherit;
   options.cores = spec.cores;
+  options.ownProcessGroup = !signalsReachRank;
   const Subprocess child = spawner.spawn(spec.command, options);
+  // In its own group the rank and whatever it started are signalled together; in ours, only the rank (the
+  // group is dsrun-launch's own, and Slurm cleans up the step's processes).
+  const auto signalRank = [&](int signal) {
+    if (signalsReachRank) {
+      ::kill(child.pid, signal);
+    } else {
+      spawner.signalGroup(child.pid, signal);
+    }
+  };
 
   std::optional<int> firstSignal;
   double killAt = -1;  // <0: no SIGKILL pending
@@ -45,25 +55,26 @@ int runRankProcess(const RankSpec& spec, double killGraceS) {
     for (int signal : signals.drain()) {
       if (signal == SIGCHLD) continue;
       if (!isStopSignal(signal)) {
-        spawner.signalGroup(child.pid, signal);  // SIGUSR1/SIGUSR2 (srun and mpirun forward them): passed on
+        // SIGUSR1/SIGUSR2 (srun and mpirun forward them): passed on, unless the rank got it as well.
+        if (!signalsReachRank) signalRank(signal);
         continue;
       }
       if (firstSignal) {
-        spawner.signalGroup(child.pid, SIGKILL);
+        signalRank(SIGKILL);
         continue;
       }
       firstSignal = signal;
-      spawner.signalGroup(child.pid, signal);
+      if (!signalsReachRank) signalRank(signal);
       killAt = nowSeconds() + killGraceS;
     }
     if (killAt >= 0 && nowSeconds() >= killAt) {
-      spawner.signalGroup(child.pid, SIGKILL);
+      signalRank(SIGKILL);
       killAt = -1;
     }
     int status = 0;
     const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
     if (done == child.pid) {
-      spawner.signalGroup(child.pid, SIGKILL);  // whatever the rank left in its group
+      if (!signalsReachRank) spawner.signalGroup(child.pid, SIGKILL);  // whatever the rank left in its group
       // A rank stopped because dsrun-launch was told to stop is not the job's failure.
       if (isFailure(status) && !firstSignal) {
         std::cerr << "dsrun: rank " << spec.rank << " (" << spec.host << " pid " << child.pid << ") "

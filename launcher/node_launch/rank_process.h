@@ -2,7 +2,10 @@
 // runRankProcess: rank mode's executor. Starts one rank as a child (not exec: dsrun-launch stays to report
 // the rank's host, pid and cause when it fails), forwards SIGINT/SIGTERM/SIGHUP to it, SIGKILLs it
 // `killGraceS` after the first forwarded signal, passes SIGUSR1/SIGUSR2 on each time, and returns its
-// shell-style exit code.
+// shell-style exit code. Under Slurm every signal srun or scancel sends reaches every process of the step
+// (proctrack/cgroup and linuxproc signal them all, proctrack/pgid the task's process group), the rank
+// included: there the rank stays in dsrun-launch's process group and nothing is passed on, so it gets each
+// signal exactly once whatever the proctrack plugin (passing it on counted USR1 twice on the test cluster).
 
 #include "common/rank_spec.h"
 
@@ -11,6 +14,7 @@ namespace dsrun {
 /// Runs `spec` with inherited stdout/stderr/stdin until it exits. On failure prints
 /// "dsrun: rank R (HOST pid P) exited with code C" (the format JobSupervisor uses, which dsrun's
 /// multi-node backends recognise) on stderr. Throws IoError if it cannot be spawned. Main thread only.
-int runRankProcess(const RankSpec& spec, double killGraceS);
+/// `signalsReachRank`: the Slurm case above.
+int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRank);
 
 }  // namespace dsrun

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Signals and sibling termination under the pdsh and ssh backends (issue 12 item 1 and 9, docs/backends.md)
+# Signals and sibling termination under the pdsh and ssh backends (issue 12 item 1 and 9, docs/backends.md),
+# and USR1/USR2 through mpirun (openmpi) and srun (slurm, also Ctrl-C: scancel passes each signal on),
 # on the test cluster of scripts/test_cluster.sh: 3 network-namespace hosts dsn1..dsn3 with sshd, one rank
 # each. Sharness style.
 #   multinode_signals.sh DSRUN
@@ -16,6 +17,9 @@ CLUSTER=$ROOT/scripts/test_cluster.sh
 export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
 BACKENDS=${MNS_BACKENDS:-pdsh ssh}
+# mpirun and srun pass USR1/USR2 to their tasks (dsrun-launch in rank mode, which passes them on); only
+# the counting test runs there (their own Ctrl-C and failure rules are mpirun's and srun's).
+FORWARDERS=${MNS_FORWARDERS:-openmpi slurm}
 n=0; failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
@@ -29,7 +33,7 @@ WORK=$(mktemp -d /tmp/dsrun-signals.XXXXXX); chmod 755 "$WORK"
 cleanup() {
   local f
   for f in "$WORK"/*/jobid.*; do [ -s "$f" ] && rm -rf "/tmp/dsrun-$(cat "$f")"; done  # kill marks (docs/backends.md)
-  "$CLUSTER" down 3 >/dev/null 2>&1; rm -rf "$WORK"; }
+  "$CLUSTER" slurm-down 3 >/dev/null 2>&1; "$CLUSTER" down 3 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 if ! "$CLUSTER" up 3 >"$WORK/up.log" 2>&1 && ! { "$CLUSTER" down 3 >/dev/null 2>&1; "$CLUSTER" up 3 >"$WORK/up.log" 2>&1; }; then
@@ -71,12 +75,18 @@ backend_flags() {
     *) echo "--launcher $1" ;;
   esac
 }
+launcher_args() {
+  case $1 in
+    openmpi) echo "--allow-run-as-root --oversubscribe --mca plm_rsh_args '-F $ST/ssh_config'" ;;
+    *) echo "" ;;
+  esac
+}
 # start_job BACKEND DIR MODE: dsrun in the background with SIGINT at its default ($pid is dsrun itself).
 start_job() {
   mkdir -p "$2"; chmod 777 "$2"
   # shellcheck disable=SC2046
   PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" env --default-signal=INT "$DSRUN" -H "$WORK/hostfile" $(backend_flags "$1") \
-    --master_addr 10.77.0.11 --kill_grace_s 10 --no_python --no_local_rank /usr/bin/python3 "$WORK/sig.py" "$2" "$3" \
+    --launcher_args "$(launcher_args "$1")" --master_addr 10.77.0.11 --kill_grace_s 10 --no_python --no_local_rank /usr/bin/python3 "$WORK/sig.py" "$2" "$3" \
     >"$2/stdout" 2>"$2/stderr" &
   pid=$!
 }
@@ -124,6 +134,45 @@ for b in $BACKENDS; do
     took=$(python3 -c 'import sys; d=sys.argv[1]; f=float(open(d+"/failed").read()); print("%.2f" % max(float(open(f"{d}/stopped.{r}").read()) - f for r in (0, 1)))' "$d" 2>/dev/null)
     ok "$b: rank 2 failing on dsn3 -> the ranks on dsn1 and dsn2 got SIGTERM ${took}s later (kill grace 10 s), exit 3"
   else not_ok "$b: a failure on dsn3 stops dsn1 and dsn2 with SIGTERM (rc $rc)"; show "$d/stderr"; fi
+done
+for b in $FORWARDERS; do
+  if [ "$b" = slurm ]; then
+    if ! "$CLUSTER" slurm-up 3 >"$WORK/slurm.log" 2>&1; then
+      not_ok "slurm: Slurm comes up on the test cluster" "$(tail -5 "$WORK/slurm.log")"; continue
+    fi
+    export SLURM_CONF=$ST/slurm/slurm.conf
+  fi
+  d=$WORK/$b-counts; start_job "$b" "$d" wait
+  if ! wait_ready "$d" 3; then
+    not_ok "$b: 3 ranks start"; show "$d/stderr"; kill -9 "$pid"; wait "$pid" 2>/dev/null
+  else
+    for s in USR1 USR2 USR1 USR2 USR2; do kill -s "$s" "$pid"; sleep 0.3; done
+    sleep 1
+    kill -TERM "$pid"
+    wait_dsrun
+    usr=""
+    for r in 0 1 2; do usr="$usr $(tr ' ' '\n' <"$d/sig.$r" 2>/dev/null | grep USR | tr '\n' ' ')"; done
+    if [ "$(echo $usr)" = "$(echo USR1=2 USR2=3 USR1=2 USR2=3 USR1=2 USR2=3)" ]; then
+      ok "$b: USR1 x2, USR2 x3 sent to dsrun arrive as such at every rank on every host"
+    else not_ok "$b: USR1 x2, USR2 x3 arrive as such at every rank (got:$usr)"; show "$d/stderr"; fi
+    stopped=0; for r in 0 1 2; do grep -qv none "$d/stopped.$r" 2>/dev/null && stopped=$((stopped + 1)); done
+    if [ "$rc" = 143 ] && [ "$stopped" = 3 ] && all_counts "$d" "HUP=0 INT=0 TERM=1 USR1=2 USR2=3"; then
+      ok "$b: dsrun survives SIGUSR1/SIGUSR2; one SIGTERM reaches every rank once (no SIGKILL) and dsrun exits 143"
+    else not_ok "$b: SIGTERM after USR1/USR2 stops every rank, exit 143 (got $rc; $(cat "$d"/sig.* 2>/dev/null | tr '\n' ';'))"; show "$d/stderr"; fi
+  fi
+  if [ "$b" = slurm ]; then
+    # srun itself answers one SIGINT with a status line, not a stop: dsrun passes Ctrl-C on through scancel.
+    d=$WORK/$b-int; start_job "$b" "$d" wait
+    if ! wait_ready "$d" 3; then not_ok "$b: 3 ranks start"; show "$d/stderr"; kill -9 "$pid"; wait "$pid" 2>/dev/null
+    else
+      kill -INT "$pid"
+      wait_dsrun
+      if all_counts "$d" "HUP=0 INT=1 TERM=0 USR1=0 USR2=0" && [ "$rc" = 130 ]; then
+        ok "$b: one Ctrl-C = exactly one SIGINT per rank on every host, exit 130"
+      else not_ok "$b: one Ctrl-C = one SIGINT per rank, exit 130 (got $rc)"; show "$d/stderr"; fi
+    fi
+    "$CLUSTER" slurm-down 3 >/dev/null 2>&1; unset SLURM_CONF
+  fi
 done
 echo "1..$n"
 [ "$failed" = 0 ]

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <csignal>
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -122,6 +123,26 @@ TEST_CASE("slurm builds srun with --export and keeps comma values in srun's envi
               "--kill-on-bad-exit=1", "--export=ALL,NCCL_A=1,PYTHONPATH=/work/job"});
   CHECK(c.env.at("NCCL_B") == "x,y");
   tailOf(c.argv, "slurm");
+}
+
+TEST_CASE("slurm names the job after dsrun's job id and signals its tasks through scancel", "[launcher][backends]") {
+  auto f = makePlan("a slots=1\nb slots=1\n", {"--launcher", "slurm", "t.py"});
+  const dsrun::SlurmBackend slurm(fakeSite());
+  CHECK(contains(slurm.buildCommand(f->plan, *f->ctx).argv, "--job-name=" + f->plan.jobId));
+  const std::optional<dsrun::Command> usr = slurm.signalCommand(f->plan, *f->ctx, {SIGUSR1, SIGUSR2, SIGTERM});
+  REQUIRE(usr);
+  CHECK(usr->argv == Words{"sh", "-c",
+                           "scancel --name=" + f->plan.jobId + " --signal=USR1 && sleep 0.1 && scancel --name=" +
+                               f->plan.jobId + " --signal=USR2 && sleep 0.1 && scancel --name=" + f->plan.jobId +
+                               " --signal=TERM"});
+  const std::optional<dsrun::Command> kill = slurm.killCommand(f->plan, *f->ctx);
+  REQUIRE(kill);
+  CHECK(kill->argv == Words{"sh", "-c", "scancel --name=" + f->plan.jobId + " --signal=KILL"});
+  // A job the user names in the launcher args cannot be found by dsrun's id: srun is signalled instead.
+  auto g = makePlan("a slots=1\nb slots=1\n", {"--launcher", "slurm", "--launcher_args", "-J mine", "t.py"});
+  for (const std::string& word : slurm.buildCommand(g->plan, *g->ctx).argv) CHECK_FALSE(dsrun::startsWith(word, "--job-name"));
+  CHECK_FALSE(slurm.signalCommand(g->plan, *g->ctx, {SIGUSR1}));
+  CHECK_FALSE(slurm.killCommand(g->plan, *g->ctx));
 }
 
 TEST_CASE("slurm turns --include into --nodelist with the selected hosts", "[launcher][backends]") {
