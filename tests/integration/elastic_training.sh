@@ -4,7 +4,8 @@
 # agent is killed -9 mid-run. The job re-forms on 3 hosts, every rank resumes from the last checkpoint with
 # restart count 1, and the loss of every step equals one uninterrupted process (fp32, relative 1e-5), as
 # if the world had changed size at that step. Then a rank SIGSTOPped mid-run is found by --hang_timeout_s:
-# its stacks are written and the job restarts. Needs root. Sharness style.
+# its stacks are written and the job restarts. Then a host is killed while a checkpoint is being saved: the
+# previous checkpoint loads. Needs root. Sharness style.
 # usage: elastic_training.sh DSRUN DSRUN_AGENT TRAIN_MLP CONFIG
 set -u
 DSRUN=$(readlink -f "${1:?usage: elastic_training.sh DSRUN DSRUN_AGENT TRAIN_MLP CONFIG}")
@@ -96,5 +97,38 @@ stackdir=$(ls -d "$WORK"/logs/dsrun-hang-* 2>/dev/null | head -1)
 check "a stack file per rank was written" test -n "$stackdir" -a "$(ls "$stackdir" 2>/dev/null | wc -l)" = 4
 check "the stopped rank's stacks say something" test -s "$stackdir/rank2.txt"
 [ "$rc" = 0 ] || { sed 's/^/# /' "$WORK/hang.err" | tail -20; }
+
+# 3. A host killed during a checkpoint save (its agent killed -9 while global_step8.tmp is being written; a larger
+#    model so the save takes long enough to be caught): the save never completes, `latest` still names step 4,
+#    the job re-forms on 3 hosts, every rank resumes from step 4 and the job finishes.
+"$CLUSTER" agents 4 "$AGENT" "$WORK/tls" >>"$WORK/agents.log" 2>&1 || not_ok "the agents restart"
+sed 's/"reduce_bucket_size": 2000, "allgather_bucket_size": 2000/"reduce_bucket_size": 50000000, "allgather_bucket_size": 50000000/' \
+  "$CONFIG" >"$WORK/big.json"
+rm -rf "$WORK/ckpt3"; mkdir -p "$WORK/ckpt3"
+(cd "$WORK" && DS_ENV_FILE="$WORK/env" "$DSRUN" --launcher agent --tls_dir "$WORK/tls" -H "$WORK/hostfile" \
+   --elastic_training --min_elastic_nodes 2 --master_addr 10.77.0.11 --kill_grace_s 2 --no_python "$TRAIN" \
+   --deepspeed_config "$WORK/big.json" --hidden 2048 --layers 3 --seed 7 --steps 12 --checkpoint_dir "$WORK/ckpt3" \
+   --save_every 4 >"$WORK/save.out" 2>"$WORK/save.err") &
+dpid=$!
+caught=""
+if wait_for 300 latest_at_least "$WORK/ckpt3" 4; then
+  # Busy-wait (no sleep): the staging directory lives for the length of one save.
+  for _ in $(seq 2000000); do
+    if [ -d "$WORK/ckpt3/global_step8.tmp" ]; then
+      kill -9 "$(cat "$ST/agent_dsn3.pid")"; caught=$(cat "$WORK/ckpt3/latest"); break
+    fi
+    kill -0 "$dpid" 2>/dev/null || break
+  done
+else
+  not_ok "the save job reached its step-4 checkpoint"
+fi
+wait_for 300 sh -c "! kill -0 $dpid 2>/dev/null" || { not_ok "dsrun ended"; kill -9 "$dpid"; }
+wait "$dpid"; rc=$?
+check "dsn3 was killed while the step-8 save was staged, before it was published" test "$caught" = global_step4
+check "a host lost during a save: the job re-forms and finishes (exit 0)" test "$rc" = 0
+check "every rank of the new world resumed from the previous checkpoint (step 4)" \
+  test "$(grep -cE 'resumed from step 4 rank [0-2] world_size 3 restart_count 1 ' "$WORK/save.out")" = 3
+check "the job ran to step 12" test "$(cat "$WORK/ckpt3/latest" 2>/dev/null)" = global_step12
+[ "$rc" = 0 ] || { sed 's/^/# /' "$WORK/save.err" | tail -20; }
 
 finish
