@@ -32,7 +32,7 @@ expect "--launcher s completes slurm and ssh" "slurm ssh" --launcher s
 
 expect "--hostf completes --hostfile" "--hostfile" --hostf
 expect "--ho completes --host and --hostfile" "--host --hostfile" --ho
-expect "--no_ completes every --no_ flag of --help" "--no_local_rank --no_python --no_ssh --no_ssh_check" --no_
+expect "--no_ completes every --no_ flag of --help" "--no_local_rank --no_mesh_probe --no_python --no_ssh --no_ssh_check" --no_
 got=" $(complete_words --) "; missing=""
 for flag in --hostfile --include --launcher --master_addr --tls_dir --dry_run --help; do
   [[ $got == *" $flag "* ]] || missing="$missing $flag"
