@@ -147,6 +147,8 @@ class AgentJob {
   void notice(const std::string& line);
   int finish();
   std::string who(const RankState& rank) const;
+  /// The first SIGINT/SIGTERM/SIGHUP received, 0 if none.
+  int firstSignal() const { return controller_.firstSignal().value_or(0); }
   size_t runningRanks() const;
   bool finished() const;
 
