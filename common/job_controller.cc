@@ -54,8 +54,7 @@ JobDecision JobController::onRankExit(size_t index, int waitStatus, double now, 
     return recordFailure(TimedFailure{whenUs.value_or(secondsToMicros(now)), exitCodeOf(waitStatus), what, host},
                          JobEvent::RankFailed, StopCause::Failure, now);
   }
-  JobDecision decision = onCleanExit(now);
-  return decision;
+  return onCleanExit(now);
 }
 
 void JobController::onRankGone(size_t index, double) {
