@@ -3,7 +3,7 @@
 //   Joining --Welcomed--> Active --HeartbeatMissed--> Suspect --HeartbeatSeen--> Active
 //   Active|Suspect --PeerLost--> Lost; any --Disconnected--> Left; Joining|Active|Suspect --Shutdown--> Draining
 
-#include "agent/transition_table.h"
+#include "common/transition_table.h"
 
 namespace dsrun::agent {
 

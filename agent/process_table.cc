@@ -21,6 +21,7 @@ namespace dsrun::agent {
 
 struct ProcessTable::Rank {
   int rank = 0;
+  size_t slot = 0;  ///< in the job's JobController
   pid_t pid = -1;
   bool reaped = false;
   int waitStatus = 0;
@@ -35,9 +36,8 @@ struct ProcessTable::Rank {
 struct ProcessTable::Job {
   std::string id;
   uint64_t owner = 0;
-  JobState state = JobState::Starting;
   std::chrono::milliseconds grace{0};
-  bool stopIssued = false;
+  std::unique_ptr<JobController> controller;  ///< decides when to stop and to kill
   std::unique_ptr<boost::asio::steady_timer> killTimer;
   std::map<int, Rank> ranks;
   std::unique_ptr<ProgressWatch> progress;  ///< LaunchRequest.progress_interval_s > 0
@@ -46,6 +46,20 @@ struct ProcessTable::Job {
 namespace {
 
 bool stopsJob(int signal) { return signal == SIGTERM || signal == SIGINT || signal == SIGHUP || signal == SIGKILL; }
+
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// The agent's part of the job's policy: it stops and kills when told; a rank's failure is the
+/// launcher's to judge, and a signal while stopping is passed on as is.
+JobControllerOptions controllerOptions(std::chrono::milliseconds grace) {
+  JobControllerOptions options;
+  options.killGraceS = std::chrono::duration<double>(grace).count();
+  options.rankFailureStops = false;
+  options.whileStopping = SignalWhileStopping::Forward;
+  return options;
+}
 
 }  // namespace
 
@@ -69,6 +83,7 @@ void ProcessTable::launch(uint64_t owner, const LaunchRequest& request) {
                    ? std::chrono::milliseconds(static_cast<long long>(request.kill_grace_s() * 1000))
                    : options_.killGrace;
   job->killTimer = std::make_unique<boost::asio::steady_timer>(io_);
+  job->controller = std::make_unique<JobController>(static_cast<size_t>(request.ranks_size()), controllerOptions(job->grace));
   if (request.progress_interval_s() > 0) {
     const auto interval = std::chrono::milliseconds(std::max(10LL, static_cast<long long>(request.progress_interval_s() * 1000)));
     job->progress = std::make_unique<ProgressWatch>(io_, job->id, interval, [this, owner, id = job->id](int rank, int64_t step) {
@@ -82,15 +97,17 @@ void ProcessTable::launch(uint64_t owner, const LaunchRequest& request) {
   Job& ref = *job;
   jobs_[request.job_id()] = std::move(job);
   DSRUN_LOG(INFO) << "job " << ref.id << ": launching " << request.ranks_size() << " rank(s)";
-  for (const auto& spec : request.ranks()) {
+  for (size_t slot = 0; slot < static_cast<size_t>(request.ranks_size()); ++slot) {
+    const RankLaunch& spec = request.ranks(static_cast<int>(slot));
     try {
-      spawnRank(ref, spec, request);
+      spawnRank(ref, slot, spec, request);
     } catch (const dsrun::Error& e) {
       const std::string why = strCat(options_.hostName, " rank ", spec.rank(), ": ", e.what());
       DSRUN_LOG(WARN) << "job " << ref.id << ": " << why;
       events_.deliver(owner, makeError(ref.id, why));
-      transition(ref, JobEvent::SpawnFailed);
-      stopJob(ref, "a rank could not be started");
+      const double now = nowSeconds();
+      carryOut(ref, ref.controller->onSpawnFailed(TimedFailure{secondsToMicros(now), 1, why, options_.hostName}, now),
+               "a rank could not be started");
       maybeFinish(ref.id);
       return;
     }
@@ -103,10 +120,9 @@ void ProcessTable::launch(uint64_t owner, const LaunchRequest& request) {
     started.mutable_rank_started()->set_pid(rank.pid);
     events_.deliver(owner, std::move(started));
   }
-  transition(ref, JobEvent::AllSpawned);
 }
 
-void ProcessTable::spawnRank(Job& job, const RankLaunch& spec, const LaunchRequest& request) {
+void ProcessTable::spawnRank(Job& job, size_t slot, const RankLaunch& spec, const LaunchRequest& request) {
   SpawnOptions so;
   so.cores.assign(spec.cores().begin(), spec.cores().end());
   UniqueFd logFile;
@@ -125,7 +141,9 @@ void ProcessTable::spawnRank(Job& job, const RankLaunch& spec, const LaunchReque
   Rank& rank = job.ranks[spec.rank()];
   rank.rank = spec.rank();
   rank.pid = child.pid;
+  rank.slot = slot;
   pidToJob_[child.pid] = job.id;
+  job.controller->rankStarted(slot);
   if (so.output == OutputMode::File) return;
   const std::string jobId = job.id;
   const uint64_t owner = job.owner;
@@ -164,59 +182,61 @@ void ProcessTable::signalJob(const std::string& jobId, int signal) {
   auto it = jobs_.find(jobId);
   if (it == jobs_.end()) return;
   Job& job = *it->second;
-  if (stopsJob(signal) && !job.stopIssued) {
-    // Only the signal asked for: a rank that handles SIGINT (Ctrl-C) must not get SIGTERM as well.
-    stopJob(job, strCat("signal ", signal, " requested"), signal);
-    return;
-  }
-  for (auto& [id, rank] : job.ranks) {
-    if (!rank.reaped) spawner_.signalGroup(rank.pid, signal);
-  }
+  // The first stop sends only the signal asked for: a rank that handles SIGINT (Ctrl-C) must not get
+  // SIGTERM as well.
+  const JobDecision decision =
+      stopsJob(signal) ? job.controller->onStopSignal(signal, nowSeconds()) : job.controller->onUserSignal(signal);
+  carryOut(job, decision, strCat("signal ", signal, " requested"));
 }
 
-void ProcessTable::stopJob(Job& job, const std::string& why, int signal) {
-  if (job.stopIssued) return;
-  job.stopIssued = true;
-  transition(job, JobEvent::StopRequested);
-  DSRUN_LOG(INFO) << "job " << job.id << ": stopping (" << why << "), SIGKILL in " << job.grace.count() << " ms";
-  for (auto& [id, rank] : job.ranks) {
-    if (!rank.reaped) spawner_.signalGroup(rank.pid, signal);
+void ProcessTable::carryOut(Job& job, const JobDecision& decision, const std::string& why) {
+  if (decision.action == JobDecision::Action::None) return;
+  if (decision.action == JobDecision::Action::Stop) {
+    DSRUN_LOG(INFO) << "job " << job.id << ": stopping (" << why << "), SIGKILL in " << job.grace.count() << " ms";
   }
-  job.killTimer->expires_after(job.grace);
-  job.killTimer->async_wait([this, jobId = job.id](const boost::system::error_code& ec) {
-    if (!ec) escalate(jobId);
+  for (auto& [id, rank] : job.ranks) {
+    if (!job.controller->running(rank.slot)) continue;
+    if (decision.action == JobDecision::Action::Kill) {
+      DSRUN_LOG(WARN) << "job " << job.id << " rank " << id << ": pid " << rank.pid
+                      << " " << why << ", sending SIGKILL";
+    }
+    spawner_.signalGroup(rank.pid, decision.signal);
+  }
+  const std::optional<double> deadline = job.controller->nextDeadline();
+  if (decision.action != JobDecision::Action::Stop || !deadline) return;
+  job.killTimer->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, *deadline - nowSeconds()))));
+  job.killTimer->async_wait([this, jobId = job.id, at = *deadline](const boost::system::error_code& ec) {
+    if (!ec) escalate(jobId, at);
   });
 }
 
-void ProcessTable::escalate(const std::string& jobId) {
+void ProcessTable::escalate(const std::string& jobId, double deadline) {
   auto it = jobs_.find(jobId);
   if (it == jobs_.end()) return;
-  for (auto& [id, rank] : it->second->ranks) {
-    if (!rank.reaped) {
-      DSRUN_LOG(WARN) << "job " << jobId << " rank " << id << ": pid " << rank.pid
-                      << " outlived the grace period, sending SIGKILL";
-      spawner_.signalGroup(rank.pid, SIGKILL);
-    }
+  // The timer was set for this deadline: it has passed, whatever rounding the clock conversion did.
+  for (const JobDecision& decision : it->second->controller->onTime(std::max(nowSeconds(), deadline))) {
+    carryOut(*it->second, decision, "outlived the grace period");
   }
 }
 
 void ProcessTable::stopJobsOf(uint64_t owner, const std::string& why) {
   DSRUN_CHECK_THREAD(thread_);
   for (auto& [id, job] : jobs_) {
-    if (job->owner == owner) stopJob(*job, why);
+    if (job->owner == owner) carryOut(*job, job->controller->requestStop(SIGTERM, nowSeconds()), why);
   }
 }
 
 void ProcessTable::stopAll(std::function<void()> onEmpty) {
   DSRUN_CHECK_THREAD(thread_);
   onEmpty_ = std::move(onEmpty);
-  for (auto& [id, job] : jobs_) stopJob(*job, "agent shutting down");
+  for (auto& [id, job] : jobs_) carryOut(*job, job->controller->requestStop(SIGTERM, nowSeconds()), "agent shutting down");
   if (jobs_.empty()) boost::asio::post(io_, [fn = std::exchange(onEmpty_, nullptr)] { fn(); });
 }
 
 void ProcessTable::killAll() {
   DSRUN_CHECK_THREAD(thread_);
-  for (const auto& [pid, jobId] : pidToJob_) spawner_.signalGroup(pid, SIGKILL);
+  for (auto& [id, job] : jobs_) carryOut(*job, job->controller->abort(), "killed with every rank of the agent");
 }
 
 void ProcessTable::close() {
@@ -254,6 +274,7 @@ void ProcessTable::onReaped(pid_t pid, int status) {
     rank.reaped = true;
     rank.waitStatus = status;
     rank.exitTime = std::chrono::system_clock::now();
+    job.controller->onRankExit(rank.slot, status, nowSeconds());
     // Whatever the rank left in its process group dies with it (as in the local launcher), which also
     // closes pipes a background grandchild would otherwise hold open.
     spawner_.signalGroup(pid, SIGKILL);
@@ -330,23 +351,13 @@ void ProcessTable::maybeFinish(const std::string& jobId) {
   auto it = jobs_.find(jobId);
   if (it == jobs_.end()) return;
   Job& job = *it->second;
-  if (job.state == JobState::Starting) return;
+  if (!job.controller->done()) return;
   for (const auto& [id, rank] : job.ranks) {
     if (!rank.reported) return;
   }
-  transition(job, JobEvent::AllExited);
   job.killTimer->cancel();
   jobs_.erase(it);
   if (jobs_.empty() && onEmpty_) boost::asio::post(io_, [fn = std::exchange(onEmpty_, nullptr)] { fn(); });
-}
-
-void ProcessTable::transition(Job& job, JobEvent event) {
-  const JobState next = nextState(kJobTransitions, job.state, event);
-  if (next != job.state) {
-    DSRUN_LOG(DEBUG) << "job " << job.id << ": " << toString(job.state) << " -> " << toString(next) << " ("
-                     << toString(event) << ")";
-  }
-  job.state = next;
 }
 
 std::string ProcessTable::eachRankLogDir(const LaunchRequest& request) const {

@@ -1,7 +1,8 @@
 #pragma once
 // ProcessTable: the ranks this agent runs, grouped into jobs by job id. Spawns through a Spawner,
 // pumps output, reaps on the loop with signal_set(SIGCHLD) + waitpid(-1, WNOHANG), and stops jobs
-// with SIGTERM to each rank's process group followed by SIGKILL after the job's grace period.
+// with SIGTERM to each rank's process group followed by SIGKILL after the job's grace period: each job's
+// JobController decides (common/job_controller.h), this table carries it out with its Spawner and timers.
 // Everything runs on the io_context thread; events go to JobEvents.
 
 #include <sys/types.h>
@@ -19,8 +20,8 @@
 #include <string>
 
 #include "agent/job_events.h"
-#include "agent/job_state.h"
 #include "agent/thread_checker.h"
+#include "common/job_controller.h"
 #include "common/oom_log.h"
 #include "common/spawner.h"
 #include "proto/agent.pb.h"
@@ -71,15 +72,16 @@ class ProcessTable {
   struct Rank;
   struct Job;
 
-  void spawnRank(Job& job, const RankLaunch& spec, const LaunchRequest& request);
-  void stopJob(Job& job, const std::string& why, int signal = SIGTERM);
-  void escalate(const std::string& jobId);
+  void spawnRank(Job& job, size_t slot, const RankLaunch& spec, const LaunchRequest& request);
+  /// Signals the job's live ranks as `decision` says; a stop arms the kill timer. `why` is for the log.
+  void carryOut(Job& job, const JobDecision& decision, const std::string& why);
+  /// The kill timer set for `deadline` fired.
+  void escalate(const std::string& jobId, double deadline);
   void armReaper();
   void reap();
   void onReaped(pid_t pid, int status);
   void armDrainTimer(const std::string& jobId, int rankId);
   void maybeReport(Job& job, Rank& rank);
-  void transition(Job& job, JobEvent event);
   void maybeFinish(const std::string& jobId);
   std::string eachRankLogDir(const LaunchRequest& request) const;
 

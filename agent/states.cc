@@ -1,4 +1,3 @@
-#include "agent/job_state.h"
 #include "agent/member_state.h"
 
 namespace dsrun::agent {
@@ -23,26 +22,6 @@ const char* toString(MemberEvent event) {
     case MemberEvent::PeerLost: return "peer-lost";
     case MemberEvent::Shutdown: return "shutdown";
     case MemberEvent::Disconnected: return "disconnected";
-  }
-  return "?";
-}
-
-const char* toString(JobState state) {
-  switch (state) {
-    case JobState::Starting: return "starting";
-    case JobState::Running: return "running";
-    case JobState::Stopping: return "stopping";
-    case JobState::Finished: return "finished";
-  }
-  return "?";
-}
-
-const char* toString(JobEvent event) {
-  switch (event) {
-    case JobEvent::AllSpawned: return "all-spawned";
-    case JobEvent::SpawnFailed: return "spawn-failed";
-    case JobEvent::StopRequested: return "stop-requested";
-    case JobEvent::AllExited: return "all-exited";
   }
   return "?";
 }

@@ -1,9 +1,9 @@
 #pragma once
-// JobSupervisor: the decisions of a local job, apart from the event loop that feeds it (docs/style.md §3,
-// §10). It starts ranks through a Spawner, is told about exits, signals and the time, and answers by
-// signalling process groups through the same Spawner. Time is a number of seconds passed in, so tests
-// drive it with a FakeSpawner and a made-up clock; runLocalJob drives it from poll(), the agent can
-// drive it from Asio.
+// JobSupervisor: a local job, apart from the event loop that feeds it (docs/style.md §3, §10). It
+// starts ranks through a Spawner, is told about exits, signals and the time, passes them to the
+// JobController that decides for every backend, and carries out its decisions by signalling process
+// groups through the same Spawner; it words the notices. Time is a number of seconds passed in, so
+// tests drive it with a FakeSpawner and a made-up clock; runLocalJob drives it from poll().
 
 #include <sys/types.h>
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/job_controller.h"
 #include "common/rank_spec.h"
 #include "common/spawner.h"
 
@@ -27,7 +28,7 @@ struct SupervisorOptions {
 };
 
 /// Not thread-safe: call it from one thread (the one that spawns, for PDEATHSIG's sake). `ranks`
-/// and `spawner` must outlive it. Rules:
+/// and `spawner` must outlive it. Rules (JobController's, with its local options):
 /// - a rank exiting non-zero or by a signal: SIGTERM to every other running rank's group, SIGKILL
 ///   killGraceS later; the job's code is that rank's (128+signal for a signal);
 /// - SIGINT/SIGTERM/SIGHUP: forwarded once to every running rank's group, SIGKILL killGraceS later; a
@@ -54,38 +55,28 @@ class JobSupervisor {
   /// When onTime() must be called next; nullopt when no deadline is pending.
   std::optional<double> nextDeadline() const;
   /// True once the job is being stopped (failure, signal, exit timeout or spawn failure).
-  bool stopping() const { return stopping_; }
+  bool stopping() const { return controller_.stopping(); }
   /// True when no rank is running and no more will be started.
-  bool done() const;
-  size_t runningCount() const;
+  bool done() const { return controller_.done(); }
+  size_t runningCount() const { return controller_.runningCount(); }
   /// The job's exit code (see the rules above); meaningful once done().
-  int exitCode() const;
+  int exitCode() const { return controller_.exitCode(); }
   /// The spawn failure that stopped the job, if any.
   const std::optional<IoError>& spawnError() const { return spawnError_; }
   /// Lines for the user (one per decision, e.g. the failure summary), oldest first; clears them.
   std::vector<std::string> takeNotices();
 
  private:
-  /// What the supervisor knows about one rank.
-  struct Slot {
-    pid_t pid = -1;        ///< -1 until started
-    bool running = false;  ///< started and not yet reaped
-    int waitStatus = 0;    ///< valid once reaped
-  };
-
-  size_t stopAll(int signal, double now);
+  /// Sends the decision's signal to every running rank's group (Kill: with a warning per rank).
+  void carryOut(const JobDecision& decision);
   std::string who(size_t index) const;
 
   const std::vector<RankSpec>& ranks_;  ///< the job, owned by the caller
   SupervisorOptions options_;           ///< grace and exit timeout
   Spawner& spawner_;                    ///< starts ranks and delivers signals
-  std::vector<Slot> slots_;             ///< parallel to ranks_
+  JobController controller_;            ///< decides; slot i is ranks_[i]
+  std::vector<pid_t> pids_;             ///< parallel to ranks_, -1 until started
   size_t started_ = 0;                  ///< number of start() calls that succeeded
-  bool stopping_ = false;               ///< see stopping()
-  std::optional<size_t> firstFailure_;  ///< first rank reaped with a failure
-  std::optional<int> signalled_;        ///< first signal dsrun received
-  std::optional<double> exitDeadline_;  ///< first clean exit + exitTimeoutS
-  std::optional<double> killDeadline_;  ///< when the stopped ranks get SIGKILL
   std::optional<IoError> spawnError_;   ///< see spawnError()
   std::vector<std::string> notices_;    ///< see takeNotices()
 };

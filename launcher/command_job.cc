@@ -12,6 +12,7 @@
 
 #include "common/control_line.h"
 #include "common/error.h"
+#include "common/job_controller.h"
 #include "common/exit_status.h"
 #include "common/line_buffer.h"
 #include "common/line_sink.h"
@@ -30,10 +31,26 @@ double nowSeconds() {
 // Extra time the launcher command gets, after the job was told to stop, to notice and exit by itself.
 constexpr double kLauncherExitSlackS = 5;
 
+/// The command backends' part of the job's policy: the grace is this file's escalation on the launcher
+/// command; once stopping, failure lines are not judged (a rank dying of the stop prints one too, and an
+/// exit-timeout stop ends with 0), and a second signal kills.
+JobControllerOptions controllerOptions(const CommandJobSpec& spec) {
+  JobControllerOptions options;
+  options.killGraceS = std::nullopt;
+  options.exitTimeoutS = spec.exitTimeoutS;
+  options.whileStopping = SignalWhileStopping::Kill;
+  options.recordFailuresWhileStopping = false;
+  return options;
+}
+
 class Runner {
  public:
   explicit Runner(const CommandJobSpec& spec)
-      : spec_(spec), signals_(controlSignals()), out_(STDOUT_FILENO), err_(STDERR_FILENO) {}
+      : spec_(spec),
+        signals_(controlSignals()),
+        out_(STDOUT_FILENO),
+        err_(STDERR_FILENO),
+        controller_(1, controllerOptions(spec)) {}
 
   CommandJobResult run() {
     if (spec_.kill) guard_.emplace(*spec_.kill);
@@ -41,17 +58,19 @@ class Runner {
     options.stdinNull = true;
     Subprocess child = spawner_.spawn(spec_.command, options);
     main_ = child.pid;
+    controller_.rankStarted(0);
     streams_.push_back({std::move(child.stdoutFd), LineBuffer(), &out_});
     streams_.push_back({std::move(child.stderrFd), LineBuffer(), &err_});
     while (main_ > 0 || kill_ > 0 || signal_ > 0 || !streams_.empty()) step();
     if (guard_) guard_->disarm();
-    if (result_.failure) {
-      result_.exitCode = result_.failure->exitCode;
-      err_.write("", strCat("dsrun: ", describeFailure(*result_.failure), "; stopped the job on every host"));
-    } else if (result_.signal) {
-      result_.exitCode = 128 + *result_.signal;
-    } else if (exitTimedOut_) {
-      result_.exitCode = 0;  // docs/local_launch.md: 0 when the ranks still running exit on SIGTERM as asked
+    result_.signal = controller_.firstSignal();
+    if (controller_.stopping()) {
+      // The failure's code, else 128+signal, else 0 after the exit timeout (docs/local_launch.md: 0 when
+      // the ranks still running exit on SIGTERM as asked).
+      result_.exitCode = controller_.exitCode();
+      if (result_.failure) {
+        err_.write("", strCat("dsrun: ", describeFailure(*result_.failure), "; stopped the job on every host"));
+      }
     } else {
       result_.exitCode = exitCodeOf(mainStatus_);
       if (result_.exitCode != 0) {
@@ -71,7 +90,7 @@ class Runner {
   void step() {
     std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
     for (const Stream& s : streams_) fds.push_back({s.fd.get(), POLLIN, 0});
-    int timeoutMs = exitDeadline_ && !stopping_ ? 50 : 200;  // reaping also happens on a timer: SIGCHLD bytes can coalesce
+    int timeoutMs = controller_.nextDeadline() ? 50 : 200;  // reaping also happens on a timer: SIGCHLD bytes can coalesce
     if (::poll(fds.data(), fds.size(), timeoutMs) < 0 && errno != EINTR) {
       throw IoError("", "poll", errno, "running " + spec_.command.argv.front());
     }
@@ -84,13 +103,13 @@ class Runner {
     }
     reap();
     if (signal_ <= 0 && !pendingSignals_.empty()) passSignals();
-    if (!stopping_ && exitDeadline_ && nowSeconds() >= *exitDeadline_) {
+    for (const JobDecision& decision : controller_.onTime(nowSeconds())) {
+      if (decision.action != JobDecision::Action::Stop) continue;
       err_.write("", strCat("dsrun: ", cleanExit_, " finished ", spec_.exitTimeoutS,
                             "s ago and other ranks are still running (exit timeout); stopping the job on every host"));
-      exitTimedOut_ = true;
       stop();
     }
-    if (stopping_ && main_ > 0 && nowSeconds() >= deadline_) {
+    if (controller_.stopping() && main_ > 0 && nowSeconds() >= deadline_) {
       if (spec_.kill && !killStarted_) {
         // A stop passed on as a signal did not end the job within the grace: the kill command's turn.
         deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
@@ -103,30 +122,32 @@ class Runner {
   }
 
   void onSignal(int signal) {
-    if (!isStopSignal(signal)) {
-      // SIGUSR1/SIGUSR2 (Slurm's preemption warning): the job goes on.
-      if (spec_.signal) {
-        pendingSignals_.push_back(signal);
-      } else if (main_ > 0) {
-        ::kill(main_, signal);  // srun and mpirun forward these to their tasks
-      }
-      return;
+    const JobDecision decision = controller_.onSignal(signal, nowSeconds());
+    switch (decision.action) {
+      case JobDecision::Action::Forward:
+        // SIGUSR1/SIGUSR2 (Slurm's preemption warning): the job goes on.
+        if (spec_.signal) {
+          pendingSignals_.push_back(signal);
+        } else if (main_ > 0) {
+          ::kill(main_, signal);  // srun and mpirun forward these to their tasks
+        }
+        return;
+      case JobDecision::Action::Stop:
+        if (spec_.signal) {
+          // The ranks get this very signal (a Ctrl-C stays SIGINT), after the USR1/USR2 queued before it.
+          deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
+          pendingSignals_.push_back(signal);
+        } else {
+          stop();
+        }
+        return;
+      case JobDecision::Action::Kill:
+        // A second stop signal: no more grace, as on the local backend.
+        if (spec_.kill && !killStarted_) runKill();
+        if (main_ > 0) spawner_.signalGroup(main_, SIGKILL);
+        return;
+      case JobDecision::Action::None: return;
     }
-    if (!result_.signal) result_.signal = signal;
-    if (!stopping_ && spec_.signal) {
-      // The ranks get this very signal (a Ctrl-C stays SIGINT), after the USR1/USR2 queued before it.
-      stopping_ = true;
-      deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
-      pendingSignals_.push_back(signal);
-      return;
-    }
-    if (!stopping_) {
-      stop();
-      return;
-    }
-    // A second stop signal: no more grace, as on the local backend.
-    if (spec_.kill && !killStarted_) runKill();
-    if (main_ > 0) spawner_.signalGroup(main_, SIGKILL);
   }
 
   // One signal command at a time, carrying everything queued, so the ranks see the signals in order.
@@ -153,14 +174,20 @@ class Runner {
     const ssize_t n = ::read(s.fd.get(), buffer, sizeof buffer);
     const auto emit = [&](std::string_view line) {
       s.sink->write("", line);
-      // Once the job is being stopped, ranks dying of that stop are not failures.
-      if (!result_.failure && !stopping_) {
-        if (std::optional<RankFailure> f = parseFailureLine(line)) {
+      // Once the job is being stopped, ranks dying of that stop are not failures (the controller's
+      // recordFailuresWhileStopping), so their lines need no parsing.
+      if (controller_.stopping()) return;
+      if (std::optional<RankFailure> f = parseFailureLine(line)) {
+        const double now = nowSeconds();
+        const JobDecision decision =
+            controller_.onFailure(TimedFailure{secondsToMicros(now), f->exitCode, describeFailure(*f), f->host}, now);
+        if (decision.action == JobDecision::Action::Stop) {
           result_.failure = f;
-          if (!stopping_) stop();
-        } else if (spec_.exitTimeoutS >= 0 && !exitDeadline_) {
-          if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
-            exitDeadline_ = nowSeconds() + spec_.exitTimeoutS;
+          stop();
+        }
+      } else if (spec_.exitTimeoutS >= 0) {
+        if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
+          if (controller_.onCleanExit(nowSeconds()).exitTimeoutArmed) {
             cleanExit_ = strCat("rank ", clean->rank, " on ", clean->host);
           }
         }
@@ -176,7 +203,6 @@ class Runner {
   }
 
   void stop() {
-    stopping_ = true;
     deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
     if (spec_.kill && runKill()) return;
     if (main_ > 0) spawner_.signalGroup(main_, spec_.stopSignal);
@@ -203,6 +229,7 @@ class Runner {
       if (pid == main_) {
         mainStatus_ = status;
         main_ = -1;
+        controller_.onRankGone(0, nowSeconds());
       } else if (pid == signal_) {
         signal_ = -1;
         if (isFailure(status)) {
@@ -229,13 +256,11 @@ class Runner {
   std::string signalNames_;             ///< what signal_ carries, for its failure line
   bool killStarted_ = false;            ///< the kill command was run
   int mainStatus_ = 0;
-  bool stopping_ = false;
-  bool escalated_ = false;
-  double deadline_ = 0;
-  std::optional<double> exitDeadline_;  ///< first clean exit anywhere + exitTimeoutS
+  bool escalated_ = false;              ///< the launcher command was sent SIGTERM after the grace
+  double deadline_ = 0;                 ///< next step of the escalation once stopping (grace + slack)
   std::string cleanExit_;               ///< "rank 3 on dsn2", the first clean exit
-  bool exitTimedOut_ = false;           ///< the job was stopped by the exit timeout
   std::optional<OrphanGuard> guard_;    ///< runs the kill command if dsrun is killed
+  JobController controller_;            ///< decides; its one slot is the launcher command
   CommandJobResult result_;
 };
 

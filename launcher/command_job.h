@@ -1,8 +1,11 @@
 #pragma once
 // CommandJob: runs the one local command a CommandBackend built (pdsh, mpirun, srun) and turns it into
-// dsrun's failure semantics: output is forwarded line by line, the first rank failure any node reports
+// dsrun's failure semantics, decided by a JobController (common/job_controller.h) whose one slot is the
+// launcher command: output is forwarded line by line, the first rank failure any node reports
 // (failure_line.h) or a SIGINT/SIGTERM/SIGHUP to dsrun stops the job everywhere (the backend's kill
 // command, else a signal to the launcher command), and the job's exit code is the first failure's.
+// How a stop or a kill reaches the nodes (kill command, signal command, escalation on the launcher
+// command after the grace) is this file's.
 // With a signal command (pdsh), every signal dsrun receives reaches the ranks as itself, in order: the
 // signals are queued and passed on by one signal command at a time; a stop signal stops the job that way
 // (SIGINT stays SIGINT), the kill command is the backstop after the grace and the answer to a second one.

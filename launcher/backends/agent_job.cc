@@ -31,7 +31,21 @@ int64_t nowUs() {
       .count();
 }
 
-bool stopsJob(int signal) { return signal == SIGINT || signal == SIGTERM || signal == SIGHUP; }
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// The agent backend's part of the job's policy: the agents apply the grace; the user's first signal
+/// still reaches the ranks as itself while a failure stops them, the second kills; a rank killed by
+/// our stop decides the exit code only when nothing failed on its own.
+JobControllerOptions controllerOptions(const AgentJob::Settings& settings) {
+  JobControllerOptions options;
+  options.killGraceS = std::nullopt;
+  options.exitTimeoutS = settings.exitTimeoutS;
+  options.whileStopping = SignalWhileStopping::KillOnSecondSignal;
+  options.stopCausedExitIsFailure = false;
+  return options;
+}
 
 /// How long the kill requests of a second Ctrl-C may take to leave before dsrun exits anyway.
 constexpr auto kAbandonFlush = std::chrono::milliseconds(1000);
@@ -51,7 +65,8 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
               }),
       signals_(io_),
       heartbeat_(io_),
-      exitTimer_(io_) {
+      exitTimer_(io_),
+      controller_(plan.ranks.size(), controllerOptions(settings_)) {
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
     auto node = std::make_unique<Node>();
     node->host = plan_.hosts[i].host;
@@ -65,6 +80,13 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
     }
     if (!node->ranks.empty()) nodes_.push_back(std::move(node));
   }
+  DSRUN_CHECK_EQ(ranks_.size(), plan_.ranks.size(), "ranks on the plan's hosts");
+  // Every rank counts as running from the start: a host lost before the launch loses its ranks.
+  size_t slot = 0;
+  for (auto& [rank, state] : ranks_) {
+    state.slot = slot;
+    controller_.rankStarted(slot++);
+  }
 }
 
 int AgentJob::run() {
@@ -73,11 +95,11 @@ int AgentJob::run() {
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signals_.add(s);
   armSignals();
   connectAll();
-  if (firstSignal_ != 0) {
+  if (const std::optional<int> signal = controller_.firstSignal()) {
     for (auto& node : nodes_) node->client->close();
-    notice(strCat("dsrun: received ", signalName(firstSignal_), " while connecting to the agents; nothing was started"));
+    notice(strCat("dsrun: received ", signalName(*signal), " while connecting to the agents; nothing was started"));
     writer_.waitIdle(kAbandonFlush);
-    return 128 + firstSignal_;
+    return 128 + *signal;
   }
   std::vector<std::string> failures;
   for (auto& node : nodes_) {
@@ -128,35 +150,33 @@ int AgentJob::finish() {
     writer_.abandon();
   }
   for (auto& node : nodes_) node->client->close();
-  if (!failures_.empty() && failureBeforeStop_ && spawnError_.empty() && !settings_.elasticRound) {
-    notice(rootCauseLine(failures_, terminated_));
+  if (controller_.stopCause() == StopCause::Failure && !settings_.elasticRound) {
+    notice(rootCauseLine(controller_.failures(), controller_.terminated()));
   }
   // Everything the ranks wrote reaches the reader, however slow; a signal meanwhile ends the wait.
   while (!abandoned_ && !writer_.waitIdle(kFlushPoll)) io_.poll();
   signals_.cancel();
   io_.poll();  // let cancelled handlers release the clients
-  if (!spawnError_.empty()) throw Error(spawnError_);
-  outcome_.exitCode = !failures_.empty() ? failures_[earliestFailure(failures_)].exitCode
-                      : stopCausedCode_  ? *stopCausedCode_
-                      : firstSignal_ != 0 ? 128 + firstSignal_
-                                          : 0;
+  if (controller_.stopCause() == StopCause::SpawnFailure) throw Error(controller_.stopFailure()->what);
+  outcome_.exitCode = controller_.exitCode();
   recordOutcome();
   return outcome_.exitCode;
 }
 
 void AgentJob::recordOutcome() {
   using End = Outcome::End;
-  if (firstSignal_ != 0) {
+  const std::vector<TimedFailure>& failures = controller_.failures();
+  if (controller_.firstSignal()) {
     outcome_.end = End::Signalled;
-  } else if (!failures_.empty() && failureBeforeStop_) {
+  } else if (controller_.stopCause() == StopCause::Failure) {
     outcome_.end = End::Failed;
-    const TimedFailure& first = failures_[earliestFailure(failures_)];
+    const TimedFailure& first = failures[earliestFailure(failures)];
     outcome_.cause = first.what;
     auto add = [](std::vector<std::string>& list, const std::string& host) {
       if (std::find(list.begin(), list.end(), host) == list.end()) list.push_back(host);
     };
     add(outcome_.failedHosts, first.host);
-    for (const TimedFailure& f : failures_) {
+    for (const TimedFailure& f : failures) {
       if (f.hostLost) add(outcome_.lostHosts, f.host);
     }
   } else if (rescaling_) {
@@ -217,7 +237,7 @@ void AgentJob::connectAll() {
   auto allAnswered = [this] {
     return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->ready || n->done; });
   };
-  while (!allAnswered() && firstSignal_ == 0 && io_.run_one() > 0) {
+  while (!allAnswered() && !controller_.firstSignal() && io_.run_one() > 0) {
   }
 }
 
@@ -264,49 +284,45 @@ void AgentJob::launchAll() {
 
 void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
   auto it = ranks_.find(e.rank());
-  if (it == ranks_.end() || it->second.exited) return;
+  if (it == ranks_.end() || !controller_.running(it->second.slot)) return;
   RankState& r = it->second;
-  r.exited = true;
   r.pid = e.pid();
   flushOutput(r);
   const int status = waitStatusOf(e);
-  const bool killedByOurStop = stopping_ && WIFSIGNALED(status) &&
-                               (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGKILL ||
-                                WTERMSIG(status) == firstSignal_);
-  if (killedByOurStop) {
-    // Not a failure of its own: it did what we asked. It still decides the exit code when nothing failed.
-    if (!stopCausedCode_) stopCausedCode_ = exitCodeOf(status);
-  } else if (isFailure(status)) {
-    std::string how = describeWaitStatus(status);
-    if (!e.oom_evidence().empty()) {
-      how += strCat(": out of memory (the kernel's OOM killer, per the ", e.oom_evidence(), " on ", r.host, ")");
-    }
-    fail(exitCodeOf(status), strCat(who(r), " ", how), e.exit_time_unix_us() != 0 ? e.exit_time_unix_us() : nowUs(),
-         r.host);
-  } else if (!cleanExitSeen_) {
-    cleanExitSeen_ = true;
-    if (settings_.exitTimeoutS >= 0 && !stopping_) {
-      exitTimer_.expires_after(std::chrono::milliseconds(static_cast<long long>(settings_.exitTimeoutS * 1000)));
-      exitTimer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) onExitTimeout();
-      });
-    }
+  std::string how = describeWaitStatus(status);
+  if (!e.oom_evidence().empty()) {
+    how += strCat(": out of memory (the kernel's OOM killer, per the ", e.oom_evidence(), " on ", r.host, ")");
   }
+  const JobDecision decision =
+      controller_.onRankExit(r.slot, status, nowSeconds(), strCat(who(r), " ", how), r.host,
+                             e.exit_time_unix_us() != 0 ? e.exit_time_unix_us() : nowUs());
+  afterFailure(decision);
+  armExitTimer(decision);
+}
+
+void AgentJob::armExitTimer(const JobDecision& decision) {
+  if (!decision.exitTimeoutArmed) return;
+  exitTimer_.expires_after(std::chrono::milliseconds(static_cast<long long>(settings_.exitTimeoutS * 1000)));
+  exitTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) onExitTimeout();
+  });
 }
 
 void AgentJob::onSpawnError(Node& node, const std::string& message) {
   // The agent has already stopped that node's other ranks; they report their exits as usual.
-  fail(1, strCat("agent ", node.client->address(), ": ", message), nowUs(), node.host, false, true);
+  afterFailure(controller_.onSpawnFailed(
+      TimedFailure{nowUs(), 1, strCat("agent ", node.client->address(), ": ", message), node.host}, nowSeconds()));
 }
 
 void AgentJob::onNodeLost(Node& node, const std::string& reason) {
   std::vector<std::string> lost;
+  std::vector<size_t> slots;
   for (int rank : node.ranks) {
     RankState& r = ranks_[rank];
-    if (r.exited) continue;
-    r.exited = true;
+    if (!controller_.running(r.slot)) continue;
     flushOutput(r);
     lost.push_back(who(r));
+    slots.push_back(r.slot);
   }
   if (lost.empty()) return;  // everything there had already finished
   // The host failed no later than when it was last heard from.
@@ -314,19 +330,15 @@ void AgentJob::onNodeLost(Node& node, const std::string& reason) {
   const int64_t when = heard.time_since_epoch().count() != 0
                            ? std::chrono::duration_cast<std::chrono::microseconds>(heard.time_since_epoch()).count()
                            : nowUs();
-  fail(1, strCat(reason, "; lost ", join(lost, ", ")), when, node.host, true);
+  afterFailure(controller_.onHostLost(slots, TimedFailure{when, 1, strCat(reason, "; lost ", join(lost, ", ")), node.host},
+                                      nowSeconds()));
 }
 
-void AgentJob::fail(int exitCode, const std::string& what, int64_t timeUs, const std::string& host, bool hostLost,
-                    bool isSpawnError) {
-  failures_.push_back(TimedFailure{timeUs, exitCode, what, host, hostLost});
-  if (failures_.size() > 1) return;  // the first one stops the job; the earliest is named at the end
-  if (stopping_) return;             // a failure caused by our own stop request (signal, exit timeout)
-  failureBeforeStop_ = true;
+void AgentJob::afterFailure(const JobDecision& decision) {
+  // Only the first failure while the job runs stops it; the earliest in time is named at the end.
+  if (decision.action != JobDecision::Action::Stop) return;
   outcome_.detectedAt = std::chrono::steady_clock::now();
-  if (isSpawnError) spawnError_ = what;
-  terminated_ = runningRanks();
-  stopEverything(SIGTERM);
+  stopEverything(decision.signal);
 }
 
 size_t AgentJob::signalLiveNodes(int signal) {
@@ -343,24 +355,27 @@ size_t AgentJob::signalLiveNodes(int signal) {
 }
 
 void AgentJob::stopEverything(int signal) {
-  stopping_ = true;
   exitTimer_.cancel();
   signalLiveNodes(signal);
 }
 
 void AgentJob::onExitTimeout() {
-  if (stopping_ || finished()) return;
-  const RankState* first = nullptr;
-  for (const auto& [id, r] : ranks_) {
-    if (!r.exited) {
-      first = &r;
-      break;
+  const std::optional<double> deadline = controller_.nextDeadline();
+  if (!deadline) return;
+  // The timer was set for this deadline: it has passed, whatever rounding the clock conversion did.
+  for (const JobDecision& decision : controller_.onTime(std::max(nowSeconds(), *deadline))) {
+    if (decision.action != JobDecision::Action::Stop) continue;
+    const RankState* first = nullptr;
+    for (const auto& [id, r] : ranks_) {
+      if (controller_.running(r.slot)) {
+        first = &r;
+        break;
+      }
     }
+    stopEverything(decision.signal);
+    notice(strCat("dsrun: ", first ? who(*first) : "a rank", " was still running ", settings_.exitTimeoutS,
+                  "s after the first rank exited cleanly (exit timeout); terminated ", plural(decision.ranks, "rank")));
   }
-  const size_t running = runningRanks();
-  stopEverything(SIGTERM);
-  notice(strCat("dsrun: ", first ? who(*first) : "a rank", " was still running ", settings_.exitTimeoutS,
-                "s after the first rank exited cleanly (exit timeout); terminated ", plural(running, "rank")));
 }
 
 void AgentJob::armHeartbeat() {
@@ -376,10 +391,11 @@ void AgentJob::armHeartbeat() {
     if (ec) return;
     checkSilentAgents();
     checkHang();
-    if (settings_.elasticRound && !stopping_ && settings_.rescaleWanted && settings_.rescaleWanted()) {
+    if (settings_.elasticRound && !controller_.stopping() && settings_.rescaleWanted && settings_.rescaleWanted()) {
       rescaling_ = true;
       outcome_.detectedAt = std::chrono::steady_clock::now();
-      stopEverything(SIGTERM);
+      const JobDecision decision = controller_.requestStop(SIGTERM, nowSeconds());
+      stopEverything(decision.signal);
     }
     agent::Envelope beat;
     beat.mutable_heartbeat();
@@ -411,18 +427,18 @@ void AgentJob::checkSilentAgents() {
 }
 
 void AgentJob::checkHang() {
-  if (settings_.hangTimeoutS <= 0 || stopping_ || !launched_) return;
+  if (settings_.hangTimeoutS <= 0 || controller_.stopping() || !launched_) return;
   const auto now = std::chrono::steady_clock::now();
   const auto limit = std::chrono::duration<double>(settings_.hangTimeoutS);
   std::vector<const RankState*> stuck;
   for (const auto& [id, r] : ranks_) {
     // Only ranks that report progress are judged: a script without the runtime never writes a step.
-    if (!r.exited && r.step >= 0 && now - r.moved >= limit) stuck.push_back(&r);
+    if (controller_.running(r.slot) && r.step >= 0 && now - r.moved >= limit) stuck.push_back(&r);
   }
   if (stuck.empty()) return;
   std::vector<StackTarget> targets;
   for (const auto& [id, r] : ranks_) {
-    if (!r.exited && r.pid > 0) targets.push_back({r.host, r.rank, r.pid});
+    if (controller_.running(r.slot) && r.pid > 0) targets.push_back({r.host, r.rank, r.pid});
   }
   const std::string dir = strCat(settings_.hangDir.empty() ? settings_.cwd : settings_.hangDir, "/dsrun-hang-", plan_.jobId);
   std::string where = dir;
@@ -436,10 +452,12 @@ void AgentJob::checkHang() {
   loopResumed_ = std::chrono::steady_clock::now();
   std::vector<std::string> names;
   for (const RankState* r : stuck) names.push_back(strCat(r->rank, " (", r->host, " step ", r->step, ")"));
-  fail(1,
-       strCat("no progress for ", settings_.hangTimeoutS, " s (--hang_timeout_s) by rank", stuck.size() == 1 ? " " : "s ",
-              join(names, ", "), "; stacks of every rank: ", where),
-       nowUs(), stuck.front()->host);
+  afterFailure(controller_.onFailure(
+      TimedFailure{nowUs(), 1,
+                   strCat("no progress for ", settings_.hangTimeoutS, " s (--hang_timeout_s) by rank",
+                          stuck.size() == 1 ? " " : "s ", join(names, ", "), "; stacks of every rank: ", where),
+                   stuck.front()->host},
+      nowSeconds()));
 }
 
 std::chrono::milliseconds AgentJob::silenceBudget(const Node& node) const {
@@ -451,20 +469,24 @@ std::chrono::milliseconds AgentJob::silenceBudget(const Node& node) const {
 void AgentJob::armSignals() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    if (!stopsJob(signal)) {
-      forwardSignal(signal);  // SIGUSR1/SIGUSR2 (a preemption warning): the ranks decide what to do
-    } else if (firstSignal_ == 0) {
-      firstSignal_ = signal;  // later ones only escalate
-      const size_t running = runningRanks();
-      if (launched_) {  // while connecting there is nothing to forward to: run() reports it
-        stopEverything(signal);
-        notice(strCat("dsrun: received ", signalName(signal), "; forwarded it to ", plural(running, "rank"), " on ",
-                      plural(nodes_.size(), "node")));
-      }
-    } else {
-      notice(strCat("dsrun: received ", signalName(signal), " while stopping; sent SIGKILL to every rank"));
-      stopEverything(SIGKILL);
-      abandoned_ = true;  // end now: a silent host must not make the user wait
+    const JobDecision decision = controller_.onSignal(signal, nowSeconds());
+    switch (decision.action) {
+      case JobDecision::Action::Forward:
+        forwardSignal(signal);  // SIGUSR1/SIGUSR2 (a preemption warning): the ranks decide what to do
+        break;
+      case JobDecision::Action::Stop:
+        if (launched_) {  // while connecting there is nothing to forward to: run() reports it
+          stopEverything(decision.signal);
+          notice(strCat("dsrun: received ", signalName(signal), "; forwarded it to ", plural(decision.ranks, "rank"),
+                        " on ", plural(nodes_.size(), "node")));
+        }
+        break;
+      case JobDecision::Action::Kill:
+        notice(strCat("dsrun: received ", signalName(signal), " while stopping; sent SIGKILL to every rank"));
+        stopEverything(SIGKILL);
+        abandoned_ = true;  // end now: a silent host must not make the user wait
+        break;
+      case JobDecision::Action::None: break;
     }
     armSignals();
   });
@@ -521,11 +543,7 @@ void AgentJob::flushOutput(RankState& r) {
 
 std::string AgentJob::who(const RankState& r) const { return strCat("rank ", r.rank, " (", r.host, " pid ", r.pid, ")"); }
 
-size_t AgentJob::runningRanks() const {
-  size_t n = 0;
-  for (const auto& [id, r] : ranks_) n += r.exited ? 0 : 1;
-  return n;
-}
+size_t AgentJob::runningRanks() const { return controller_.runningCount(); }
 
 bool AgentJob::finished() const { return runningRanks() == 0; }
 

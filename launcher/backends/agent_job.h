@@ -2,9 +2,9 @@
 // AgentJob: one job run through dsrun-agents, one connection per host (docs/style.md §4: the agent-side
 // counterpart of runLocalJob). Connects to every agent in parallel and starts nothing unless all of
 // them authenticate and welcome us; then launches each host's ranks, multiplexes their output,
-// keeps the connections alive with heartbeats, and applies the local failure semantics across nodes:
-// the first failing rank anywhere stops every rank everywhere; the earliest failure in time decides
-// the exit code and is named (root_cause.h). run() drives its own io_context on the calling thread;
+// keeps the connections alive with heartbeats, and drives the job's JobController (common/
+// job_controller.h) across nodes: the first failing rank anywhere stops every rank everywhere; the
+// earliest failure in time decides the exit code and is named (root_cause.h); the agents apply the grace. run() drives its own io_context on the calling thread;
 // ranks' output is written by an OutputWriter thread, and each agent may send at most
 // outputWindowBytes ahead of what that thread has written (OutputCredit), so a stalled reader of
 // dsrun's stdout slows the ranks down instead of blocking heartbeats or growing memory.
@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "common/job_controller.h"
 #include "common/line_buffer.h"
 #include "common/output_writer.h"
 #include "launcher/agent_client.h"
-#include "launcher/backends/root_cause.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -104,8 +104,8 @@ class AgentJob {
   struct RankState {
     int rank = 0;        ///< global rank
     std::string host;    ///< its host
+    size_t slot = 0;     ///< in controller_ (running there until reported, or lost with its agent)
     int pid = -1;        ///< on its host, once started
-    bool exited = false; ///< reported (or lost with its agent)
     LineBuffer out;      ///< partial stdout line
     LineBuffer err;      ///< partial stderr line
     std::string prefix;  ///< "host:rank | " with --tag_output
@@ -127,8 +127,10 @@ class AgentJob {
   void onRankExited(Node& node, const agent::RankExited& exited);
   void onSpawnError(Node& node, const std::string& message);
   void onNodeLost(Node& node, const std::string& reason);
-  void fail(int exitCode, const std::string& what, int64_t timeUs, const std::string& host, bool hostLost = false,
-            bool isSpawnError = false);
+  /// A failure's decision: the first one stops every rank everywhere.
+  void afterFailure(const JobDecision& decision);
+  /// A clean exit may have started the exit timeout's clock.
+  void armExitTimer(const JobDecision& decision);
   void recordOutcome();
   void stopEverything(int signal);
   /// Sends `signal` to the job's ranks on every node still connected; returns how many nodes.
@@ -148,6 +150,8 @@ class AgentJob {
   void notice(const std::string& line);
   int finish();
   std::string who(const RankState& rank) const;
+  /// The first SIGINT/SIGTERM/SIGHUP received, 0 if none.
+  int firstSignal() const { return controller_.firstSignal().value_or(0); }
   size_t runningRanks() const;
   bool finished() const;
 
@@ -161,17 +165,10 @@ class AgentJob {
   boost::asio::steady_timer exitTimer_;            ///< --exit_timeout_s after the first clean exit
   std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
   std::map<int, RankState> ranks_;                 ///< by global rank
-  std::vector<TimedFailure> failures_;             ///< every failure seen, in arrival order
-  size_t terminated_ = 0;                          ///< ranks still running at the first failure
-  bool failureBeforeStop_ = false;                 ///< the first failure was not caused by our own stop
-  std::string spawnError_;                         ///< set if the first failure was a spawn error
+  JobController controller_;                       ///< decides: failures, signals, exit timeout, exit code
   bool abandoned_ = false;                         ///< a second stop signal: end now
   bool launched_ = false;                          ///< LaunchRequests have been sent
-  std::optional<int> stopCausedCode_;              ///< code of the first rank ended by our own stop
-  bool stopping_ = false;                          ///< every rank has been told to stop
-  int firstSignal_ = 0;                            ///< first SIGINT/SIGTERM/SIGHUP received, 0 if none
   int masterPort_ = 0;                             ///< MASTER_PORT the ranks get (set by preflightMasterPort)
-  bool cleanExitSeen_ = false;                     ///< a rank exited 0 (exit timeout armed)
   std::chrono::steady_clock::time_point loopResumed_{};  ///< end of the last blocking pause of this loop
   size_t startedRanks_ = 0;                        ///< RankStarted reports received
   bool rescaling_ = false;                         ///< elastic round stopped to admit hosts

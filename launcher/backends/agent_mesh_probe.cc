@@ -120,14 +120,14 @@ std::optional<int> AgentJob::probeMesh() {
   for (auto& node : nodes_) members.push_back({node->host, node->client.get()});
   const auto started = std::chrono::steady_clock::now();
   const MeshProbeOutcome outcome = probeAgentMesh(io_, members, settings_.port, settings_.meshProbeTimeout,
-                                                  [this] { return firstSignal_ != 0; });
+                                                  [this] { return firstSignal() != 0; });
   const auto tookMs =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   if (outcome.interrupted) {
     for (auto& node : nodes_) node->client->close();
-    notice(strCat("dsrun: received ", signalName(firstSignal_), " during the mesh probe; nothing was started"));
+    notice(strCat("dsrun: received ", signalName(firstSignal()), " during the mesh probe; nothing was started"));
     writer_.waitIdle(std::chrono::milliseconds(1000));
-    return 128 + firstSignal_;
+    return 128 + firstSignal();
   }
   if (!outcome.broken.empty() && settings_.elasticRound) {
     // A world with both ends of a broken pair would hang in its first collective: the controller re-forms

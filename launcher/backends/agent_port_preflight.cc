@@ -57,7 +57,7 @@ std::optional<int> AgentJob::preflightMasterPort() {
     // nodes_ is in host order and the first host holds rank 0, whose c10d store binds MASTER_PORT.
     const std::optional<int> port = preflightAgentMasterPort(io_, *nodes_.front()->client, plan_.masterPort,
                                                              settings_.connectTimeout,
-                                                             [this] { return firstSignal_ != 0; });
+                                                             [this] { return firstSignal() != 0; });
     if (port) {
       masterPort_ = *port;
       return std::nullopt;
@@ -67,9 +67,9 @@ std::optional<int> AgentJob::preflightMasterPort() {
     throw;
   }
   for (auto& node : nodes_) node->client->close();
-  notice(strCat("dsrun: received ", signalName(firstSignal_), " during the MASTER_PORT pre-flight; nothing was started"));
+  notice(strCat("dsrun: received ", signalName(firstSignal()), " during the MASTER_PORT pre-flight; nothing was started"));
   writer_.waitIdle(std::chrono::milliseconds(1000));
-  return 128 + firstSignal_;
+  return 128 + firstSignal();
 }
 
 }  // namespace dsrun

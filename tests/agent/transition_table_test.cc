@@ -1,6 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include "agent/job_state.h"
 #include "agent/member_state.h"
 #include "common/error.h"
 
@@ -44,26 +43,4 @@ TEST_CASE("each membership table row leads where it says", "[agent][state]") {
     INFO(toString(row.from) << " --" << toString(row.event) << "-->");
     CHECK(nextState(kMemberTransitions, row.from, row.event) == row.to);
   }
-}
-
-TEST_CASE("a job goes starting, running, finished, or through stopping", "[agent][state]") {
-  auto [events, final] = GENERATE(table<std::vector<JobEvent>, JobState>({
-      {{JobEvent::AllSpawned, JobEvent::AllExited}, JobState::Finished},
-      {{JobEvent::AllSpawned, JobEvent::StopRequested, JobEvent::StopRequested, JobEvent::AllExited},
-       JobState::Finished},
-      {{JobEvent::SpawnFailed, JobEvent::AllExited}, JobState::Finished},
-      {{JobEvent::AllSpawned, JobEvent::StopRequested}, JobState::Stopping},
-  }));
-  JobState s = JobState::Starting;
-  for (JobEvent e : events) s = nextState(kJobTransitions, s, e);
-  CHECK(s == final);
-}
-
-TEST_CASE("a finished job accepts no event", "[agent][state]") {
-  auto event = GENERATE(JobEvent::AllSpawned, JobEvent::SpawnFailed, JobEvent::StopRequested, JobEvent::AllExited);
-  REQUIRE_THROWS_WITH(nextState(kJobTransitions, JobState::Finished, event), Contains("in state 'finished'"));
-}
-
-TEST_CASE("a job cannot finish while still starting", "[agent][state]") {
-  REQUIRE_THROWS_AS(nextState(kJobTransitions, JobState::Starting, JobEvent::AllExited), dsrun::InternalError);
 }

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 
-namespace dsrun::agent {
+namespace dsrun {
 
 template <typename State, typename Event>
 struct Transition {
@@ -34,4 +34,4 @@ bool hasTransition(const Transition<State, Event> (&table)[N], State from, Event
   return false;
 }
 
-}  // namespace dsrun::agent
+}  // namespace dsrun

@@ -1,4 +1,4 @@
-#include "launcher/backends/root_cause.h"
+#include "common/root_cause.h"
 
 #include "common/error.h"
 #include "common/strings.h"
