@@ -4,16 +4,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <iostream>
-#include <algorithm>
-#include <optional>
 
 #include "common/control_line.h"
 #include "common/error.h"
 #include "common/exit_status.h"
+#include "common/job_controller.h"
 #include "common/posix_spawner.h"
 #include "common/signal_pipe.h"
 
@@ -35,6 +36,11 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
   options.cores = spec.cores;
   options.ownProcessGroup = !signalsReachRank;
   const Subprocess child = spawner.spawn(spec.command, options);
+  // The decisions are the one job controller's (a job of one rank); this loop only carries them out.
+  JobControllerOptions policy;
+  policy.killGraceS = killGraceS;
+  JobController job(1, policy);
+  job.rankStarted(0);
   // In its own group the rank and whatever it started are signalled together; in ours, only the rank (the
   // group is dsrun-launch's own, and Slurm cleans up the step's processes).
   const auto signalRank = [&](int signal) {
@@ -44,44 +50,41 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
       spawner.signalGroup(child.pid, signal);
     }
   };
-
-  std::optional<int> firstSignal;
-  double killAt = -1;  // <0: no SIGKILL pending
+  const auto carryOut = [&](const JobDecision& decision) {
+    switch (decision.action) {
+      case JobDecision::Action::None: return;
+      case JobDecision::Action::Kill: signalRank(SIGKILL); return;
+      case JobDecision::Action::Stop:
+      case JobDecision::Action::Forward:
+        // Under Slurm the rank received this very signal from slurmstepd already.
+        if (!signalsReachRank) signalRank(decision.signal);
+        return;
+    }
+  };
   while (true) {
     pollfd fd{signals.fd(), POLLIN, 0};
     int timeoutMs = -1;
-    if (killAt >= 0) timeoutMs = std::max(0, static_cast<int>((killAt - nowSeconds()) * 1000) + 1);
+    if (const std::optional<double> deadline = job.nextDeadline()) {
+      timeoutMs = std::max(0, static_cast<int>(std::ceil((*deadline - nowSeconds()) * 1000)));
+    }
     if (::poll(&fd, 1, timeoutMs) < 0 && errno != EINTR) throw IoError("", "poll", errno, "waiting for the rank");
     for (int signal : signals.drain()) {
-      if (signal == SIGCHLD) continue;
-      if (!isStopSignal(signal)) {
-        // SIGUSR1/SIGUSR2 (srun and mpirun forward them): passed on, unless the rank got it as well.
-        if (!signalsReachRank) signalRank(signal);
-        continue;
-      }
-      if (firstSignal) {
-        signalRank(SIGKILL);
-        continue;
-      }
-      firstSignal = signal;
-      if (!signalsReachRank) signalRank(signal);
-      killAt = nowSeconds() + killGraceS;
+      if (signal != SIGCHLD) carryOut(job.onSignal(signal, nowSeconds()));
     }
-    if (killAt >= 0 && nowSeconds() >= killAt) {
-      signalRank(SIGKILL);
-      killAt = -1;
-    }
+    for (const JobDecision& decision : job.onTime(nowSeconds())) carryOut(decision);
     int status = 0;
     const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
-    if (done == child.pid) {
-      if (!signalsReachRank) spawner.signalGroup(child.pid, SIGKILL);  // whatever the rank left in its group
-      // A rank stopped because dsrun-launch was told to stop is not the job's failure.
-      if (isFailure(status) && !firstSignal) {
-        std::cerr << "dsrun: rank " << spec.rank << " (" << spec.host << " pid " << child.pid << ") "
-                  << describeWaitStatus(status) << std::endl;
-      }
-      return firstSignal && !WIFEXITED(status) ? 128 + *firstSignal : exitCodeOf(status);
+    if (done != child.pid) continue;
+    if (!signalsReachRank) spawner.signalGroup(child.pid, SIGKILL);  // whatever the rank left in its group
+    const std::optional<int> stopSignal = job.firstSignal();
+    job.onRankExit(0, status, nowSeconds());
+    // A rank stopped because dsrun-launch was told to stop is not the job's failure (dsrun names the signal).
+    if (isFailure(status) && !stopSignal) {
+      std::cerr << "dsrun: rank " << spec.rank << " (" << spec.host << " pid " << child.pid << ") "
+                << describeWaitStatus(status) << std::endl;
     }
+    // Rank mode's code goes to mpirun/srun: a rank that exits 0 after the stop signal ends the task cleanly.
+    return stopSignal && !WIFEXITED(status) ? 128 + *stopSignal : exitCodeOf(status);
   }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // runRankProcess: rank mode's executor. Starts one rank as a child (not exec: dsrun-launch stays to report
-// the rank's host, pid and cause when it fails), forwards SIGINT/SIGTERM/SIGHUP to it, SIGKILLs it
-// `killGraceS` after the first forwarded signal, passes SIGUSR1/SIGUSR2 on each time, and returns its
-// shell-style exit code. Under Slurm every signal srun or scancel sends reaches every process of the step
+// the rank's host, pid and cause when it fails) and carries out the job controller's decisions for a job
+// of one rank (common/job_controller.h): SIGINT/SIGTERM/SIGHUP forwarded, SIGKILL `killGraceS` after the
+// first one or at a second one, SIGUSR1/SIGUSR2 passed on each time; returns its shell-style exit code. Under Slurm every signal srun or scancel sends reaches every process of the step
 // (proctrack/cgroup and linuxproc signal them all, proctrack/pgid the task's process group), the rank
 // included: there the rank stays in dsrun-launch's process group and nothing is passed on, so it gets each
 // signal exactly once whatever the proctrack plugin (passing it on counted USR1 twice on the test cluster).
