@@ -2,8 +2,8 @@
 // Carries out ZeRO-3 parameter gathers (planGather) asynchronously and, when one completes, installs
 // each parameter's full tensor with set_data (the parameter keeps its TensorImpl, autograd metadata and
 // version counter). On Gloo with host memory every piece is sent straight from its owner's partition and
-// received straight into the new full tensor (measured: the packing, padding and unpacking copies of the
-// general path were a third of stage 3's extra CPU time, docs/zero.md); elsewhere this rank's pieces are
+// received straight into the new full tensor (no packing, padding or unpacking copy: on 4 x Linear(1024),
+// 2 ranks, 48 instead of 66 CPU ms per step, README "ZeRO stages"); elsewhere this rank's pieces are
 // packed and padded into one all-gather of equal-size pieces. release() installs an empty tensor.
 // Tracks each parameter's state (released, in flight, gathered). Not thread-safe; collective: every
 // rank launches the same gathers in the same order.
