@@ -15,6 +15,9 @@
 #        BUCKET=elements per reduce/all-gather bucket and stage-3 prefetch (default: one layer's weight; DeepSpeed's
 #        defaults, 5e8 / 5e7, exceed this whole model, so everything would be gathered and bucketed at once)
 #        MALLOC_*: passed through; unset by default, so glibc behaves as it does for a user (see below)
+#        BASELINE_BUILD=another build dir (e.g. of the previous commit): every dsrt configuration also runs with
+#        its train_mlp and dsrun, right after the current one, reported as "<config>@base" (before/after of a change
+#        under the same load)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -30,7 +33,8 @@ CONFIGS=${CONFIGS:-z0 z1 z2 z3 z2off z3off z2bf16 z2fp16 ddp}
 # at the price of faulting every large temporary in again each step.
 export OMP_NUM_THREADS=${THREADS:-1}
 TRAIN=$BUILD_DIR/examples/train_mlp DSRUN=$BUILD_DIR/launcher/dsrun EST=$BUILD_DIR/runtime/estimate/ds_estimate
-for b in "$TRAIN" "$DSRUN" "$EST"; do
+BASELINE_BUILD=${BASELINE_BUILD:-}
+for b in "$TRAIN" "$DSRUN" "$EST" ${BASELINE_BUILD:+"$BASELINE_BUILD/examples/train_mlp" "$BASELINE_BUILD/launcher/dsrun"}; do
   [ -x "$b" ] || { echo "zero_step_time.sh: $b not built (run scripts/build.sh)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -74,12 +78,16 @@ run_ddp() {
        END {print ms, f, c, 0, 0, 0, 0, 0}' "$out.0"
 }
 
-# Runs configuration $1 at hidden size $2 once; prints "ms faults cpu_ms bytes0 bytes1 rss0 rss1 host0".
+# Runs configuration $1 (suffix @base: with BASELINE_BUILD's binaries) at hidden size $2 once; prints
+# "ms faults cpu_ms bytes0 bytes1 rss0 rss1 host0".
 run_once() {
   [ "$1" = ddp ] && { run_ddp "$2"; return; }
-  local port=$((20000 + RANDOM % 20000)) out=$tmp/$1.out
-  config_of "$1" "$2" > "$tmp/$1.json"
-  if ! "$DSRUN" --num_gpus 2 --master_port "$port" --no_python "$TRAIN" --deepspeed_config "$tmp/$1.json" \
+  local port=$((20000 + RANDOM % 20000)) out=$tmp/$1.out config=${1%@base} dsrun=$DSRUN train=$TRAIN
+  if [ "$config" != "$1" ]; then
+    dsrun=$BASELINE_BUILD/launcher/dsrun train=$BASELINE_BUILD/examples/train_mlp
+  fi
+  config_of "$config" "$2" > "$tmp/$1.json"
+  if ! "$dsrun" --num_gpus 2 --master_port "$port" --no_python "$train" --deepspeed_config "$tmp/$1.json" \
        --hidden "$2" --layers "$LAYERS" --steps "$STEPS" --seed 42 > "$out" 2>&1; then
     echo "zero_step_time.sh: configuration $1 (hidden $2) failed:" >&2; tail -5 "$out" >&2; return 1
   fi
@@ -93,6 +101,14 @@ run_once() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+if [ -n "$BASELINE_BUILD" ]; then
+  with_base=""
+  for c in $CONFIGS; do
+    with_base+=" $c"
+    [ "$c" = ddp ] || with_base+=" $c@base"
+  done
+  CONFIGS=$with_base
+fi
 declare -A ok
 for h in $SIZES; do for c in $CONFIGS; do ok[$h.$c]=1; done; done
 if [[ " $CONFIGS " == *" ddp "* ]] && ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then

@@ -25,6 +25,9 @@ class EngineTimers {
     kGradCopy,       ///< gradients copied into buckets and averaged runs out of them
     kOptimizerStep,  ///< optimizer update of this rank's partition (incl. fp32/offload copies)
     kAllgather,      ///< all-gather of the updated partitions
+    // ZeRO-3 parameter gathers (inside forward and backward; printed only when timed).
+    kParamGather,  ///< waiting for gathered parameters to arrive
+    kParamCopy,    ///< packing partitions for a gather and installing the gathered parameters
     kNumPhases
   };
 
@@ -63,7 +66,7 @@ class EngineTimers {
   void reset() { total_.fill(std::chrono::steady_clock::duration::zero()); }
   /// "forward: 1.23 | backward: 4.56 | allreduce: 0.12 | step: 2.00" (ms per optimizer step over `steps`),
   /// followed by " | reduce_scatter: ... | grad_copy: ... | optimizer_step: ... | optimizer_allgather: ..."
-  /// when any ZeRO phase was timed.
+  /// when any ZeRO phase was timed, and " | param_gather: ... | param_copy: ..." when ZeRO-3's were.
   std::string format(int64_t steps) const;
 
  private:

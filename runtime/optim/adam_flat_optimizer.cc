@@ -30,10 +30,37 @@ void AdamFlatOptimizer::stepAndCopy(at::Tensor params, const at::Tensor& grads, 
       half ? LowPrecisionKind::kFp16 : LowPrecisionKind::kBf16);
 }
 
+void AdamFlatOptimizer::stepInPieces(at::Tensor params, const at::Tensor& grads, double lr,
+                                     const at::Tensor& lowPrecisionOut, const std::vector<int64_t>& pieceEnds,
+                                     const PieceDone& pieceDone) {
+  checkPieces(params, grads, lowPrecisionOut, pieceEnds);
+  uint16_t* lowOut = nullptr;
+  LowPrecisionKind lowKind = LowPrecisionKind::kNone;
+  if (lowPrecisionOut.defined()) {
+    lowOut = reinterpret_cast<uint16_t*>(lowPrecisionOut.data_ptr());
+    lowKind = lowPrecisionOut.scalar_type() == at::kHalf ? LowPrecisionKind::kFp16 : LowPrecisionKind::kBf16;
+  }
+  int64_t begin = 0;
+  for (int64_t end : pieceEnds) {
+    runRange(params, grads, lr, lowOut, lowKind, begin, end);
+    if (pieceDone) {
+      pieceDone(end);
+    }
+    begin = end;
+  }
+  ++step_;
+}
+
 void AdamFlatOptimizer::run(at::Tensor& params, const at::Tensor& grads, double lr, uint16_t* lowOut,
                             LowPrecisionKind lowKind) {
   checkOperand(params, at::kFloat, "params");
   checkOperand(grads, at::kFloat, "grads");
+  runRange(params, grads, lr, lowOut, lowKind, 0, numel_);
+  ++step_;
+}
+
+void AdamFlatOptimizer::runRange(at::Tensor& params, const at::Tensor& grads, double lr, uint16_t* lowOut,
+                                 LowPrecisionKind lowKind, int64_t begin, int64_t end) {
   AdamHyper hyper;
   hyper.lr = lr;
   hyper.beta1 = spec_.beta1;
@@ -44,15 +71,14 @@ void AdamFlatOptimizer::run(at::Tensor& params, const at::Tensor& grads, double 
   hyper.biasCorrection = spec_.biasCorrection;
   hyper.step = step_ + 1;
   AdamBuffers buffers;
-  buffers.params = params.data_ptr<float>();
-  buffers.grads = grads.data_ptr<float>();
-  buffers.expAvg = expAvg_.data_ptr<float>();
-  buffers.expAvgSq = expAvgSq_.data_ptr<float>();
-  buffers.lowOut = lowOut;
+  buffers.params = params.data_ptr<float>() + begin;
+  buffers.grads = grads.data_ptr<float>() + begin;
+  buffers.expAvg = expAvg_.data_ptr<float>() + begin;
+  buffers.expAvgSq = expAvgSq_.data_ptr<float>() + begin;
+  buffers.lowOut = lowOut != nullptr ? lowOut + begin : nullptr;
   buffers.lowKind = lowKind;
-  buffers.numel = numel_;
+  buffers.numel = end - begin;
   cpuAdamStep(buffers, hyper, spec_.numThreads, isa_);
-  ++step_;
 }
 
 OptimizerState AdamFlatOptimizer::state() const { return {{"exp_avg", expAvg_}, {"exp_avg_sq", expAvgSq_}}; }

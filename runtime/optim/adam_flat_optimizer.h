@@ -15,12 +15,19 @@ class AdamFlatOptimizer : public FlatOptimizer {
 
   void step(at::Tensor params, const at::Tensor& grads, double lr) override;
   void stepAndCopy(at::Tensor params, const at::Tensor& grads, double lr, at::Tensor lowPrecisionOut) override;
+  /// One kernel call per piece (bit-identical to step() at any piece boundary: the kernel is elementwise
+  /// and its tail runs the vector code on masked lanes).
+  void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
+                    const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone) override;
   OptimizerState state() const override;
   int64_t stepCount() const override { return step_; }
   void loadState(const OptimizerState& state, int64_t stepCount) override;
 
  private:
   void run(at::Tensor& params, const at::Tensor& grads, double lr, uint16_t* lowOut, LowPrecisionKind lowKind);
+  /// Elements [begin, end) of this step's update (step count step_ + 1); does not advance the count.
+  void runRange(at::Tensor& params, const at::Tensor& grads, double lr, uint16_t* lowOut, LowPrecisionKind lowKind,
+                int64_t begin, int64_t end);
 
   /// Kernel variant used by step().
   CpuIsa isa_;

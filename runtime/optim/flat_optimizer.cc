@@ -37,6 +37,41 @@ void FlatOptimizer::stepAndCopy(at::Tensor params, const at::Tensor& grads, doub
   lowPrecisionOut.copy_(params);
 }
 
+void FlatOptimizer::stepInPieces(at::Tensor params, const at::Tensor& grads, double lr,
+                                 const at::Tensor& lowPrecisionOut, const std::vector<int64_t>& pieceEnds,
+                                 const PieceDone& pieceDone) {
+  checkPieces(params, grads, lowPrecisionOut, pieceEnds);
+  if (lowPrecisionOut.defined()) {
+    stepAndCopy(params, grads, lr, lowPrecisionOut);
+  } else {
+    step(params, grads, lr);
+  }
+  if (pieceDone) {
+    for (int64_t end : pieceEnds) {
+      pieceDone(end);
+    }
+  }
+}
+
+void FlatOptimizer::checkPieces(const at::Tensor& params, const at::Tensor& grads, const at::Tensor& lowPrecisionOut,
+                                const std::vector<int64_t>& pieceEnds) const {
+  checkOperand(params, at::kFloat, "params");
+  checkOperand(grads, at::kFloat, "grads");
+  if (lowPrecisionOut.defined()) {
+    TORCH_CHECK(lowPrecisionOut.scalar_type() == at::kHalf || lowPrecisionOut.scalar_type() == at::kBFloat16,
+                "optimizer: the low-precision copy must be Half or BFloat16, got '", lowPrecisionOut.scalar_type(),
+                "'");
+    checkOperand(lowPrecisionOut, lowPrecisionOut.scalar_type(), "low-precision copy");
+  }
+  TORCH_CHECK(!pieceEnds.empty() && pieceEnds.back() == numel_, "optimizer: the last piece must end at ", numel_,
+              ", got '", pieceEnds.empty() ? -1 : pieceEnds.back(), "'");
+  int64_t begin = 0;
+  for (int64_t end : pieceEnds) {
+    TORCH_CHECK(end >= begin, "optimizer: piece ends must not decrease, got '", end, "' after ", begin);
+    begin = end;
+  }
+}
+
 int64_t FlatOptimizer::stateBytes() const {
   int64_t bytes = 0;
   for (const auto& entry : state()) {

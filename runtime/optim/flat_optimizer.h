@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -62,6 +63,21 @@ class FlatOptimizer {
   /// CPU, same numel), fused into the update pass where the implementation can (CPU Adam does).
   virtual void stepAndCopy(at::Tensor params, const at::Tensor& grads, double lr, at::Tensor lowPrecisionOut);
 
+  /// Called by stepInPieces once params (and the low-precision copy) are final in [0, end).
+  using PieceDone = std::function<void(int64_t end)>;
+  /// Piece boundaries that keep stepInPieces bit-identical to one step(): every piece but the last
+  /// starts and ends on a multiple of this many elements, so vector loops line up with the whole run's.
+  static constexpr int64_t kPieceAlign = 64;
+
+  /// The update of step() (lowPrecisionOut undefined) or stepAndCopy(), computed piece by piece over
+  /// [0, pieceEnds[0]), [pieceEnds[0], pieceEnds[1]), ... and calling pieceDone(end) after each, so a
+  /// caller can ship the finished front of a partition while the rest is computed (ZeRO's all-gather
+  /// overlapping the optimizer). The step count advances once. pieceEnds: increasing, the last numel();
+  /// other ends should be multiples of kPieceAlign. The base implementation updates everything first,
+  /// then reports every piece.
+  virtual void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
+                            const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone);
+
   /// The state tensors (views of the live state, not copies), for memory accounting and checkpoints.
   /// Adam/AdamW: exp_avg, exp_avg_sq. SGD: momentum_buffer when momentum != 0, else nothing.
   virtual OptimizerState state() const = 0;
@@ -87,6 +103,10 @@ class FlatOptimizer {
 
   /// Checks that t is a contiguous CPU tensor of `dtype` with numel() elements; `what` names it in the error.
   void checkOperand(const at::Tensor& t, c10::ScalarType dtype, const char* what) const;
+  /// Checks stepInPieces' operands: params and grads as step(), lowPrecisionOut as stepAndCopy() when
+  /// defined, pieceEnds increasing and ending at numel().
+  void checkPieces(const at::Tensor& params, const at::Tensor& grads, const at::Tensor& lowPrecisionOut,
+                   const std::vector<int64_t>& pieceEnds) const;
 
   OptimizerSpec spec_;
   int64_t numel_;

@@ -3,6 +3,8 @@
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
+#include <utility>
+
 namespace dsrt::optim {
 
 SgdFlatOptimizer::SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel)
@@ -11,22 +13,39 @@ SgdFlatOptimizer::SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel)
 }
 
 void SgdFlatOptimizer::step(at::Tensor params, const at::Tensor& grads, double lr) {
-  checkOperand(params, at::kFloat, "params");
-  checkOperand(grads, at::kFloat, "grads");
-  at::Tensor d = grads;
-  if (spec_.weightDecay != 0.0) {
-    d = d.add(params, spec_.weightDecay);
-  }
-  if (spec_.momentum != 0.0) {
-    if (!bufferReady_) {
-      momentumBuffer_.copy_(d);
-      bufferReady_ = true;
-    } else {
-      momentumBuffer_.mul_(spec_.momentum).add_(d, 1.0 - spec_.dampening);
+  stepInPieces(std::move(params), grads, lr, at::Tensor(), {numel_}, nullptr);
+}
+
+void SgdFlatOptimizer::stepInPieces(at::Tensor params, const at::Tensor& grads, double lr,
+                                    const at::Tensor& lowPrecisionOut, const std::vector<int64_t>& pieceEnds,
+                                    const PieceDone& pieceDone) {
+  checkPieces(params, grads, lowPrecisionOut, pieceEnds);
+  int64_t begin = 0;
+  for (int64_t end : pieceEnds) {
+    at::Tensor p = params.narrow(0, begin, end - begin);
+    at::Tensor d = grads.narrow(0, begin, end - begin);
+    if (spec_.weightDecay != 0.0) {
+      d = d.add(p, spec_.weightDecay);
     }
-    d = spec_.nesterov ? d.add(momentumBuffer_, spec_.momentum) : momentumBuffer_;
+    if (spec_.momentum != 0.0) {
+      at::Tensor buffer = momentumBuffer_.narrow(0, begin, end - begin);
+      if (!bufferReady_) {
+        buffer.copy_(d);
+      } else {
+        buffer.mul_(spec_.momentum).add_(d, 1.0 - spec_.dampening);
+      }
+      d = spec_.nesterov ? d.add(buffer, spec_.momentum) : buffer;
+    }
+    p.add_(d, -lr);
+    if (lowPrecisionOut.defined()) {
+      lowPrecisionOut.narrow(0, begin, end - begin).copy_(p);
+    }
+    if (pieceDone) {
+      pieceDone(end);
+    }
+    begin = end;
   }
-  params.add_(d, -lr);
+  bufferReady_ = bufferReady_ || spec_.momentum != 0.0;
   ++step_;
 }
 

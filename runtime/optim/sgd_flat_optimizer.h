@@ -13,6 +13,10 @@ class SgdFlatOptimizer : public FlatOptimizer {
   SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel);
 
   void step(at::Tensor params, const at::Tensor& grads, double lr) override;
+  /// The same ATen operations on each piece's slices (bit-identical to step() where pieces end on
+  /// multiples of kPieceAlign, so ATen's vector loops line up; ATen's threads split each piece on their own).
+  void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
+                    const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone) override;
   OptimizerState state() const override;
   int64_t stepCount() const override { return step_; }
   void loadState(const OptimizerState& state, int64_t stepCount) override;

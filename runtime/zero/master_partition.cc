@@ -45,6 +45,11 @@ MasterPartition::MasterPartition(const at::Tensor& modelPartition, bool offload,
 }
 
 void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale, double lr) {
+  step(optimizer, grad, gradScale, lr, {model_.numel()}, nullptr);
+}
+
+void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale, double lr,
+                           const std::vector<int64_t>& pieceEnds, const std::function<void(int64_t end)>& pieceDone) {
   c10::AutoGradMode noGrad(false);
   TORCH_CHECK(grad.numel() == model_.numel(), "zero: gradient partition has ", grad.numel(), " elements, expected '",
               model_.numel(), "'");
@@ -53,7 +58,7 @@ void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& gr
     if (gradScale != 1.0) {
       g.mul_(gradScale);
     }
-    optimizer.step(master_, g, lr);
+    optimizer.stepInPieces(master_, g, lr, at::Tensor(), pieceEnds, pieceDone);
     return;
   }
   const bool lowPrecision = model_.scalar_type() != at::kFloat;
@@ -69,22 +74,41 @@ void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& gr
     if (gradScale != 1.0) {
       g32.mul_(gradScale);
     }
-    optimizer.stepAndCopy(master_, g32, lr, model_);
+    optimizer.stepInPieces(master_, g32, lr, model_, pieceEnds, pieceDone);
     return;
   }
   copyGradToHost(grad);
   if (gradScale != 1.0) {
     hostGrad_.mul_(gradScale);
   }
+  if (model_.device().is_cpu()) {
+    // The "device" is host memory too: an fp16/bf16 model receives the values from CPU Adam's own pass,
+    // an fp32 model by a copy of each finished piece.
+    if (lowPrecision) {
+      optimizer.stepInPieces(master_, hostGrad_, lr, model_, pieceEnds, pieceDone);
+      return;
+    }
+    int64_t copied = 0;
+    optimizer.stepInPieces(master_, hostGrad_, lr, at::Tensor(), pieceEnds, [&](int64_t end) {
+      model_.narrow(0, copied, end - copied).copy_(master_.narrow(0, copied, end - copied));
+      copied = end;
+      if (pieceDone) {
+        pieceDone(end);
+      }
+    });
+    return;
+  }
   if (!lowPrecision) {
     optimizer.step(master_, hostGrad_, lr);
     uploadToModel(master_);
-  } else if (model_.device().is_cpu()) {
-    // The "device" is host memory too: CPU Adam writes the fp16/bf16 values straight into the partition.
-    optimizer.stepAndCopy(master_, hostGrad_, lr, model_);
   } else {
     optimizer.stepAndCopy(master_, hostGrad_, lr, hostLow_);
     uploadToModel(hostLow_);
+  }
+  if (pieceDone) {
+    for (int64_t end : pieceEnds) {
+      pieceDone(end);
+    }
   }
 }
 

@@ -16,6 +16,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 namespace dsrt::optim {
 class FlatOptimizer;
@@ -41,6 +43,12 @@ class MasterPartition {
   /// One optimizer step: gradient (model dtype, `modelPartition` numel) * gradScale, in fp32, updates the
   /// master; the model partition receives the new values. An aliased master scales `grad` in place.
   void step(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale, double lr);
+  /// The same step, computed in pieces (FlatOptimizer::stepInPieces): pieceDone(end) runs as soon as the
+  /// model partition holds its new values in [0, end), so the caller can send them while the rest is
+  /// computed. Where the model lives on an accelerator the whole step and upload run first, then every
+  /// piece is reported.
+  void step(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale, double lr,
+            const std::vector<int64_t>& pieceEnds, const std::function<void(int64_t end)>& pieceDone);
   /// Sets the master from `fp32` and the model partition from the master.
   void load(const at::Tensor& fp32);
   /// Sets the master from the model partition (after the model's values were set directly).

@@ -5,6 +5,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <algorithm>
+#include <exception>
+#include <utility>
 #include <vector>
 
 namespace dsrt::zero {
@@ -14,29 +16,6 @@ namespace {
 // Tags of the exchange's point-to-point messages: Gloo's collectives use slots with a non-zero prefix
 // byte above bit 56, so no 32-bit tag collides with them; this base keeps clear of small user tags.
 constexpr int kExchangeTagBase = 0x5a300000;
-
-// Gloo: every rank sends its shard straight from the flat buffer to every other rank and receives theirs
-// straight into it (unbound buffers, rendezvous on both sides, no copy). ProcessGroupGloo's allgather would
-// allocate a worldSize x shard output every call and copy it out again: the page faults of that per-step
-// allocation cost more than the transfer here (docs/zero.md, "Step time").
-void exchangeShards(c10d::ProcessGroup& pg, int rank, const PartitionPlan& plan, const at::Tensor& flat,
-                    int64_t shard) {
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  int tag = kExchangeTagBase;
-  std::vector<at::Tensor> rows(static_cast<size_t>(plan.worldSize));
-  for (int64_t off = 0; off < plan.partitionNumel; off += shard, ++tag) {
-    const int64_t n = std::min(shard, plan.partitionNumel - off);
-    for (int r = 0; r < plan.worldSize; ++r) {
-      rows[static_cast<size_t>(r)] = flat.narrow(0, plan.partitionBegin(r) + off, n);
-    }
-    for (auto& w : postRowExchange(pg, rank, rows, tag)) {
-      works.push_back(std::move(w));
-    }
-  }
-  for (auto& w : works) {
-    w->wait();
-  }
-}
 
 }  // namespace
 
@@ -58,33 +37,68 @@ std::vector<c10::intrusive_ptr<c10d::Work>> postRowExchange(c10d::ProcessGroup& 
   return works;
 }
 
-void allgatherPartitions(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int rank, const PartitionPlan& plan,
-                         const at::Tensor& flat, int64_t bucketNumel) {
-  TORCH_CHECK(flat.numel() == plan.paddedNumel, "zero: all-gather buffer has ", flat.numel(),
-              " elements, expected '", plan.paddedNumel, "'");
-  if (plan.worldSize == 1 || plan.partitionNumel == 0) {
+ShardedAllgather::ShardedAllgather(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, const PartitionPlan& plan,
+                                   at::Tensor flat, int64_t bucketNumel)
+    : pg_(std::move(pg)), rank_(rank), plan_(plan), flat_(std::move(flat)), pointToPoint_(exchangesPointToPoint(*pg_)) {
+  TORCH_CHECK(flat_.numel() == plan_.paddedNumel, "zero: all-gather buffer has ", flat_.numel(),
+              " elements, expected '", plan_.paddedNumel, "'");
+  if (plan_.worldSize == 1 || plan_.partitionNumel == 0) {
     return;
   }
   TORCH_CHECK(bucketNumel >= 1, "zero_optimization.allgather_bucket_size must be >= 1, got '", bucketNumel, "'");
-  const int64_t shard = std::max<int64_t>(1, bucketNumel / plan.worldSize);
-  if (exchangesPointToPoint(*pg)) {
-    exchangeShards(*pg, rank, plan, flat, shard);
-    return;
+  const int64_t shard = std::max<int64_t>(1, bucketNumel / plan_.worldSize);
+  for (int64_t off = 0; off < plan_.partitionNumel; off += shard) {
+    shardEnds_.push_back(std::min(plan_.partitionNumel, off + shard));
   }
-  // Shards are issued back to back and awaited together: Gloo runs them in order on its own threads.
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  for (int64_t off = 0; off < plan.partitionNumel; off += shard) {
-    const int64_t n = std::min(shard, plan.partitionNumel - off);
-    std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < plan.worldSize; ++r) {
-      outputs[0].push_back(flat.narrow(0, plan.partitionBegin(r) + off, n));
+}
+
+ShardedAllgather::~ShardedAllgather() {
+  // Never leave a transfer reading or writing buffers that may be freed next.
+  for (auto& w : works_) {
+    try {
+      w->wait();
+    } catch (const std::exception&) {  // already failing; a destructor must not throw
     }
-    std::vector<at::Tensor> inputs{flat.narrow(0, plan.partitionBegin(rank) + off, n)};
-    works.push_back(pg->allgather(outputs, inputs));
   }
-  for (auto& w : works) {
+}
+
+void ShardedAllgather::postUpTo(int64_t ready) {
+  for (; posted_ < shardEnds_.size() && shardEnds_[posted_] <= ready; ++posted_) {
+    const int64_t off = posted_ == 0 ? 0 : shardEnds_[posted_ - 1];
+    const int64_t n = shardEnds_[posted_] - off;
+    std::vector<at::Tensor> rows;
+    for (int r = 0; r < plan_.worldSize; ++r) {
+      rows.push_back(flat_.narrow(0, plan_.partitionBegin(r) + off, n));
+    }
+    if (pointToPoint_) {
+      // Gloo: every rank sends its shard straight from the flat buffer to every other rank and receives
+      // theirs straight into it (unbound buffers, no copy). ProcessGroupGloo's allgather would allocate a
+      // worldSize x shard output every call and copy it out again: the page faults of that per-step
+      // allocation cost more than the transfer here (docs/zero.md, "Step time").
+      for (auto& w : postRowExchange(*pg_, rank_, rows, kExchangeTagBase + static_cast<int>(posted_))) {
+        works_.push_back(std::move(w));
+      }
+    } else {
+      // Other backends run collectives in order on their own streams/threads.
+      std::vector<std::vector<at::Tensor>> outputs{rows};
+      std::vector<at::Tensor> inputs{rows[static_cast<size_t>(rank_)]};
+      works_.push_back(pg_->allgather(outputs, inputs));
+    }
+  }
+}
+
+void ShardedAllgather::wait() {
+  postUpTo(plan_.partitionNumel);
+  for (auto& w : works_) {
     w->wait();
   }
+  works_.clear();
+}
+
+void allgatherPartitions(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int rank, const PartitionPlan& plan,
+                         const at::Tensor& flat, int64_t bucketNumel) {
+  ShardedAllgather gather(pg, rank, plan, flat, bucketNumel);
+  gather.wait();
 }
 
 }  // namespace dsrt::zero

@@ -32,6 +32,39 @@ bool exchangesPointToPoint(const c10d::ProcessGroup& pg);
 std::vector<c10::intrusive_ptr<c10d::Work>> postRowExchange(c10d::ProcessGroup& pg, int rank,
                                                             const std::vector<at::Tensor>& rows, int tag);
 
+/// The all-gather of allgatherPartitions, posted shard by shard as this rank's partition becomes current,
+/// so the exchange of the front of the partition overlaps the optimizer computing the rest (the same
+/// shards, so the same number of collectives). Collective: every rank posts the same shards in order.
+/// Not thread-safe; `flat` must stay alive and its other ranks' partitions untouched until wait().
+class ShardedAllgather {
+ public:
+  /// `flat` and `bucketNumel` as allgatherPartitions; nothing is posted yet.
+  ShardedAllgather(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, const PartitionPlan& plan, at::Tensor flat,
+                   int64_t bucketNumel);
+  /// Waits for whatever is in flight (errors swallowed: the owner is already failing).
+  ~ShardedAllgather();
+  ShardedAllgather(const ShardedAllgather&) = delete;
+  ShardedAllgather& operator=(const ShardedAllgather&) = delete;
+
+  /// End of every shard in partition coordinates, increasing (the last is plan.partitionNumel); empty
+  /// when there is nothing to exchange (one rank or an empty partition).
+  const std::vector<int64_t>& shardEnds() const { return shardEnds_; }
+  /// This rank's partition is final in [0, ready): posts every shard inside it not yet posted.
+  void postUpTo(int64_t ready);
+  /// Posts what is left and waits for every shard. Throws c10::Error on a failed collective.
+  void wait();
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  int rank_;
+  const PartitionPlan& plan_;
+  at::Tensor flat_;
+  bool pointToPoint_;
+  std::vector<int64_t> shardEnds_;
+  size_t posted_ = 0;  ///< shards [0, posted_) are in flight or done
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+};
+
 /// Collective: every rank calls it with its own `flat` (plan.paddedNumel elements) whose partition
 /// `rank` is current; afterwards all partitions are. `bucketNumel` caps the elements per collective
 /// summed over ranks (at least one element per rank). Blocks until done; throws c10::Error.

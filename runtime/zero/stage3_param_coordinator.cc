@@ -30,6 +30,7 @@ Stage3ParamCoordinator::Stage3ParamCoordinator(const StrategyContext& ctx, const
       settings_(settings),
       gatherer_(ctx.pg, ctx.rank, plan, ctx.params, shapesOf(ctx.params), std::move(partition)),
       inUse_(ctx.params.size(), 0) {
+  gatherer_.setTimers(ctx.timers);
   std::vector<int64_t> numels;
   for (const auto& p : params_) numels.push_back(p.numel());
   persistent_ = markPersistent(numels, settings_.persistenceThreshold, settings_.modelPersistenceThreshold);

@@ -16,6 +16,14 @@ namespace {
 // Tags of the stage-3 gathers' point-to-point exchange (clear of allgatherPartitions' 0x5a300000 + shard).
 constexpr int kGatherTagBase = 0x5a400000;
 constexpr int64_t kGatherTags = 1 << 16;
+// The direct exchange tags every piece: kDirectTagBase + (seq % kDirectGathers) * kDirectPieces + piece index
+// (per owner rank). A gather with more pieces on one rank takes the packed path.
+constexpr int kDirectTagBase = 0x5a500000;
+constexpr int64_t kDirectGathers = 1 << 12;
+constexpr int64_t kDirectPieces = 1 << 8;
+
+// An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
+at::Tensor wireView(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; }
 }  // namespace
 
 Stage3ParamGatherer::Stage3ParamGatherer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank,
@@ -58,9 +66,66 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
     return -1;
   }
   c10::AutoGradMode noGrad(false);
+  EngineTimers::MaybeScope timed(timers_, EngineTimers::kParamCopy);
   Pending g;
   g.plan = planGather(plan_, std::move(wanted));
   g.seq = nextSeq_++;
+  if (!launchDirect(g)) {
+    launchPacked(g);
+  }
+  for (int64_t p : g.plan.params) {
+    state_[static_cast<size_t>(p)] = State::kInFlight;
+    pendingSeq_[static_cast<size_t>(p)] = g.seq;
+  }
+  ++launches_;
+  gatheredNumel_ += g.plan.numel;
+  pending_.push_back(std::move(g));
+  return nextSeq_ - 1;
+}
+
+bool Stage3ParamGatherer::launchDirect(Pending& g) {
+  const int world = plan_.worldSize;
+  const at::TensorOptions options = params_.front().options();
+  if (world == 1 || !exchangesPointToPoint(*pg_) || !partition_.device().is_cpu() || !options.device().is_cpu()) {
+    return false;
+  }
+  for (const auto& pieces : g.plan.pieces) {
+    if (static_cast<int64_t>(pieces.size()) > kDirectPieces) {
+      return false;
+    }
+  }
+  g.full.reserve(g.plan.params.size());
+  for (int64_t p : g.plan.params) {
+    g.full.push_back(at::empty({plan_.paramNumels[static_cast<size_t>(p)]}, options));
+  }
+  auto fullOf = [&](int64_t param) -> at::Tensor& {
+    auto it = std::lower_bound(g.plan.params.begin(), g.plan.params.end(), param);
+    return g.full[static_cast<size_t>(it - g.plan.params.begin())];
+  };
+  const int tagBase = kDirectTagBase + static_cast<int>((g.seq % kDirectGathers) * kDirectPieces);
+  for (int r = 0; r < world; ++r) {
+    const auto& pieces = g.plan.pieces[static_cast<size_t>(r)];
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const GatherPiece& piece = pieces[k];
+      at::Tensor dst = fullOf(piece.param).narrow(0, piece.paramOffset, piece.numel);
+      const int tag = tagBase + static_cast<int>(k);
+      if (r != rank_) {
+        std::vector<at::Tensor> recv{wireView(dst)};
+        g.exchange.push_back(pg_->recv(recv, r, tag));
+        continue;
+      }
+      at::Tensor src = partition_.narrow(0, piece.partitionOffset, piece.numel);
+      dst.copy_(src);
+      for (int step = 1; step < world; ++step) {
+        std::vector<at::Tensor> send{wireView(src)};
+        g.exchange.push_back(pg_->send(send, (rank_ + step) % world, tag));
+      }
+    }
+  }
+  return true;
+}
+
+void Stage3ParamGatherer::launchPacked(Pending& g) {
   const int world = plan_.worldSize;
   g.sendBase = wireBuffer(g.plan.pieceNumel);  // on the model's device
   g.send = g.sendBase.narrow(0, 0, g.plan.pieceNumel);
@@ -74,7 +139,7 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
     g.recvBase = wireBuffer(world * g.plan.pieceNumel);
     g.recv = g.recvBase.narrow(0, 0, world * g.plan.pieceNumel);
     // An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
-    auto wire = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; };
+    const auto wire = wireView;
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int r = 0; r < world; ++r) {
       outputs[0].push_back(wire(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel)));
@@ -90,27 +155,26 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
       g.work = pg_->allgather(outputs, inputs);
     }
   }
-  for (int64_t p : g.plan.params) {
-    state_[static_cast<size_t>(p)] = State::kInFlight;
-    pendingSeq_[static_cast<size_t>(p)] = g.seq;
-  }
-  ++launches_;
-  gatheredNumel_ += g.plan.numel;
-  pending_.push_back(std::move(g));
-  return nextSeq_ - 1;
 }
 
 void Stage3ParamGatherer::complete() {
   Pending g = std::move(pending_.front());
   pending_.pop_front();
-  if (g.work) {
-    g.work->wait();
+  {
+    EngineTimers::MaybeScope waiting(timers_, EngineTimers::kParamGather);
+    if (g.work) {
+      g.work->wait();
+    }
+    for (auto& w : g.exchange) {
+      w->wait();
+    }
   }
-  for (auto& w : g.exchange) {
-    w->wait();
-  }
+  EngineTimers::MaybeScope copying(timers_, EngineTimers::kParamCopy);
   c10::AutoGradMode noGrad(false);
-  std::vector<at::Tensor> full(g.plan.params.size());
+  std::vector<at::Tensor> full = std::move(g.full);  // direct exchange: received in place
+  if (full.empty()) {
+    full.resize(g.plan.params.size());
+  }
   auto slot = [&](int64_t param) -> at::Tensor& {
     auto it = std::lower_bound(g.plan.params.begin(), g.plan.params.end(), param);
     at::Tensor& t = full[static_cast<size_t>(it - g.plan.params.begin())];
@@ -119,7 +183,7 @@ void Stage3ParamGatherer::complete() {
     }
     return t;
   };
-  for (int r = 0; r < plan_.worldSize; ++r) {
+  for (int r = 0; r < plan_.worldSize && g.recv.defined(); ++r) {
     at::Tensor row = g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel);
     for (const GatherPiece& piece : g.plan.pieces[static_cast<size_t>(r)]) {
       slot(piece.param).narrow(0, piece.paramOffset, piece.numel).copy_(row.narrow(0, piece.pieceOffset, piece.numel));

@@ -122,9 +122,13 @@ bool Stage3Strategy::hasOverflow() {
 
 void Stage3Strategy::step(double lr, double clipScale) {
   coordinator_->releaseAll();  // nothing gathered may outlive the update it would contradict
-  // Aliased (fp32, no offload): the optimizer steps the partition itself. Offloaded: the gradient goes
-  // to host memory, the optimizer steps the host master, the partition receives the result.
-  master_->step(*optimizer_, gradPartition(), clipScale, lr);
+  {
+    // Aliased (fp32, no offload): the optimizer steps the partition itself. Offloaded: the gradient goes
+    // to host memory, the optimizer steps the host master, the partition receives the result.
+    EngineTimers::MaybeScope timed(ctx_.timers, EngineTimers::kOptimizerStep);
+    master_->step(*optimizer_, gradPartition(), clipScale, lr);
+  }
+  EngineTimers::MaybeScope timed(ctx_.timers, EngineTimers::kAllgather);
   coordinator_->refreshPersistent();
 }
 

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -23,6 +24,22 @@ std::vector<int64_t> numelsOf(const std::vector<at::Tensor>& params) {
     numels.push_back(p.numel());
   }
   return numels;
+}
+
+// The optimizer's pieces for all-gather shards ending at `shardEnds`: each shard end rounded up to
+// FlatOptimizer::kPieceAlign (so the pieced update equals one whole update bit for bit), the last the
+// partition's end; a shard is posted once the piece covering it is done.
+std::vector<int64_t> optimizerPieces(const std::vector<int64_t>& shardEnds) {
+  constexpr int64_t align = optim::FlatOptimizer::kPieceAlign;
+  std::vector<int64_t> ends;
+  const int64_t numel = shardEnds.back();
+  for (int64_t end : shardEnds) {
+    const int64_t aligned = std::min(numel, (end + align - 1) / align * align);
+    if (ends.empty() || aligned > ends.back()) {
+      ends.push_back(aligned);
+    }
+  }
+  return ends;
 }
 
 }  // namespace
@@ -70,14 +87,23 @@ double ZeroOptimizer::gradNorm() {
 
 void ZeroOptimizer::step(double lr, double clipScale) {
   c10::AutoGradMode noGrad(false);
-  // clipScale is the engine's combined factor: 1/loss_scale and the clipping coefficient together
-  // (DeepSpeed's unscale_and_clip_grads), applied to the fp32 gradient before the update.
+  ShardedAllgather gather(ctx_.pg, ctx_.rank, plan_, allgatherView(), ctx_.allgatherBucketNumel);
   {
+    // clipScale is the engine's combined factor: 1/loss_scale and the clipping coefficient together
+    // (DeepSpeed's unscale_and_clip_grads), applied to the fp32 gradient before the update.
     EngineTimers::MaybeScope timed(ctx_.timers, EngineTimers::kOptimizerStep);
-    master_.step(*optimizer_, gradPartition(), clipScale, lr);
+    if (gather.shardEnds().size() > 1) {
+      // Each all-gather shard leaves as soon as the optimizer has finished it, while the next is computed:
+      // no extra buffer and the same values, so this does not wait for overlap_comm (which DeepSpeed
+      // defines as overlapping the gradient reduction with backward, and defaults off).
+      master_.step(*optimizer_, gradPartition(), clipScale, lr, optimizerPieces(gather.shardEnds()),
+                   [&gather](int64_t end) { gather.postUpTo(end); });
+    } else {
+      master_.step(*optimizer_, gradPartition(), clipScale, lr);
+    }
   }
   EngineTimers::MaybeScope timed(ctx_.timers, EngineTimers::kAllgather);
-  allgatherModel();
+  gather.wait();
 }
 
 std::vector<at::Tensor> ZeroOptimizer::fullParams() {
@@ -140,11 +166,14 @@ int64_t ZeroOptimizer::offloadedStateBytes() const {
   return master_.offloaded() ? master_.hostBytes() + optimizer_->stateBytes() : 0;
 }
 
-void ZeroOptimizer::allgatherModel() {
+at::Tensor ZeroOptimizer::allgatherView() const {
   const at::Tensor& flat = flatParams_.flat();
   // An all-gather only copies bits: bf16 travels as 16-bit half payloads, since Gloo has no bfloat16.
-  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat.scalar_type() == at::kBFloat16 ? flat.view(at::kHalf) : flat,
-                      ctx_.allgatherBucketNumel);
+  return flat.scalar_type() == at::kBFloat16 ? flat.view(at::kHalf) : flat;
+}
+
+void ZeroOptimizer::allgatherModel() {
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, allgatherView(), ctx_.allgatherBucketNumel);
 }
 
 bool ZeroOptimizer::hasOverflow() {

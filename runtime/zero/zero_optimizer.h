@@ -26,6 +26,9 @@ namespace dsrt::zero {
 class ZeroOptimizer : public PartitionedStrategy {
  public:
   double gradNorm() override;
+  /// Updates this rank's partition and all-gathers the others in allgather_bucket_size shards. With more
+  /// than one shard the update runs shard by shard and each shard's exchange is posted as soon as it is
+  /// final, so the all-gather overlaps the rest of the optimizer step; the values are the same bit for bit.
   void step(double lr, double clipScale) override;
   optim::FlatOptimizer& optimizer() override { return *optimizer_; }
   /// Bytes on the model's device: flat params (full, padded, model dtype) + gradientBytes() + the fp32
@@ -62,6 +65,8 @@ class ZeroOptimizer : public PartitionedStrategy {
   std::unique_ptr<BucketReducer> makeReducer(BucketIo io) const;
   /// Makes every rank's flat parameters whole again after each rank updated its own partition.
   void allgatherModel();
+  /// The flat parameters as the all-gather moves them (bf16 as fp16 bit patterns: Gloo has no bf16).
+  at::Tensor allgatherView() const;
 
   StrategyContext ctx_;
   PartitionPlan plan_;

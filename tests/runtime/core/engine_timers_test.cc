@@ -1,4 +1,5 @@
-// wall_clock_breakdown's line: the four engine phases always, the ZeRO phases once any was timed.
+// wall_clock_breakdown's line: the four engine phases always, the ZeRO phases once any was timed, ZeRO-3's
+// parameter gathers once they were.
 #include "runtime/engine_timers.h"
 
 #include <catch2/catch.hpp>
@@ -23,6 +24,10 @@ TEST_CASE("EngineTimers::format prints ms per step of the engine phases and adds
   CHECK_THAT(timers.format(2), Equals("forward: 2.00 | backward: 4.00 | allreduce: 1.00 | step: 3.00 | "
                                       "reduce_scatter: 0.50 | grad_copy: 0.00 | optimizer_step: 0.00 | "
                                       "optimizer_allgather: 1.50"));
+  timers.add(EngineTimers::kParamGather, std::chrono::milliseconds(5));
+  CHECK_THAT(timers.format(2), Equals("forward: 2.00 | backward: 4.00 | allreduce: 1.00 | step: 3.00 | "
+                                      "reduce_scatter: 0.50 | grad_copy: 0.00 | optimizer_step: 0.00 | "
+                                      "optimizer_allgather: 1.50 | param_gather: 2.50 | param_copy: 0.00"));
   timers.reset();
   CHECK_THAT(timers.format(1), Equals("forward: 0.00 | backward: 0.00 | allreduce: 0.00 | step: 0.00"));
 }

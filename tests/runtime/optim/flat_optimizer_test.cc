@@ -10,6 +10,7 @@
 #include <torch/optim/sgd.h>
 
 #include <tuple>
+#include <vector>
 
 #include "runtime/optim/adam_flat_optimizer.h"
 #include "runtime/optim/flat_optimizer.h"
@@ -194,6 +195,62 @@ TEST_CASE("FlatOptimizer state round-trips, copies low precision, accounts bytes
     sgd->stepAndCopy(p, gradAt(1, n), 0.01, low);
     CHECK(at::equal(low, p.to(at::kBFloat16)));
     CHECK(sgd->state().empty());
+  }
+
+  SECTION("stepInPieces updates like step, piece by piece, reporting each finished front in order") {
+    // ZeRO posts each all-gather shard from pieceDone, so a piece must be final when reported and the
+    // pieced update must not change a bit (ends on kPieceAlign multiples; the last is n, unaligned).
+    const std::vector<int64_t> ends{64, 64, 320, 1024, n};
+    OptimizerSpec adamw = spec;
+    adamw.kind = OptimizerKind::kAdamW;
+    OptimizerSpec sgd = spec;
+    sgd.kind = OptimizerKind::kSgd;
+    sgd.momentum = 0.9;
+    OptimizerSpec nesterov = sgd;
+    nesterov.nesterov = true;
+    for (const OptimizerSpec& s : {spec, adamw, sgd, nesterov}) {
+      for (bool low : {false, true}) {
+        INFO("kind " << static_cast<int>(s.kind) << " nesterov " << s.nesterov << " low precision " << low);
+        auto whole = dsrt::optim::makeFlatOptimizer(s, n);
+        auto pieced = dsrt::optim::makeFlatOptimizer(s, n);
+        at::Tensor a = init.clone();
+        at::Tensor b = init.clone();
+        at::Tensor lowA = at::empty({n}, at::kHalf);
+        at::Tensor lowB = at::empty({n}, at::kHalf);
+        for (int t = 1; t <= 3; ++t) {
+          const at::Tensor g = gradAt(t, n);
+          if (low) {
+            whole->stepAndCopy(a, g, lrAt(t), lowA);
+          } else {
+            whole->step(a, g, lrAt(t));
+          }
+          std::vector<int64_t> reported;
+          const at::Tensor before = b.clone();
+          pieced->stepInPieces(b, g, lrAt(t), low ? lowB : at::Tensor(), ends, [&](int64_t end) {
+            // The reported front is final, the rest still holds the previous step's values.
+            CHECK(at::equal(b.narrow(0, 0, end), a.narrow(0, 0, end)));
+            CHECK(at::equal(b.narrow(0, end, n - end), before.narrow(0, end, n - end)));
+            if (low) {
+              CHECK(at::equal(lowB.narrow(0, 0, end), lowA.narrow(0, 0, end)));
+            }
+            reported.push_back(end);
+          });
+          CHECK(reported == ends);
+          CHECK(at::equal(a, b));
+          CHECK(pieced->stepCount() == t);
+        }
+        for (size_t i = 0; i < whole->state().size(); ++i) {
+          CHECK(at::equal(whole->state()[i].second, pieced->state()[i].second));
+        }
+      }
+    }
+    auto opt = dsrt::optim::makeFlatOptimizer(spec, n);
+    at::Tensor p = init.clone();
+    REQUIRE_THROWS_WITH(opt->stepInPieces(p, gradAt(1, n), 0.1, at::Tensor(), {64, n - 1}, nullptr),
+                        Catch::Contains("the last piece must end at 1031, got '1030'"));
+    REQUIRE_THROWS_WITH(opt->stepInPieces(p, gradAt(1, n), 0.1, at::Tensor(), {128, 64, n}, nullptr),
+                        Catch::Contains("piece ends must not decrease, got '64' after 128"));
+    CHECK(opt->stepCount() == 0);
   }
 
   SECTION("operands with the wrong size, dtype or layout are rejected naming what was wrong") {
