@@ -13,10 +13,15 @@ checkpoint whole)."""
 import argparse
 import os
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from torch.nn.parallel import DistributedDataParallel as DDP
+# Before torch: the bench tells the interpreter's start and torch's import apart from the rest of a restart.
+print(f"rank {os.environ.get('RANK')} python started", flush=True)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+print(f"rank {os.environ.get('RANK')} torch imported", flush=True)
 
 CHECKPOINT = "checkpoint.pt"
 

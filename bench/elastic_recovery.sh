@@ -136,7 +136,8 @@ trun_checkpointed() { grep -q ' step 7 loss ' "$1.dsn1"; }  # rank 0 prints step
 trun_stepped() {  # a "resumed" line of rank 0 after T0, then a step line
   trun_merged "$1" | awk -v t0="$2" '$1 > t0 && / resumed from step [0-9]+ rank 0 / {r = 1} r && / step [0-9]+ loss / {f = 1} END {exit !f}'
 }
-torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step" seconds, or "none"
+torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step import" seconds (import: the share
+  # of load rank 0 spent importing torch), or "none kept-stepping|stalled"
   local cause=$1 out=$2 ckpt=$WORK/tckpt n recovered=1
   rm -rf "$ckpt" "$WORK/tlog"; mkdir -p "$ckpt"
   trun_id=bench$$x$RANDOM trun_port=$((trun_port + 1))
@@ -169,9 +170,11 @@ torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step" seco
     $1 <= t0 { next }
     / will restart worker group/ && !d { d = $1 }
     / Starting worker group/ && d && !l { g = $1 }
+    / rank 0 python started/ && d && !l { p = $1 }
+    / rank 0 torch imported/ && d && !l { i = $1 }
     / resumed from step [0-9]+ rank 0 / && !l { l = $1 }
     l && / step [0-9]+ loss / && !s { s = $1 }
-    END { printf "%.2f %.2f %.2f %.2f\n", d - t0, g - d, l - g, s - l }'
+    END { printf "%.2f %.2f %.2f %.2f %.2f\n", d - t0, g - d, l - g, s - l, i - p }'
 }
 
 # --- tables ---
@@ -217,6 +220,8 @@ for cause in $causes; do echo "| $cause | $(row "$WORK/$cause.dsrun") |"; done
 [ "$torchrun" = 1 ] || exit 0
 echo; echo "torchrun (bench/elastic_peer.py, c10d rendezvous, --max_restarts 3):"; header
 for cause in $causes; do echo "| $cause | $(row "$WORK/$cause.torchrun") |"; done
+imp=$(for cause in $causes; do { grep -v '^none' "$WORK/$cause.torchrun" || true; } | awk '{print $5}'; done | median)
+[ -z "$imp" ] || echo "(of torchrun's start + rendezvous + checkpoint load, rank 0's \`import torch\`: $imp s, median)"
 echo; echo "| cause | dsrun failure -> first step (s) | torchrun (s) | dsrun / torchrun |"; echo "|---|---|---|---|"
 for cause in $causes; do
   d=$(total "$WORK/$cause.dsrun") t=$(total "$WORK/$cause.torchrun")
