@@ -23,14 +23,16 @@
 # Causes: a rank killed -9 (rank), its host's agent killed -9 (agent), its host's link cut silently (silent).
 # The dsrun and torchrun runs alternate (same machine load). Prints one markdown table per launcher (medians
 # over --runs runs, default 3) and their ratio. Run it under the integration lock.
-# usage: bench/elastic_recovery.sh [--runs N] [--no_torchrun] [BUILD_DIR]
+# --no_dsrun times torchrun alone (no build needed).
+# usage: bench/elastic_recovery.sh [--runs N] [--no_torchrun | --no_dsrun] [BUILD_DIR]
 set -euo pipefail
-runs=3 torchrun=1
+runs=3 torchrun=1 dsrun=1
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --no_torchrun) torchrun=0; shift ;;
-    -*) echo "elastic_recovery.sh: unknown option '$1' (usage: [--runs N] [--no_torchrun] [BUILD_DIR])" >&2; exit 2 ;;
+    --no_dsrun) dsrun=0; shift ;;
+    -*) echo "elastic_recovery.sh: unknown option '$1' (usage: [--runs N] [--no_torchrun | --no_dsrun] [BUILD_DIR])" >&2; exit 2 ;;
     *) break ;;
   esac
 done
@@ -42,8 +44,9 @@ PEER=$ROOT/bench/elastic_peer.py TORCH_PYTHON=/usr/bin/python3 WAIT_S=60
 export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
 [ "$(id -u)" -eq 0 ] || { echo "elastic_recovery.sh: needs root (network namespaces)" >&2; exit 1; }
+[ "$dsrun" = 1 ] || [ "$torchrun" = 1 ] || { echo "elastic_recovery.sh: --no_torchrun and --no_dsrun leave nothing to time" >&2; exit 2; }
 for f in "$DSRUN" "$AGENT" "$TRAIN"; do
-  [ -x "$f" ] || { echo "elastic_recovery.sh: $f not built (ninja -C $BUILD dsrun dsrun-agent train_mlp)" >&2; exit 1; }
+  [ "$dsrun" = 0 ] || [ -x "$f" ] || { echo "elastic_recovery.sh: $f not built (ninja -C $BUILD dsrun dsrun-agent train_mlp)" >&2; exit 1; }
 done
 if [ "$torchrun" = 1 ] && ! "$TORCH_PYTHON" -c 'import torch.distributed.run' 2>/dev/null; then
   echo "elastic_recovery.sh: $TORCH_PYTHON has no torch.distributed.run (python3-torch); --no_torchrun skips torchrun" >&2
@@ -52,8 +55,10 @@ fi
 WORK=$(mktemp -d /tmp/dsrun-elastic-bench.XXXXXX); chmod 755 "$WORK"
 trap 'ip link set vdsn3 up 2>/dev/null; torchrun_stop 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
-"$DSRUN" --make_tls "$WORK/tls" >/dev/null
-chmod -R go+rX "$WORK/tls"; chmod 600 "$WORK/tls/key.pem"
+if [ "$dsrun" = 1 ]; then
+  "$DSRUN" --make_tls "$WORK/tls" >/dev/null
+  chmod -R go+rX "$WORK/tls"; chmod 600 "$WORK/tls/key.pem"
+fi
 "$CLUSTER" up 4 >/dev/null
 printf 'dsn1 slots=1\ndsn2 slots=1\ndsn3 slots=1\ndsn4 slots=1\n' >"$WORK/hostfile"
 printf 'OMP_NUM_THREADS=1\n' >"$WORK/env"
@@ -203,8 +208,10 @@ for cause in $causes; do
   : >"$WORK/$cause.dsrun"; : >"$WORK/$cause.torchrun"
   for i in $(seq "$runs"); do
     # Not in a pipeline: the runs set the state the EXIT trap cleans up, and their errors end the script.
-    dsrun_run "$cause" "$WORK/$cause.$i.dsrun.out" >"$WORK/times"
-    tee -a "$WORK/$cause.dsrun" <"$WORK/times" | sed "s/^/# dsrun $cause run $i: /" >&2
+    if [ "$dsrun" = 1 ]; then
+      dsrun_run "$cause" "$WORK/$cause.$i.dsrun.out" >"$WORK/times"
+      tee -a "$WORK/$cause.dsrun" <"$WORK/times" | sed "s/^/# dsrun $cause run $i: /" >&2
+    fi
     if [ "$torchrun" = 1 ]; then
       torchrun_run "$cause" "$WORK/$cause.$i.torchrun.out" >"$WORK/times"
       tee -a "$WORK/$cause.torchrun" <"$WORK/times" | sed "s/^/# torchrun $cause run $i: /" >&2
@@ -215,13 +222,17 @@ header() {
   echo "| cause | detect (s) | ranks running (s) | start + rendezvous + checkpoint load (s) | first step (s) | failure -> first step (s) |"
   echo "|---|---|---|---|---|---|"
 }
-echo "dsrun (examples/train_mlp, --elastic_training):"; header
-for cause in $causes; do echo "| $cause | $(row "$WORK/$cause.dsrun") |"; done
+if [ "$dsrun" = 1 ]; then
+  echo "dsrun (examples/train_mlp, --elastic_training):"; header
+  for cause in $causes; do echo "| $cause | $(row "$WORK/$cause.dsrun") |"; done
+  echo
+fi
 [ "$torchrun" = 1 ] || exit 0
-echo; echo "torchrun (bench/elastic_peer.py, c10d rendezvous, --max_restarts 3):"; header
+echo "torchrun (bench/elastic_peer.py, c10d rendezvous, --max_restarts 3):"; header
 for cause in $causes; do echo "| $cause | $(row "$WORK/$cause.torchrun") |"; done
 imp=$(for cause in $causes; do { grep -v '^none' "$WORK/$cause.torchrun" || true; } | awk '{print $5}'; done | median)
 [ -z "$imp" ] || echo "(of torchrun's start + rendezvous + checkpoint load, rank 0's \`import torch\`: $imp s, median)"
+[ "$dsrun" = 1 ] || exit 0
 echo; echo "| cause | dsrun failure -> first step (s) | torchrun (s) | dsrun / torchrun |"; echo "|---|---|---|---|"
 for cause in $causes; do
   d=$(total "$WORK/$cause.dsrun") t=$(total "$WORK/$cause.torchrun")
