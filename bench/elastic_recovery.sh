@@ -149,12 +149,12 @@ torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step impor
   for n in 1 2 3 4; do
     # --redirects/--tee 2: the ranks' stdout straight to the agent's, stderr teed (torch 1.13 on Python
     # 3.11 cannot parse their default "0": enum iteration skips the zero member).
-    # "|| true": the agent is a child of this subshell, so a SIGKILLed agent is not reported as a killed job.
+    # The subshell's own stderr is dropped: it reports the SIGKILLed agent ("Killed ..."), as bash does.
     (ip netns exec "dsn$n" unshare --uts -- sh -c "hostname dsn$n && exec env DSRUN_BENCH_RUN=$trun_id OMP_NUM_THREADS=1 LOGLEVEL=INFO \
        PYTHONUNBUFFERED=1 $TORCH_PYTHON -m torch.distributed.run --nnodes 2:4 --nproc_per_node 1 \
        --rdzv_backend c10d --rdzv_endpoint 10.77.0.11:$trun_port --rdzv_id $trun_id \
        --rdzv_conf is_host=$([ $n = 1 ] && echo 1 || echo 0) --max_restarts 3 --redirects 2 --tee 2 \
-       --log_dir $WORK/tlog/dsn$n $PEER --checkpoint_dir $ckpt" 2>&1 || true) | stamp >"$out.dsn$n" &
+       --log_dir $WORK/tlog/dsn$n $PEER --checkpoint_dir $ckpt" 2>&1 || true) 2>/dev/null | stamp >"$out.dsn$n" &
   done
   wait_for 120 trun_checkpointed "$out" || { echo "elastic_recovery.sh: torchrun wrote no step-6 checkpoint in 120 s (see $out.dsn*)" >&2; exit 1; }
   local t0 rank agent
@@ -163,7 +163,7 @@ torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step impor
   t0=$(now)
   inject "$cause" "$rank" "$agent"
   wait_for "$WAIT_S" trun_stepped "$out" "$t0" || recovered=0
-  local last; last=$(trun_merged "$out" | awk '/ step [0-9]+ loss / {s = $1} END {print s + 0}')
+  local last; last=$(trun_merged "$out" | awk '/ step [0-9]+ loss / {s = $1} END {print s}')
   torchrun_stop
   if [ "$cause" = silent ]; then ip link set vdsn3 up; fi
   wait  # the output pipelines end with their processes
@@ -183,7 +183,7 @@ torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step impor
 }
 
 # --- tables ---
-median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { sort -n | awk '{v[NR] = $1} END {if (NR) printf "%.2f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 no_recovery() {  # no_recovery TIMES_FILE: what the runs without a re-formed world saw
   if grep -q 'none kept-stepping' "$1"; then
     echo "no re-formed world within $WAIT_S s: the old world kept stepping with dsn3's rank unsupervised"
