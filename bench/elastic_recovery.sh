@@ -158,8 +158,9 @@ torchrun_run() {  # torchrun_run CAUSE OUT: prints "detect start load step impor
   done
   wait_for 120 trun_checkpointed "$out" || { echo "elastic_recovery.sh: torchrun wrote no step-6 checkpoint in 120 s (see $out.dsn*)" >&2; exit 1; }
   local t0 rank agent
-  rank=$(dsn3_proc rank) && agent=$(dsn3_proc agent) ||
-    { echo "elastic_recovery.sh: no torchrun agent and rank of run $trun_id on dsn3 (see $out.dsn3)" >&2; exit 1; }
+  if ! rank=$(dsn3_proc rank) || ! agent=$(dsn3_proc agent); then
+    echo "elastic_recovery.sh: no torchrun agent and rank of run $trun_id on dsn3 (see $out.dsn3)" >&2; exit 1
+  fi
   t0=$(now)
   inject "$cause" "$rank" "$agent"
   wait_for "$WAIT_S" trun_stepped "$out" "$t0" || recovered=0
