@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "runtime/config/lr_schedule.h"
+#include "runtime/malloc_tuning.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/precision/precision_plan.h"
 
@@ -143,6 +144,7 @@ void convertParams(std::vector<at::Tensor>& params, c10::ScalarType dtype) {
 
 Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
     : config_(std::move(config)), dist_(std::move(dist)) {
+  tuneMallocForTraining();  // before the first step's allocations (malloc_tuning.h)
   TORCH_CHECK(dist_ && dist_->pg, "dsrt::Engine: no process group (call dsrt::init_distributed first)");
   TORCH_CHECK(config_.worldSize == dist_->env.worldSize, "dsrt::Engine: the config was resolved for world size ",
               config_.worldSize, " but the process group has ", dist_->env.worldSize, " ranks");

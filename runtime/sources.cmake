@@ -7,6 +7,7 @@ target_sources(dsrt PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/engine_timers.cc
   ${CMAKE_CURRENT_LIST_DIR}/grad_strategy.cc
   ${CMAKE_CURRENT_LIST_DIR}/initialize.cc
+  ${CMAKE_CURRENT_LIST_DIR}/malloc_tuning.cc
   ${CMAKE_CURRENT_LIST_DIR}/progress_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/rank_env.cc
 )
