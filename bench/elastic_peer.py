@@ -21,18 +21,11 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
+from ddp_peer import mlp  # noqa: E402  (the bench's model, one definition; this script's directory is on sys.path)
+
 print(f"rank {os.environ.get('RANK')} torch imported", flush=True)
 
 CHECKPOINT = "checkpoint.pt"
-
-
-def mlp(hidden, layers):
-    mods = []
-    for i in range(layers):
-        mods.append(nn.Linear(hidden, hidden))
-        if i + 1 < layers:
-            mods.append(nn.ReLU())
-    return nn.Sequential(*mods)
 
 
 def load(path, model, opt):
