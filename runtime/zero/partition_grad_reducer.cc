@@ -19,6 +19,9 @@ PartitionGradReducer::PartitionGradReducer(const StrategyContext& ctx, const Par
   BucketIo io;
   io.input = [this](size_t b) { return launchInput(b); };
   io.deliver = [this](size_t b, const at::Tensor& averaged) { deliver(b, averaged); };
+  // On the first micro-step after zeroGrad the partition holds zeros, so the sum of a bucket's copies can be
+  // written straight into it instead of into a temporary that is then added (one pass over the run less).
+  io.output = [this](size_t b) { return partitionFresh_ ? partitionRun(b) : at::Tensor(); };
   const auto mode = ctx.reduceScatter ? ReduceMode::kReduceScatter : ReduceMode::kAllreduce;
   reducer_ = std::make_unique<BucketReducer>(ctx.pg, ctx.rank, ctx.worldSize,
                                              planReduceBuckets(plan_, ctx.reduceBucketNumel),
@@ -97,12 +100,19 @@ at::Tensor PartitionGradReducer::launchInput(size_t bucket) {
   return staging;
 }
 
-void PartitionGradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
+at::Tensor PartitionGradReducer::partitionRun(size_t bucket) const {
   const ReduceBucket& b = reducer_->buckets()[bucket];
-  const int64_t offset = b.flatBegin + b.rankOffset(rank_) - plan_.partitionBegin(rank_);
+  const int64_t run = b.rankNumels[static_cast<size_t>(rank_)];
+  if (run == 0) {
+    return gradPartition_.narrow(0, 0, 0);  // a bucket wholly outside this rank's partition
+  }
+  return gradPartition_.narrow(0, b.flatBegin + b.rankOffset(rank_) - plan_.partitionBegin(rank_), run);
+}
+
+void PartitionGradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
   c10::AutoGradMode noGrad(false);
-  if (averaged.numel() > 0) {
-    at::Tensor run = gradPartition_.narrow(0, offset, averaged.numel());
+  at::Tensor run = partitionRun(bucket);
+  if (averaged.numel() > 0 && averaged.data_ptr() != run.data_ptr()) {
     run.add_(averaged.device() == run.device() ? averaged : averaged.to(run.device()));
   }
   freeStaging_.push_back(std::move(stagingBase_[bucket]));
@@ -111,6 +121,7 @@ void PartitionGradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
 
 void PartitionGradReducer::endBackward() {
   reducer_->flush();
+  partitionFresh_ = false;  // the next micro-step of this window accumulates
   std::fill(staged_.begin(), staged_.end(), false);
   inBackward_ = false;
 }
@@ -118,6 +129,7 @@ void PartitionGradReducer::endBackward() {
 void PartitionGradReducer::zeroGrad() {
   c10::AutoGradMode noGrad(false);
   gradPartition_.zero_();
+  partitionFresh_ = true;
   for (const auto& p : params_) {
     p.mutable_grad().reset();
   }

@@ -43,6 +43,8 @@ class PartitionGradReducer {
   at::Tensor stagingFor(size_t bucket);
   at::Tensor launchInput(size_t bucket);
   void deliver(size_t bucket, const at::Tensor& averaged);
+  /// This rank's run of `bucket` in gradPartition_.
+  at::Tensor partitionRun(size_t bucket) const;
 
   std::vector<at::Tensor> params_;
   int rank_;
@@ -55,6 +57,7 @@ class PartitionGradReducer {
   std::vector<at::Tensor> freeStaging_;  ///< recycled buffers of maxBucketNumel_ elements
   int64_t maxBucketNumel_ = 0;
   bool inBackward_ = false;
+  bool partitionFresh_ = true;  ///< gradPartition_ is all zeros (since zeroGrad, before any micro-step ended)
   EngineTimers* timers_ = nullptr;  ///< wall_clock_breakdown (kGradCopy for staging copies); may be null
   std::unique_ptr<BucketReducer> reducer_;
   std::unique_ptr<GradReadyHooks> hooks_;  ///< last: destroyed first, so no hook sees a dead reducer
