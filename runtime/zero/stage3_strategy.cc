@@ -67,9 +67,12 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
     shapes_.push_back(p.sizes().vec());
   }
   const auto settings = settingsOf(ctx_);
-  TORCH_CHECK(!ctx_.offloadParam || ctx_.offloadOptimizer,
-              "zero_optimization.offload_param: libdsrt offloads the parameter partition together with the "
-              "optimizer, add offload_optimizer: {device: cpu}, got 'offload_optimizer: none'");
+  // offload_param alone (DeepSpeed allows it; OpenRLHF's configs use it with adam_offload off): on a CPU
+  // model the partition already is host memory. On an accelerator the optimizer would have to run on the
+  // device against a host partition, which libdsrt does not do: it says so instead of guessing.
+  TORCH_CHECK(!ctx_.offloadParam || ctx_.offloadOptimizer || ctx_.params.front().device().is_cpu(),
+              "zero_optimization.offload_param: on an accelerator libdsrt offloads the parameter partition together "
+              "with the optimizer, add offload_optimizer: {device: cpu}, got 'offload_optimizer: none'");
   partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options());
   if (ctx_.offloadParam) {
     auto host = partition_.options().device(at::kCPU);
@@ -143,13 +146,14 @@ int64_t Stage3Strategy::modelStateBytes() const {
     const int64_t partition = ctx_.offloadParam ? 0 : static_cast<int64_t>(partition_.nbytes());
     return partition + coordinator_->persistentBytes();
   }
-  return static_cast<int64_t>(partition_.nbytes() + gradPartition().nbytes()) + optimizer_->stateBytes() +
+  const int64_t partition = ctx_.offloadParam ? 0 : static_cast<int64_t>(partition_.nbytes());
+  return partition + static_cast<int64_t>(gradPartition().nbytes()) + optimizer_->stateBytes() +
          master_->deviceBytes() + coordinator_->persistentBytes();
 }
 
 int64_t Stage3Strategy::offloadedStateBytes() const {
   const int64_t partition = ctx_.offloadParam ? static_cast<int64_t>(partition_.nbytes()) : 0;
-  return master_->offloaded() ? partition + master_->hostBytes() + optimizer_->stateBytes() : 0;
+  return partition + (master_->offloaded() ? master_->hostBytes() + optimizer_->stateBytes() : 0);
 }
 
 at::Tensor Stage3Strategy::masterPartition() const {

@@ -76,6 +76,23 @@ TEST_CASE("ZeRO-3 gradient clipping uses the global norm across partitions", "[r
   }
 }
 
+TEST_CASE("ZeRO-3 with offload_param alone (optimizer not offloaded) reproduces a single process on CPU",
+          "[runtime][zero][stage3][gloo]") {
+  dsrt::zero::testing::RunSpec base;
+  base.clip = 0.05;
+  const RunResult ref = referenceRun(base);
+  for (int world : {1, 2}) {
+    Stage3Spec spec;
+    spec.run = base;
+    spec.run.stage = 3;
+    spec.run.worldSize = world;
+    spec.run.gas = 2;
+    spec.persistence = 13;
+    spec.offloadParam = true;
+    requireMatches(spec, stage3Run(spec), ref);
+  }
+}
+
 TEST_CASE("ZeRO-3 persistence, prefetch, max live and reuse settings do not change the numbers",
           "[runtime][zero][stage3][gloo]") {
   const RunResult ref = referenceRun(dsrt::zero::testing::RunSpec{});
