@@ -43,6 +43,32 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
   CHECK(f->plan.ranksOnNode(0).front()->env.at("PYTHONPATH") == "/work/job:/lib");
 }
 
+TEST_CASE("nodeLaunchArgv writes every non-default per-rank setting in dsrun-launch's order",
+          "[launcher][node_launch]") {
+  auto f = dsrun::test::makePlan(dsrun::test::kTwoWorkers,
+                                 {"--module", "--no_local_rank", "--save_pid", "--enable_each_rank_log", "logs",
+                                  "--bind_cores_to_rank", "--bind_core_list", "0-3", "--python", "/opt/py",
+                                  "--tag_output", "--kill_grace_s", "2.5", "--exit_timeout_s", "7", "m", "a"});
+  const std::string world = "--world_info=eyJ3b3JrZXItMCI6IFswLCAxLCAyLCAzXSwgIndvcmtlci0xIjogWzAsIDEsIDIsIDNdfQ==";
+  CHECK(dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "%n", true) ==
+        Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=%n", "--master_addr=10.0.0.1",
+              "--master_port=29500", "--module", "--no_local_rank", "--save_pid", "777",
+              "--enable_each_rank_log=logs", "--bind_cores_to_rank", "--bind_core_list=0-3", "--job_id=job-1",
+              "--python=/opt/py", "--tag_output", "--kill_grace_s=2.5", "--exit_timeout_s=7", "--watch_stdin", "m",
+              "a"});
+  // Rank mode writes a subset, python first; the rest is the MPI launcher's or the node's business.
+  CHECK(dsrun::rankLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, "slurm") ==
+        Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=slurm", "--master_addr=10.0.0.1", "--master_port=29500",
+              "--job_id=job-1", "--python=/opt/py", "--module", "--no_local_rank", "--kill_grace_s=2.5", "m", "a"});
+  auto n = dsrun::test::makePlan(dsrun::test::kTwoWorkers, {"--no_python", "--exit_timeout_s", "0", "/bin/p"});
+  CHECK(dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, n->plan, n->options, 777, "1", false) ==
+        Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=1", "--master_addr=10.0.0.1", "--master_port=29500",
+              "--no_python", "--job_id=job-1", "--kill_grace_s=30", "--exit_timeout_s=0", "/bin/p"});
+  CHECK(dsrun::rankLaunchArgv(dsrun::test::fakeSite().node, n->plan, n->options, "openmpi") ==
+        Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=openmpi", "--master_addr=10.0.0.1", "--master_port=29500",
+              "--job_id=job-1", "--no_python", "--kill_grace_s=30", "/bin/p"});
+}
+
 TEST_CASE("dsrun-launch rejects a node rank outside world_info", "[launcher][node_launch]") {
   dsrun::NodeLaunchArgs a = dsrun::parseNodeLaunchArgs({"--world_info=eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=",
                                                         "--node_rank=2", "x"});
