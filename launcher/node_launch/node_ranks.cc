@@ -12,14 +12,14 @@ Options optionsForNodeLaunch(const NodeLaunchArgs& args) {
   Options options;
   options.userScript = args.userScript;
   options.userArgs = args.userArgs;
-  options.python = args.python;
-  options.noPython = args.noPython;
-  options.module = args.module;
-  options.noLocalRank = args.noLocalRank;
+  options.python = args.launch.python;
+  options.noPython = args.launch.noPython;
+  options.module = args.launch.module;
+  options.noLocalRank = args.launch.noLocalRank;
   options.masterAddr = args.masterAddr;
   options.masterPort = args.masterPort;
-  options.bindCoresToRank = args.bindCoresToRank;
-  options.bindCoreList = args.bindCoreList;
+  options.bindCoresToRank = args.launch.bindCoresToRank;
+  options.bindCoreList = args.launch.bindCoreList;
   options.forceMulti = true;
   return options;
 }
@@ -37,7 +37,7 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
   plan.hosts = world;
   plan.masterAddr = args.masterAddr;
   plan.masterPort = args.masterPort;
-  plan.jobId = args.jobId;
+  plan.jobId = args.launch.jobId;
   plan.multiNode = true;
   if (options.bindCoresToRank) {
     PlanInputs inputs;
@@ -50,13 +50,8 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
 }
 
 LocalJobOptions nodeJobOptions(const NodeLaunchArgs& args) {
-  LocalJobOptions job;
-  job.eachRankLogDir = args.eachRankLogDir;
-  job.tagOutput = args.tagOutput;
-  job.killGraceS = args.killGraceS;
-  job.exitTimeoutS = args.exitTimeoutS;
-  job.announceCleanExit = args.exitTimeoutS >= 0;  // dsrun runs the exit timeout job-wide from this line
-  job.savePid = args.savePid;
+  LocalJobOptions job = args.launch.localJobOptions();
+  job.announceCleanExit = args.launch.exitTimeoutS >= 0;  // dsrun runs the exit timeout job-wide from this line
   return job;
 }
 
