@@ -76,8 +76,8 @@ int CommandBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
     spec.signal = [this, &plan, &ctx](const std::vector<int>& signals) { return *signalCommand(plan, ctx, signals); };
   }
   spec.stopSignal = stopSignal();
-  spec.killGraceS = ctx.options.killGraceS;
-  spec.exitTimeoutS = ctx.options.exitTimeoutS;
+  spec.killGraceS = ctx.options.launch.killGraceS;
+  spec.exitTimeoutS = ctx.options.launch.exitTimeoutS;
   beforeLaunch(plan, ctx);
   try {
     const CommandJobResult result = runCommandJob(spec);

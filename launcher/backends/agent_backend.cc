@@ -53,17 +53,18 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   auto ssl = tls::makeSslContext(o.tlsDir, tls::Role::Client);
   AgentJob::Settings s;
   s.port = o.agentPort;
-  s.killGraceS = o.killGraceS;
-  s.exitTimeoutS = o.exitTimeoutS;
+  s.killGraceS = o.launch.killGraceS;
+  s.exitTimeoutS = o.launch.exitTimeoutS;
   s.agentBeatMs = static_cast<uint32_t>(o.agentHeartbeatMs);
   s.silentBeats = o.agentHeartbeatMisses;
   s.hangTimeoutS = o.hangTimeoutS;
-  s.tagOutput = o.tagOutput;
+  s.tagOutput = o.launch.tagOutput;
   s.meshProbe = o.meshProbe;
   s.cwd = currentDirectory();
-  if (!o.eachRankLogDir.empty()) {
+  if (!o.launch.eachRankLogDir.empty()) {
     // Interpreted on every node, like the remote `cd <cwd>` of DeepSpeed's pdsh runner.
-    s.eachRankLogDir = o.eachRankLogDir[0] == '/' ? o.eachRankLogDir : s.cwd + "/" + o.eachRankLogDir;
+    const std::string& dir = o.launch.eachRankLogDir;
+    s.eachRankLogDir = dir[0] == '/' ? dir : s.cwd + "/" + dir;
     s.logTag = rankLogPrefix(std::time(nullptr));
     s.hangDir = s.eachRankLogDir;
   }

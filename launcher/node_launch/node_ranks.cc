@@ -12,14 +12,9 @@ Options optionsForNodeLaunch(const NodeLaunchArgs& args) {
   Options options;
   options.userScript = args.userScript;
   options.userArgs = args.userArgs;
-  options.python = args.launch.python;
-  options.noPython = args.launch.noPython;
-  options.module = args.launch.module;
-  options.noLocalRank = args.launch.noLocalRank;
+  options.launch = args.launch;
   options.masterAddr = args.masterAddr;
   options.masterPort = args.masterPort;
-  options.bindCoresToRank = args.launch.bindCoresToRank;
-  options.bindCoreList = args.launch.bindCoreList;
   options.forceMulti = true;
   return options;
 }
@@ -39,7 +34,7 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
   plan.masterPort = args.masterPort;
   plan.jobId = args.launch.jobId;
   plan.multiNode = true;
-  if (options.bindCoresToRank) {
+  if (options.launch.bindCoresToRank) {
     PlanInputs inputs;
     inputs.launcherEnv = env;
     inputs.physicalCores = physicalCores;
