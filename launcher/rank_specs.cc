@@ -22,7 +22,7 @@ std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, cons
 }
 
 LocalJobOptions localJobOptions(const Options& options, int launcherPid) {
-  // No job id: runLocalJob finds it in each rank's environment (DSRUN_JOB_ID) when it needs it.
+  // No job id: LocalJobOptions has none (each rank carries it in DSRUN_JOB_ID).
   return launchSettings(options, /*jobId=*/"", launcherPid).localJobOptions();
 }
 
