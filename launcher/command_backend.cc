@@ -76,8 +76,7 @@ int CommandBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
     spec.signal = [this, &plan, &ctx](const std::vector<int>& signals) { return *signalCommand(plan, ctx, signals); };
   }
   spec.stopSignal = stopSignal();
-  spec.killGraceS = ctx.options.killGraceS;
-  spec.exitTimeoutS = ctx.options.exitTimeoutS;
+  spec.launch = ctx.options.launch;
   beforeLaunch(plan, ctx);
   try {
     const CommandJobResult result = runCommandJob(spec);

@@ -37,7 +37,7 @@ constexpr double kLauncherExitSlackS = 5;
 JobControllerOptions controllerOptions(const CommandJobSpec& spec) {
   JobControllerOptions options;
   options.killGraceS = std::nullopt;
-  options.exitTimeoutS = spec.exitTimeoutS;
+  options.exitTimeoutS = spec.launch.exitTimeoutS;
   options.whileStopping = SignalWhileStopping::Kill;
   options.recordFailuresWhileStopping = false;
   return options;
@@ -105,14 +105,14 @@ class Runner {
     if (signal_ <= 0 && !pendingSignals_.empty()) passSignals();
     for (const JobDecision& decision : controller_.onTime(nowSeconds())) {
       if (decision.action != JobDecision::Action::Stop) continue;
-      err_.write("", strCat("dsrun: ", cleanExit_, " finished ", spec_.exitTimeoutS,
+      err_.write("", strCat("dsrun: ", cleanExit_, " finished ", spec_.launch.exitTimeoutS,
                             "s ago and other ranks are still running (exit timeout); stopping the job on every host"));
       stop();
     }
     if (controller_.stopping() && main_ > 0 && nowSeconds() >= deadline_) {
       if (spec_.kill && !killStarted_) {
         // A stop passed on as a signal did not end the job within the grace: the kill command's turn.
-        deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
+        deadline_ = nowSeconds() + spec_.launch.killGraceS + kLauncherExitSlackS;
         if (runKill()) return;
       }
       spawner_.signalGroup(main_, escalated_ ? SIGKILL : SIGTERM);
@@ -135,7 +135,7 @@ class Runner {
       case JobDecision::Action::Stop:
         if (spec_.signal) {
           // The ranks get this very signal (a Ctrl-C stays SIGINT), after the USR1/USR2 queued before it.
-          deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
+          deadline_ = nowSeconds() + spec_.launch.killGraceS + kLauncherExitSlackS;
           pendingSignals_.push_back(signal);
         } else {
           stop();
@@ -185,7 +185,7 @@ class Runner {
           result_.failure = f;
           stop();
         }
-      } else if (spec_.exitTimeoutS >= 0) {
+      } else if (spec_.launch.exitTimeoutS >= 0) {
         if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
           if (controller_.onCleanExit(nowSeconds()).exitTimeoutArmed) {
             cleanExit_ = strCat("rank ", clean->rank, " on ", clean->host);
@@ -203,7 +203,7 @@ class Runner {
   }
 
   void stop() {
-    deadline_ = nowSeconds() + spec_.killGraceS + kLauncherExitSlackS;
+    deadline_ = nowSeconds() + spec_.launch.killGraceS + kLauncherExitSlackS;
     if (spec_.kill && runKill()) return;
     if (main_ > 0) spawner_.signalGroup(main_, spec_.stopSignal);
   }

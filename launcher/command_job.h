@@ -19,6 +19,7 @@
 
 #include "common/command.h"
 #include "launcher/failure_line.h"
+#include "launcher/launch_settings.h"
 
 namespace dsrun {
 
@@ -29,8 +30,9 @@ struct CommandJobSpec {
   /// `command`'s process, stop signals stop the job as below.
   std::function<Command(const std::vector<int>&)> signal;
   int stopSignal = 15;          ///< what `command` gets when the job must stop and there is no kill command
-  double killGraceS = 30;       ///< how long the job may take to stop before SIGKILL
-  double exitTimeoutS = -1;     ///< job-wide --exit_timeout_s: after the first "finished cleanly" line (<0: off)
+  /// The ranks' settings; applied job-wide here: launch.killGraceS is how long the job may take to stop
+  /// before SIGKILL, launch.exitTimeoutS runs from the first "finished cleanly" line on any node (<0: off).
+  RankLaunchSettings launch;
 };
 
 /// What happened.

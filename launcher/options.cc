@@ -188,16 +188,16 @@ const std::map<std::string, Setter>& setters() {
          }
        }},
       {"launcher_args", [](Options& o, const std::string& v) { o.launcherArgs = v; }},
-      {"module", [](Options& o, const std::string&) { o.module = true; }},
-      {"no_python", [](Options& o, const std::string&) { o.noPython = true; }},
-      {"no_local_rank", [](Options& o, const std::string&) { o.noLocalRank = true; }},
+      {"module", [](Options& o, const std::string&) { o.launch.module = true; }},
+      {"no_python", [](Options& o, const std::string&) { o.launch.noPython = true; }},
+      {"no_local_rank", [](Options& o, const std::string&) { o.launch.noLocalRank = true; }},
       {"no_ssh", [](Options& o, const std::string&) { o.noSsh = true; }},
       {"no_ssh_check", [](Options& o, const std::string&) { o.noSshCheck = true; }},
       {"force_multi", [](Options& o, const std::string&) { o.forceMulti = true; }},
       {"save_pid", [](Options& o, const std::string&) { o.savePid = true; }},
       // DeepSpeed's default is the string "None", which it treats as "off".
       {"enable_each_rank_log",
-       [](Options& o, const std::string& v) { o.eachRankLogDir = v == "None" ? "" : v; }},
+       [](Options& o, const std::string& v) { o.launch.eachRankLogDir = v == "None" ? "" : v; }},
       {"autotuning",
        [](Options& o, const std::string& v) {
          if (v != "tune" && v != "run") {
@@ -206,20 +206,21 @@ const std::map<std::string, Setter>& setters() {
          o.autotuning = v;
        }},
       {"elastic_training", [](Options& o, const std::string&) { o.elasticTraining = true; }},
-      {"bind_cores_to_rank", [](Options& o, const std::string&) { o.bindCoresToRank = true; }},
-      {"bind_core_list", [](Options& o, const std::string& v) { o.bindCoreList = v; }},
+      {"bind_cores_to_rank", [](Options& o, const std::string&) { o.launch.bindCoresToRank = true; }},
+      {"bind_core_list", [](Options& o, const std::string& v) { o.launch.bindCoreList = v; }},
       {"ssh_port", [](Options& o, const std::string& v) { o.sshPort = toInt("ssh_port", v); }},
-      {"python", [](Options& o, const std::string& v) { o.python = v; }},
+      {"python", [](Options& o, const std::string& v) { o.launch.python = v; }},
       {"dry_run", [](Options& o, const std::string&) { o.dryRun = true; }},
-      {"tag_output", [](Options& o, const std::string&) { o.tagOutput = true; }},
+      {"tag_output", [](Options& o, const std::string&) { o.launch.tagOutput = true; }},
       {"kill_grace_s",
        [](Options& o, const std::string& v) {
-         o.killGraceS = toSeconds("kill_grace_s", v);
-         if (o.killGraceS < 0) {
+         o.launch.killGraceS = toSeconds("kill_grace_s", v);
+         if (o.launch.killGraceS < 0) {
            throw ParseError("--kill_grace_s", 0, strCat("expected a non-negative number, got '", v, "'"));
          }
        }},
-      {"exit_timeout_s", [](Options& o, const std::string& v) { o.exitTimeoutS = toSeconds("exit_timeout_s", v); }},
+      {"exit_timeout_s",
+       [](Options& o, const std::string& v) { o.launch.exitTimeoutS = toSeconds("exit_timeout_s", v); }},
       {"max_restarts",
        [](Options& o, const std::string& v) {
          o.maxRestarts = toInt("max_restarts", v);
@@ -338,6 +339,13 @@ Options parseOptions(const std::vector<std::string>& args) {
                      "see 'dsrun --help'");
   }
   return options;
+}
+
+RankLaunchSettings launchSettings(const Options& options, const std::string& jobId, int launcherPid) {
+  RankLaunchSettings launch = options.launch;
+  launch.jobId = jobId;
+  launch.savePid = options.savePid ? launcherPid : 0;
+  return launch;
 }
 
 std::string usageText() {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/python_interpreter.h"
+#include "launcher/launch_settings.h"
 
 namespace dsrun {
 
@@ -35,26 +35,22 @@ struct Options {
   int nodeRank = -1;                        ///< --node_rank (with --no_ssh)
   std::string launcher = "pdsh";            ///< --launcher, lower-cased, one of kLauncherChoices
   std::string launcherArgs;                 ///< --launcher_args, one string split by the backend
-  bool module = false;                      ///< --module: python -u -m SCRIPT
-  bool noPython = false;                    ///< --no_python: exec SCRIPT directly
-  bool noLocalRank = false;                 ///< --no_local_rank: no --local_rank=N argument
   bool noSsh = false;                       ///< --no_ssh: launch only this node's ranks (needs --node_rank)
   bool noSshCheck = false;                  ///< --no_ssh_check
   bool forceMulti = false;                  ///< --force_multi: multi-node backend even for one host
-  bool savePid = false;                     ///< --save_pid: write /tmp/<pid>.deepspeed
-  std::string eachRankLogDir;               ///< --enable_each_rank_log DIR; empty = off
+  bool savePid = false;                     ///< --save_pid: write /tmp/<pid>.deepspeed (launchSettings() puts
+                                            ///< dsrun's pid into launch.savePid)
   std::string autotuning;                   ///< --autotuning tune|run (accepted, not supported)
   bool elasticTraining = false;             ///< --elastic_training (agent backend; docs/elastic.md)
-  bool bindCoresToRank = false;             ///< --bind_cores_to_rank
-  std::optional<std::string> bindCoreList;  ///< --bind_core_list "0,2-5"
   std::optional<int> sshPort;               ///< --ssh_port
 
+  // --- how each rank is started and stopped: --python, --module, --no_python, --no_local_rank,
+  // --enable_each_rank_log, --bind_cores_to_rank, --bind_core_list, --tag_output, --kill_grace_s,
+  // --exit_timeout_s (launch.jobId and launch.savePid are filled at launch: launchSettings()) ---
+  RankLaunchSettings launch;
+
   // --- dsrun's own flags ---
-  std::string python = defaultPython();  ///< --python PATH: interpreter for the ranks (python_interpreter.h)
   bool dryRun = false;             ///< --dry_run: print the plan as JSON, launch nothing
-  bool tagOutput = false;          ///< --tag_output: prefix rank output lines with "host:rank | "
-  double killGraceS = 30;          ///< --kill_grace_s: SIGTERM -> SIGKILL delay
-  double exitTimeoutS = -1;        ///< --exit_timeout_s: <0 = unlimited
   int maxRestarts = 100;           ///< --max_restarts: failure restarts of an elastic job (DeepSpeed's 100)
   double elasticTimeoutS = 100;    ///< --elastic_timeout_s: wait below the minimum (DeepSpeed's rendezvous 100 s)
   int agentPort = kDefaultAgentPort;  ///< --agent_port (agent backend)
@@ -83,6 +79,10 @@ struct Options {
 /// Parses `args` (without argv[0]). Both `--flag=value` and `--flag value` work; unique prefixes of long
 /// flags are accepted as argparse does. Throws ParseError naming the flag and the bad value.
 Options parseOptions(const std::vector<std::string>& args);
+
+/// options.launch completed with what only a launch knows: the planned job id and, with --save_pid, dsrun's
+/// own pid (`launcherPid`), which names DeepSpeed's /tmp/<pid>.deepspeed file.
+RankLaunchSettings launchSettings(const Options& options, const std::string& jobId, int launcherPid);
 
 /// The --help text.
 std::string usageText();

@@ -22,13 +22,8 @@ std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, cons
 }
 
 LocalJobOptions localJobOptions(const Options& options, int launcherPid) {
-  LocalJobOptions job;
-  job.eachRankLogDir = options.eachRankLogDir;
-  job.tagOutput = options.tagOutput;
-  job.killGraceS = options.killGraceS;
-  job.exitTimeoutS = options.exitTimeoutS;
-  job.savePid = options.savePid ? launcherPid : 0;
-  return job;
+  // No job id: LocalJobOptions has none (each rank carries it in DSRUN_JOB_ID).
+  return launchSettings(options, /*jobId=*/"", launcherPid).localJobOptions();
 }
 
 }  // namespace dsrun

@@ -18,7 +18,7 @@ void checkSupported(const Options& options) {
     throw ConfigError(strCat("--autotuning ", options.autotuning, ": the DeepSpeed autotuner is not supported by dsrun",
                              "\n  hint: run the autotuner with DeepSpeed's own launcher"));
   }
-  if (options.noPython && options.module) {
+  if (options.launch.noPython && options.launch.module) {
     throw ConfigError("--no_python and --module cannot be used together (--module runs 'python -m SCRIPT')");
   }
 }
@@ -41,7 +41,9 @@ ElasticBounds elasticBounds(const Options& options, const ResourcePool& candidat
     throw ConfigError("--elastic_training needs --master_addr (DeepSpeed's rule); when that host is lost, the "
                       "job moves MASTER_ADDR to a surviving host");
   }
-  if (options.noLocalRank) throw ConfigError("--no_local_rank is not supported with --elastic_training (as in DeepSpeed)");
+  if (options.launch.noLocalRank) {
+    throw ConfigError("--no_local_rank is not supported with --elastic_training (as in DeepSpeed)");
+  }
   if (options.noSsh) throw ConfigError("--no_ssh cannot be used with --elastic_training: the controller starts every host");
   const int hosts = static_cast<int>(candidates.size());
   ElasticBounds b;
@@ -75,7 +77,7 @@ std::vector<int> bindableCores(const Options& options, const PlanInputs& inputs)
     throw ConfigError("--bind_cores_to_rank: KMP_AFFINITY is set and conflicts with core binding"
                       "\n  hint: unset KMP_AFFINITY before launching");
   }
-  if (options.bindCoreList) return parseRangeList(*options.bindCoreList);
+  if (options.launch.bindCoreList) return parseRangeList(*options.launch.bindCoreList);
   std::vector<int> cores(static_cast<size_t>(std::max(inputs.physicalCores, 1)));
   std::iota(cores.begin(), cores.end(), 0);
   return cores;
@@ -91,12 +93,12 @@ std::vector<const PlannedRank*> WorldPlan::ranksOnNode(int nodeRank) const {
 
 std::vector<std::string> rankArgv(const Options& options, int localRank) {
   std::vector<std::string> argv;
-  if (!options.noPython) {
-    argv = {options.python, "-u"};
-    if (options.module) argv.push_back("-m");
+  if (!options.launch.noPython) {
+    argv = {options.launch.python, "-u"};
+    if (options.launch.module) argv.push_back("-m");
   }
   argv.push_back(options.userScript);
-  if (!options.noLocalRank) argv.push_back(strCat("--local_rank=", localRank));
+  if (!options.launch.noLocalRank) argv.push_back(strCat("--local_rank=", localRank));
   argv.insert(argv.end(), options.userArgs.begin(), options.userArgs.end());
   return argv;
 }
@@ -136,7 +138,7 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   }
 
   plan.exports = propagatedEnvironment(inputs.launcherEnv, inputs.envFiles, inputs.cwd);
-  if (options.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
+  if (options.launch.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
   planRanks(plan, options);
   return plan;
 }
@@ -170,7 +172,7 @@ void planRanks(WorldPlan& plan, const Options& options) {
       r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
       r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
       r.env[kEnvJobId] = plan.jobId;
-      if (options.bindCoresToRank) {
+      if (options.launch.bindCoresToRank) {
         r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
         r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
       }

@@ -53,19 +53,18 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   auto ssl = tls::makeSslContext(o.tlsDir, tls::Role::Client);
   AgentJob::Settings s;
   s.port = o.agentPort;
-  s.killGraceS = o.killGraceS;
-  s.exitTimeoutS = o.exitTimeoutS;
+  s.launch = o.launch;  // no job id here: AgentJob sends its plan's (each elastic round has its own)
   s.agentBeatMs = static_cast<uint32_t>(o.agentHeartbeatMs);
   s.silentBeats = o.agentHeartbeatMisses;
   s.hangTimeoutS = o.hangTimeoutS;
-  s.tagOutput = o.tagOutput;
   s.meshProbe = o.meshProbe;
   s.cwd = currentDirectory();
-  if (!o.eachRankLogDir.empty()) {
+  if (!s.launch.eachRankLogDir.empty()) {
     // Interpreted on every node, like the remote `cd <cwd>` of DeepSpeed's pdsh runner.
-    s.eachRankLogDir = o.eachRankLogDir[0] == '/' ? o.eachRankLogDir : s.cwd + "/" + o.eachRankLogDir;
+    const std::string dir = s.launch.eachRankLogDir;
+    s.launch.eachRankLogDir = dir[0] == '/' ? dir : s.cwd + "/" + dir;
     s.logTag = rankLogPrefix(std::time(nullptr));
-    s.hangDir = s.eachRankLogDir;
+    s.hangDir = s.launch.eachRankLogDir;
   }
   s.clientName = strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", plan.jobId);
   if (plan.elastic) return ElasticAgentJob(plan, o, ssl, s).run();

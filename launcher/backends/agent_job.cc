@@ -41,7 +41,7 @@ double nowSeconds() {
 JobControllerOptions controllerOptions(const AgentJob::Settings& settings) {
   JobControllerOptions options;
   options.killGraceS = std::nullopt;
-  options.exitTimeoutS = settings.exitTimeoutS;
+  options.exitTimeoutS = settings.launch.exitTimeoutS;
   options.whileStopping = SignalWhileStopping::KillOnSecondSignal;
   options.stopCausedExitIsFailure = false;
   return options;
@@ -76,7 +76,7 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
       RankState& state = ranks_[r->rank];
       state.rank = r->rank;
       state.host = r->host;
-      if (settings_.tagOutput) state.prefix = strCat(r->host, ":", r->rank, " | ");
+      if (settings_.launch.tagOutput) state.prefix = strCat(r->host, ":", r->rank, " | ");
     }
     if (!node->ranks.empty()) nodes_.push_back(std::move(node));
   }
@@ -261,8 +261,8 @@ void AgentJob::launchAll() {
     auto* launch = e.mutable_launch();
     launch->set_job_id(plan_.jobId);
     // 0 would mean "the agent's default"; a grace of 0 asks for an immediate SIGKILL.
-    launch->set_kill_grace_s(settings_.killGraceS > 0 ? settings_.killGraceS : 1e-3);
-    launch->mutable_log()->set_each_rank_log_dir(settings_.eachRankLogDir);
+    launch->set_kill_grace_s(settings_.launch.killGraceS > 0 ? settings_.launch.killGraceS : 1e-3);
+    launch->mutable_log()->set_each_rank_log_dir(settings_.launch.eachRankLogDir);
     launch->mutable_log()->set_tag(settings_.logTag);
     // Four looks per timeout: a hang is noticed within a quarter of it.
     if (settings_.hangTimeoutS > 0) launch->set_progress_interval_s(std::min(1.0, settings_.hangTimeoutS / 4));
@@ -302,7 +302,7 @@ void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
 
 void AgentJob::armExitTimer(const JobDecision& decision) {
   if (!decision.exitTimeoutArmed) return;
-  exitTimer_.expires_after(std::chrono::milliseconds(static_cast<long long>(settings_.exitTimeoutS * 1000)));
+  exitTimer_.expires_after(std::chrono::milliseconds(static_cast<long long>(settings_.launch.exitTimeoutS * 1000)));
   exitTimer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) onExitTimeout();
   });
@@ -373,7 +373,7 @@ void AgentJob::onExitTimeout() {
       }
     }
     stopEverything(decision.signal);
-    notice(strCat("dsrun: ", first ? who(*first) : "a rank", " was still running ", settings_.exitTimeoutS,
+    notice(strCat("dsrun: ", first ? who(*first) : "a rank", " was still running ", settings_.launch.exitTimeoutS,
                   "s after the first rank exited cleanly (exit timeout); terminated ", plural(decision.ranks, "rank")));
   }
 }

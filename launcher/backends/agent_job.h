@@ -25,6 +25,7 @@
 #include "common/line_buffer.h"
 #include "common/output_writer.h"
 #include "launcher/agent_client.h"
+#include "launcher/launch_settings.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -34,10 +35,10 @@ class AgentJob {
   struct Settings {
     int port = 29600;                                  ///< --agent_port
     std::chrono::milliseconds connectTimeout{10000};   ///< connect + TLS + welcome, per agent
-    double killGraceS = 30;                            ///< --kill_grace_s, applied by the agents
-    double exitTimeoutS = -1;                          ///< --exit_timeout_s (<0: unlimited)
-    bool tagOutput = false;                            ///< --tag_output: "host:rank | " prefixes
-    std::string eachRankLogDir;                        ///< --enable_each_rank_log (absolute), on each node
+    /// The ranks' settings; used here: killGraceS (applied by the agents), exitTimeoutS (<0: unlimited),
+    /// tagOutput ("host:rank | " prefixes) and eachRankLogDir (absolute, on each node). Python, --module and
+    /// the core binding are already in the plan's argv and cores; the job id is the plan's.
+    RankLaunchSettings launch;
     std::string logTag;                                ///< each-rank log file prefix (one per job)
     std::string cwd;                                   ///< ranks' working directory on every node
     std::string clientName;                            ///< sent in Hello, shown in the agents' logs

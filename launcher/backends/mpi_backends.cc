@@ -68,7 +68,7 @@ Command ImpiBackend::buildCommand(const WorldPlan& plan, const LaunchContext& ct
   c.argv = {"mpirun", "-ppn", std::to_string(perNode)};
   append(c.argv, launcherArgs(ctx));
   for (const auto& [name, value] : plan.exports) append(c.argv, {"-genv", name, value});
-  if (ctx.options.bindCoresToRank && !plan.ranks.empty()) {
+  if (ctx.options.launch.bindCoresToRank && !plan.ranks.empty()) {
     append(c.argv, {"-genv", "OMP_NUM_THREADS", std::to_string(plan.ranks.front().cores.size())});
   }
   append(c.argv, {"-genv", "MASTER_ADDR", plan.masterAddr, "-genv", "MASTER_PORT", std::to_string(plan.masterPort),

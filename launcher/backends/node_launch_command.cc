@@ -1,20 +1,15 @@
 #include "launcher/backends/node_launch_command.h"
 
-#include <sstream>
-
 #include "common/error.h"
 #include "common/strings.h"
 #include "launcher/node_launch/world_info.h"
-#include "launcher/python_interpreter.h"
 
 namespace dsrun {
 
 namespace {
 
-std::string seconds(double s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
+void append(std::vector<std::string>& argv, const std::vector<std::string>& words) {
+  argv.insert(argv.end(), words.begin(), words.end());
 }
 
 void addScript(std::vector<std::string>& argv, const Options& options) {
@@ -38,21 +33,7 @@ std::vector<std::string> nodeLaunchArgv(const NodeSite& site, const WorldPlan& p
   std::vector<std::string> argv = {site.nodeLaunch, "--world_info=" + encodeWorldInfo(plan.hosts),
                                     "--node_rank=" + nodeRank, "--master_addr=" + plan.masterAddr,
                                     strCat("--master_port=", plan.masterPort)};
-  if (options.noPython) argv.push_back("--no_python");
-  if (options.module) argv.push_back("--module");
-  if (options.noLocalRank) argv.push_back("--no_local_rank");
-  if (options.savePid) {
-    argv.push_back("--save_pid");
-    argv.push_back(std::to_string(launcherPid));
-  }
-  if (!options.eachRankLogDir.empty()) argv.push_back("--enable_each_rank_log=" + options.eachRankLogDir);
-  if (options.bindCoresToRank) argv.push_back("--bind_cores_to_rank");
-  if (options.bindCoreList) argv.push_back("--bind_core_list=" + *options.bindCoreList);
-  argv.push_back("--job_id=" + plan.jobId);
-  if (options.python != builtInPython()) argv.push_back("--python=" + options.python);
-  if (options.tagOutput) argv.push_back("--tag_output");
-  argv.push_back("--kill_grace_s=" + seconds(options.killGraceS));
-  if (options.exitTimeoutS >= 0) argv.push_back("--exit_timeout_s=" + seconds(options.exitTimeoutS));
+  append(argv, launchSettings(options, plan.jobId, launcherPid).toArgv());
   if (watchStdin) argv.push_back("--watch_stdin");
   addScript(argv, options);
   return argv;
@@ -61,12 +42,8 @@ std::vector<std::string> nodeLaunchArgv(const NodeSite& site, const WorldPlan& p
 std::vector<std::string> rankLaunchArgv(const NodeSite& site, const WorldPlan& plan, const Options& options,
                                         const std::string& flavor) {
   std::vector<std::string> argv = {site.nodeLaunch, "--rank_env=" + flavor, "--master_addr=" + plan.masterAddr,
-                                    strCat("--master_port=", plan.masterPort), "--job_id=" + plan.jobId};
-  if (options.python != builtInPython()) argv.push_back("--python=" + options.python);
-  if (options.noPython) argv.push_back("--no_python");
-  if (options.module) argv.push_back("--module");
-  if (options.noLocalRank) argv.push_back("--no_local_rank");
-  argv.push_back("--kill_grace_s=" + seconds(options.killGraceS));
+                                    strCat("--master_port=", plan.masterPort)};
+  append(argv, launchSettings(options, plan.jobId, /*launcherPid=*/0).toRankArgv());
   addScript(argv, options);
   return argv;
 }

@@ -20,14 +20,16 @@ struct NodeSite {
 };
 
 /// Node mode argv: NODE_LAUNCH --world_info=B64 --node_rank=NODE_RANK --master_addr=A --master_port=P
-/// [--no_python] [--module] [--no_local_rank] [--save_pid PID] [--enable_each_rank_log=DIR]
-/// [--bind_cores_to_rank] [--bind_core_list=L] --job_id=ID [--python=PY] [--tag_output]
-/// --kill_grace_s=S [--exit_timeout_s=S] [--watch_stdin] SCRIPT ARGS...
+/// SETTINGS [--watch_stdin] SCRIPT ARGS..., where SETTINGS is launchSettings(options, plan.jobId,
+/// launcherPid).toArgv(): [--no_python] [--module] [--no_local_rank] [--save_pid PID]
+/// [--enable_each_rank_log=DIR] [--bind_cores_to_rank] [--bind_core_list=L] --job_id=ID [--python=PY]
+/// [--tag_output] --kill_grace_s=S [--exit_timeout_s=S].
 std::vector<std::string> nodeLaunchArgv(const NodeSite& site, const WorldPlan& plan, const Options& options,
                                         int launcherPid, const std::string& nodeRank, bool watchStdin);
 
 /// Rank mode argv for MPI/Slurm tasks: NODE_LAUNCH --rank_env=FLAVOR --master_addr=A --master_port=P
-/// --job_id=ID [--python=PY] [--no_python] [--module] [--no_local_rank] --kill_grace_s=S SCRIPT ARGS...
+/// SETTINGS SCRIPT ARGS..., SETTINGS being RankLaunchSettings::toRankArgv(): --job_id=ID [--python=PY]
+/// [--no_python] [--module] [--no_local_rank] --kill_grace_s=S.
 std::vector<std::string> rankLaunchArgv(const NodeSite& site, const WorldPlan& plan, const Options& options,
                                         const std::string& flavor);
 

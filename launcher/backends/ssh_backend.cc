@@ -124,7 +124,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   bool exitTimedOut = false;
   const auto stopAll = [&] {
     stopping = true;
-    hardDeadline = nowSeconds() + ctx.options.killGraceS + 5;
+    hardDeadline = nowSeconds() + ctx.options.launch.killGraceS + 5;
     for (Node& n : nodes) n.session->sendEof();  // dsrun-launch --watch_stdin: EOF stops its ranks (SIGTERM)
   };
   size_t running = nodes.size();
@@ -143,7 +143,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
         if (!signalled) signalled = s;
         if (!stopping) {
           stopping = true;
-          hardDeadline = nowSeconds() + ctx.options.killGraceS + 5;
+          hardDeadline = nowSeconds() + ctx.options.launch.killGraceS + 5;
         }
       }
       for (Node& n : nodes) {
@@ -162,10 +162,10 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
             failure = parseFailureLine(line);
             if (failure) stopAll();
           }
-          if (!failure && !stopping && ctx.options.exitTimeoutS >= 0 && !exitDeadline) {
+          if (!failure && !stopping && ctx.options.launch.exitTimeoutS >= 0 && !exitDeadline) {
             if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
               // --exit_timeout_s is job-wide: the first clean exit on any host starts every host's clock.
-              exitDeadline = nowSeconds() + ctx.options.exitTimeoutS;
+              exitDeadline = nowSeconds() + ctx.options.launch.exitTimeoutS;
               cleanExit = strCat("rank ", clean->rank, " on ", clean->host);
             }
           }
@@ -192,7 +192,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
       }
     }
     if (!stopping && exitDeadline && nowSeconds() >= *exitDeadline) {
-      stderrSink.write("", strCat("dsrun: ", cleanExit, " finished ", ctx.options.exitTimeoutS,
+      stderrSink.write("", strCat("dsrun: ", cleanExit, " finished ", ctx.options.launch.exitTimeoutS,
                                   "s ago and other ranks are still running (exit timeout); stopping the job on every host"));
       exitTimedOut = true;
       stopAll();

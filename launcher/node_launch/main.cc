@@ -33,11 +33,11 @@ std::string hostName() {
 
 int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   std::optional<dsrun::JobRegistration> registration;
-  if (!args.jobId.empty()) {
-    registration.emplace(args.jobId);
+  if (!args.launch.jobId.empty()) {
+    registration.emplace(args.launch.jobId);
     if (registration->killed()) {
-      std::cerr << "dsrun-launch: " << hostName() << ": job " << args.jobId << " was stopped before it started here"
-                << std::endl;
+      std::cerr << "dsrun-launch: " << hostName() << ": job " << args.launch.jobId
+                << " was stopped before it started here" << std::endl;
       return 128 + SIGTERM;
     }
   }
@@ -66,8 +66,9 @@ int runRank(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   spec.localRank = id.localRank;
   spec.host = hostName();
   spec.command.argv = dsrun::rankArgv(dsrun::optionsForNodeLaunch(args), id.localRank);
-  spec.command.env = dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.jobId);
-  return dsrun::runRankProcess(spec, args.killGraceS, /*signalsReachRank=*/args.rankEnv == "slurm");
+  spec.command.env =
+      dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.launch.jobId);
+  return dsrun::runRankProcess(spec, args.launch.killGraceS, /*signalsReachRank=*/args.rankEnv == "slurm");
 }
 
 }  // namespace
@@ -84,12 +85,15 @@ int main(int argc, char** argv) {
     dsrun::RealMachine machine;
     switch (args.mode) {
       case dsrun::NodeLaunchMode::Kill: {
-        const int n = dsrun::killJob(args.jobId, args.killGraceS);
-        if (n > 0) std::cerr << "dsrun-launch: " << hostName() << ": stopped " << n << " process(es) of job " << args.jobId << std::endl;
+        const int n = dsrun::killJob(args.launch.jobId, args.launch.killGraceS);
+        if (n > 0) {
+          std::cerr << "dsrun-launch: " << hostName() << ": stopped " << n << " process(es) of job "
+                    << args.launch.jobId << std::endl;
+        }
         return 0;
       }
       case dsrun::NodeLaunchMode::Signal:
-        dsrun::signalJob(args.jobId, args.signals);
+        dsrun::signalJob(args.launch.jobId, args.signals);
         return 0;
       case dsrun::NodeLaunchMode::Rank:
         return runRank(args, machine);

@@ -1,8 +1,8 @@
 #include "launcher/node_launch/node_launch_args.h"
 
-#include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "common/control_line.h"
 #include "common/error.h"
@@ -18,15 +18,6 @@ int toInt(const std::string& flag, const std::string& value) {
     throw ParseError(flag, 0, strCat("expected an integer, got '", value, "'"));
   }
   return static_cast<int>(v);
-}
-
-double toSeconds(const std::string& flag, const std::string& value) {
-  char* end = nullptr;
-  const double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || end == nullptr || *end != '\0') {
-    throw ParseError(flag, 0, strCat("expected a number of seconds, got '", value, "'"));
-  }
-  return v;
 }
 
 std::vector<int> toSignals(const std::string& value) {
@@ -47,15 +38,6 @@ const std::map<std::string, Setter>& valueFlags() {
       {"--node_rank", [](NodeLaunchArgs& a, const std::string& v) { a.nodeRank = toInt("--node_rank", v); }},
       {"--master_addr", [](NodeLaunchArgs& a, const std::string& v) { a.masterAddr = v; }},
       {"--master_port", [](NodeLaunchArgs& a, const std::string& v) { a.masterPort = toInt("--master_port", v); }},
-      {"--save_pid", [](NodeLaunchArgs& a, const std::string& v) { a.savePid = toInt("--save_pid", v); }},
-      {"--enable_each_rank_log",
-       [](NodeLaunchArgs& a, const std::string& v) { a.eachRankLogDir = v == "None" ? "" : v; }},
-      {"--bind_core_list", [](NodeLaunchArgs& a, const std::string& v) { a.bindCoreList = v; }},
-      {"--job_id", [](NodeLaunchArgs& a, const std::string& v) { a.jobId = v; }},
-      {"--python", [](NodeLaunchArgs& a, const std::string& v) { a.python = v; }},
-      {"--kill_grace_s", [](NodeLaunchArgs& a, const std::string& v) { a.killGraceS = toSeconds("--kill_grace_s", v); }},
-      {"--exit_timeout_s",
-       [](NodeLaunchArgs& a, const std::string& v) { a.exitTimeoutS = toSeconds("--exit_timeout_s", v); }},
       {"--signal",
        [](NodeLaunchArgs& a, const std::string& v) {
          a.signals = toSignals(v);
@@ -70,17 +52,28 @@ const std::map<std::string, Setter>& valueFlags() {
   return flags;
 }
 
-const std::map<std::string, std::function<void(NodeLaunchArgs&)>>& switchFlags() {
-  static const std::map<std::string, std::function<void(NodeLaunchArgs&)>> flags = {
-      {"--module", [](NodeLaunchArgs& a) { a.module = true; }},
-      {"--no_python", [](NodeLaunchArgs& a) { a.noPython = true; }},
-      {"--no_local_rank", [](NodeLaunchArgs& a) { a.noLocalRank = true; }},
-      {"--bind_cores_to_rank", [](NodeLaunchArgs& a) { a.bindCoresToRank = true; }},
-      {"--tag_output", [](NodeLaunchArgs& a) { a.tagOutput = true; }},
+using Switch = std::function<void(NodeLaunchArgs&)>;
+
+const std::map<std::string, Switch>& switchFlags() {
+  static const std::map<std::string, Switch> flags = {
       {"--watch_stdin", [](NodeLaunchArgs& a) { a.watchStdin = true; }},
       {"--kill", [](NodeLaunchArgs& a) { a.mode = NodeLaunchMode::Kill; }},
   };
   return flags;
+}
+
+// dsrun-launch's own flags come from the tables above; the per-rank settings read themselves
+// (RankLaunchSettings::takeFlag, the inverse of the toArgv() dsrun wrote them with).
+std::optional<Switch> switchSetter(const std::string& flag) {
+  if (auto s = switchFlags().find(flag); s != switchFlags().end()) return s->second;
+  if (RankLaunchSettings::flagKind(flag) != RankLaunchSettings::FlagKind::Switch) return std::nullopt;
+  return [flag](NodeLaunchArgs& a) { a.launch.takeFlag(flag, ""); };
+}
+
+std::optional<Setter> valueSetter(const std::string& flag) {
+  if (auto v = valueFlags().find(flag); v != valueFlags().end()) return v->second;
+  if (RankLaunchSettings::flagKind(flag) != RankLaunchSettings::FlagKind::Value) return std::nullopt;
+  return [flag](NodeLaunchArgs& a, const std::string& value) { a.launch.takeFlag(flag, value); };
 }
 
 }  // namespace
@@ -93,23 +86,23 @@ NodeLaunchArgs parseNodeLaunchArgs(const std::vector<std::string>& args) {
     if (!startsWith(word, "--")) break;
     const size_t eq = word.find('=');
     const std::string flag = word.substr(0, eq);
-    if (auto s = switchFlags().find(flag); s != switchFlags().end()) {
+    if (auto s = switchSetter(flag)) {
       if (eq != std::string::npos) throw ParseError(flag, 0, strCat("takes no value, got '", word, "'"));
-      s->second(out);
+      (*s)(out);
       continue;
     }
-    auto v = valueFlags().find(flag);
-    if (v == valueFlags().end()) {
+    auto v = valueSetter(flag);
+    if (!v) {
       if (flag == "--enable_elastic_training" || flag == "--min_elastic_nodes" || flag == "--max_elastic_nodes") {
         throw ConfigError(strCat(flag, ": elastic training is not supported by dsrun-launch"));
       }
       throw ParseError(flag, 0, strCat("unknown dsrun-launch flag, got '", word, "' (see dsrun-launch --help)"));
     }
     if (eq != std::string::npos) {
-      v->second(out, word.substr(eq + 1));
+      (*v)(out, word.substr(eq + 1));
     } else {
       if (i + 1 >= args.size()) throw ParseError(flag, 0, "expected a value, got nothing");
-      v->second(out, args[++i]);
+      (*v)(out, args[++i]);
     }
   }
   if (i < args.size()) {
@@ -117,18 +110,18 @@ NodeLaunchArgs parseNodeLaunchArgs(const std::vector<std::string>& args) {
     out.userArgs.assign(args.begin() + static_cast<long>(i) + 1, args.end());
   }
   if (out.mode == NodeLaunchMode::Kill) {
-    if (out.jobId.empty()) throw ParseError("--kill", 0, "needs --job_id=ID, got none");
+    if (out.launch.jobId.empty()) throw ParseError("--kill", 0, "needs --job_id=ID, got none");
     return out;
   }
   if (out.mode == NodeLaunchMode::Signal) {
-    if (out.jobId.empty()) throw ParseError("--signal", 0, "needs --job_id=ID, got none");
+    if (out.launch.jobId.empty()) throw ParseError("--signal", 0, "needs --job_id=ID, got none");
     return out;
   }
   if (out.userScript.empty()) throw ParseError("dsrun-launch", 0, "expected the program to run, got none");
   if (out.mode == NodeLaunchMode::Node && out.worldInfo.empty()) {
     throw ParseError("--world_info", 0, "node mode needs --world_info=BASE64, got none");
   }
-  if (out.noPython && out.module) {
+  if (out.launch.noPython && out.launch.module) {
     throw ConfigError("--no_python and --module cannot be used together (--module runs 'python -m SCRIPT')");
   }
   return out;

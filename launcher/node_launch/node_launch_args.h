@@ -8,11 +8,10 @@
 //  - signal mode: --signal=USR1[,USR2...] --job_id=ID: passes those signals, in order, to the job's
 //    dsrun-launch processes on this host (pdsh's signal channel, job_signal.h).
 
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "launcher/python_interpreter.h"
+#include "launcher/launch_settings.h"
 
 namespace dsrun {
 
@@ -24,18 +23,9 @@ struct NodeLaunchArgs {
   int nodeRank = 0;                         ///< --node_rank (node mode; pdsh's %n)
   std::string masterAddr = "127.0.0.1";     ///< --master_addr
   int masterPort = 29500;                   ///< --master_port
-  bool module = false;                      ///< --module
-  bool noPython = false;                    ///< --no_python
-  bool noLocalRank = false;                 ///< --no_local_rank
-  int savePid = 0;                          ///< --save_pid MAIN_PID: write /tmp/MAIN_PID.deepspeed
-  std::string eachRankLogDir;               ///< --enable_each_rank_log DIR ("None" = off, as launch.py)
-  bool bindCoresToRank = false;             ///< --bind_cores_to_rank
-  std::optional<std::string> bindCoreList;  ///< --bind_core_list
-  std::string jobId;                        ///< --job_id: DSRUN_JOB_ID of the job
-  std::string python = defaultPython();     ///< --python: the ranks' interpreter
-  bool tagOutput = false;                   ///< --tag_output
-  double killGraceS = 30;                   ///< --kill_grace_s
-  double exitTimeoutS = -1;                 ///< --exit_timeout_s
+  /// --python, --module, --no_python, --no_local_rank, --save_pid, --enable_each_rank_log, --bind_*,
+  /// --job_id, --tag_output, --kill_grace_s, --exit_timeout_s: read by RankLaunchSettings::takeFlag
+  RankLaunchSettings launch;
   bool watchStdin = false;                  ///< --watch_stdin: control lines on stdin, EOF stops the job (ssh)
   std::vector<int> signals;                 ///< --signal NAMES (signal mode), in order
   std::string rankEnv;                      ///< --rank_env FLAVOR (rank mode)

@@ -12,14 +12,9 @@ Options optionsForNodeLaunch(const NodeLaunchArgs& args) {
   Options options;
   options.userScript = args.userScript;
   options.userArgs = args.userArgs;
-  options.python = args.python;
-  options.noPython = args.noPython;
-  options.module = args.module;
-  options.noLocalRank = args.noLocalRank;
+  options.launch = args.launch;
   options.masterAddr = args.masterAddr;
   options.masterPort = args.masterPort;
-  options.bindCoresToRank = args.bindCoresToRank;
-  options.bindCoreList = args.bindCoreList;
   options.forceMulti = true;
   return options;
 }
@@ -37,9 +32,9 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
   plan.hosts = world;
   plan.masterAddr = args.masterAddr;
   plan.masterPort = args.masterPort;
-  plan.jobId = args.jobId;
+  plan.jobId = args.launch.jobId;
   plan.multiNode = true;
-  if (options.bindCoresToRank) {
+  if (options.launch.bindCoresToRank) {
     PlanInputs inputs;
     inputs.launcherEnv = env;
     inputs.physicalCores = physicalCores;
@@ -50,13 +45,8 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
 }
 
 LocalJobOptions nodeJobOptions(const NodeLaunchArgs& args) {
-  LocalJobOptions job;
-  job.eachRankLogDir = args.eachRankLogDir;
-  job.tagOutput = args.tagOutput;
-  job.killGraceS = args.killGraceS;
-  job.exitTimeoutS = args.exitTimeoutS;
-  job.announceCleanExit = args.exitTimeoutS >= 0;  // dsrun runs the exit timeout job-wide from this line
-  job.savePid = args.savePid;
+  LocalJobOptions job = args.launch.localJobOptions();
+  job.announceCleanExit = args.launch.exitTimeoutS >= 0;  // dsrun runs the exit timeout job-wide from this line
   return job;
 }
 

@@ -27,23 +27,23 @@ TEST_CASE("parseOptions has DeepSpeed's defaults", "[launcher][options]") {
   CHECK(o.nodeRank == -1);
   CHECK(o.launcher == "pdsh");
   CHECK(o.launcherArgs.empty());
-  CHECK_FALSE(o.module);
-  CHECK_FALSE(o.noPython);
-  CHECK_FALSE(o.noLocalRank);
+  CHECK_FALSE(o.launch.module);
+  CHECK_FALSE(o.launch.noPython);
+  CHECK_FALSE(o.launch.noLocalRank);
   CHECK_FALSE(o.noSsh);
   CHECK_FALSE(o.noSshCheck);
   CHECK_FALSE(o.forceMulti);
   CHECK_FALSE(o.savePid);
-  CHECK(o.eachRankLogDir.empty());
+  CHECK(o.launch.eachRankLogDir.empty());
   CHECK_FALSE(o.elasticTraining);
-  CHECK_FALSE(o.bindCoresToRank);
-  CHECK_FALSE(o.bindCoreList.has_value());
+  CHECK_FALSE(o.launch.bindCoresToRank);
+  CHECK_FALSE(o.launch.bindCoreList.has_value());
   CHECK_FALSE(o.sshPort.has_value());
-  CHECK(o.python == dsrun::defaultPython());  // launcher/python_interpreter.h
+  CHECK(o.launch.python == dsrun::defaultPython());  // launcher/python_interpreter.h
   CHECK_FALSE(o.dryRun);
-  CHECK_FALSE(o.tagOutput);
-  CHECK(o.killGraceS == 30);
-  CHECK(o.exitTimeoutS < 0);
+  CHECK_FALSE(o.launch.tagOutput);
+  CHECK(o.launch.killGraceS == 30);
+  CHECK(o.launch.exitTimeoutS < 0);
   CHECK(o.agentPort == dsrun::kDefaultAgentPort);
   CHECK(o.userScript == "train.py");
   CHECK(o.userArgs.empty());
@@ -84,24 +84,24 @@ TEST_CASE("parseOptions accepts every flag in both --flag=value and --flag value
   CHECK(o.nodeRank == 1);
   CHECK(o.launcher == "openmpi");
   CHECK(o.launcherArgs == "-mca btl_tcp_if_include eth1");
-  CHECK(o.eachRankLogDir == "/tmp/logs");
-  CHECK(o.bindCoreList == std::optional<std::string>("0-3"));
+  CHECK(o.launch.eachRankLogDir == "/tmp/logs");
+  CHECK(o.launch.bindCoreList == std::optional<std::string>("0-3"));
   CHECK(o.sshPort == std::optional<int>(2222));
-  CHECK(o.python == "/usr/bin/python3");
-  CHECK(o.killGraceS == 2.5);
-  CHECK(o.exitTimeoutS == 10);
+  CHECK(o.launch.python == "/usr/bin/python3");
+  CHECK(o.launch.killGraceS == 2.5);
+  CHECK(o.launch.exitTimeoutS == 10);
   CHECK(o.agentPort == 4000);
   CHECK(o.tlsDir == "/etc/dsrun");
   CHECK(o.sshConfig == "/root/.ssh/cfg");
-  CHECK(o.module);
-  CHECK(o.noLocalRank);
+  CHECK(o.launch.module);
+  CHECK(o.launch.noLocalRank);
   CHECK(o.noSsh);
   CHECK(o.noSshCheck);
   CHECK(o.forceMulti);
   CHECK(o.savePid);
-  CHECK(o.bindCoresToRank);
+  CHECK(o.launch.bindCoresToRank);
   CHECK(o.dryRun);
-  CHECK(o.tagOutput);
+  CHECK(o.launch.tagOutput);
   CHECK(o.userScript == "train.py");
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("parseOptions reads short flags and aliases", "[launcher][options]") {
   CHECK(o.hostfile == "hf");
   CHECK(o.exclude == "w:1");
   CHECK(o.numGpus == 2);
-  CHECK(o.noPython);
+  CHECK(o.launch.noPython);
   CHECK(parseOptions({"-iw:0", "x"}).include == "w:0");
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("parseOptions keeps the last value of a repeated flag, like argparse",
 
 TEST_CASE("parseOptions lower-cases --launcher and treats 'None' as no per-rank log", "[launcher][options]") {
   CHECK(parseOptions({"--launcher", "SLURM", "x"}).launcher == "slurm");
-  CHECK(parseOptions({"--enable_each_rank_log", "None", "x"}).eachRankLogDir.empty());
+  CHECK(parseOptions({"--enable_each_rank_log", "None", "x"}).launch.eachRankLogDir.empty());
 }
 
 TEST_CASE("parseOptions needs no script for --help, --version and --make_tls", "[launcher][options]") {
@@ -241,7 +241,7 @@ TEST_CASE("the default interpreter is DSRUN_PYTHON when set, else the one dsrt w
   const std::string restore = saved ? saved : "";
   setenv("DSRUN_PYTHON", "/opt/venv/bin/python", 1);
   CHECK(dsrun::defaultPython() == "/opt/venv/bin/python");
-  CHECK(dsrun::Options{}.python == "/opt/venv/bin/python");
+  CHECK(dsrun::Options{}.launch.python == "/opt/venv/bin/python");
   setenv("DSRUN_PYTHON", "", 1);
   CHECK(dsrun::defaultPython() == dsrun::builtInPython());
   unsetenv("DSRUN_PYTHON");
@@ -259,4 +259,19 @@ TEST_CASE("parseOptions runs the mesh probe unless --no_mesh_probe is given", "[
   CHECK(dsrun::parseOptions({"--launcher", "agent", "--mesh_probe", "x.py"}).meshProbe);
   CHECK(dsrun::parseOptions({"--no_mesh_probe", "--mesh_probe", "x.py"}).meshProbe);
   CHECK_FALSE(dsrun::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
+}
+
+TEST_CASE("launchSettings completes options.launch with the job id and, with --save_pid, dsrun's pid",
+          "[launcher][options]") {
+  const dsrun::Options o = dsrun::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "3", "x.py"});
+  CHECK(o.launch.savePid == 0);  // only the running dsrun knows its pid
+  CHECK(o.launch.jobId.empty());
+  const dsrun::RankLaunchSettings s = dsrun::launchSettings(o, "job-9", 4242);
+  CHECK(s.jobId == "job-9");
+  CHECK(s.savePid == 4242);
+  dsrun::RankLaunchSettings expected = o.launch;
+  expected.jobId = "job-9";
+  expected.savePid = 4242;
+  CHECK(s == expected);
+  CHECK(dsrun::launchSettings(dsrun::parseOptions({"x.py"}), "j", 4242).savePid == 0);
 }

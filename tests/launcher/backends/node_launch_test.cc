@@ -43,6 +43,65 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
   CHECK(f->plan.ranksOnNode(0).front()->env.at("PYTHONPATH") == "/work/job:/lib");
 }
 
+TEST_CASE("nodeLaunchArgv writes every non-default per-rank setting in dsrun-launch's order",
+          "[launcher][node_launch]") {
+  auto f = dsrun::test::makePlan(dsrun::test::kTwoWorkers,
+                                 {"--module", "--no_local_rank", "--save_pid", "--enable_each_rank_log", "logs",
+                                  "--bind_cores_to_rank", "--bind_core_list", "0-3", "--python", "/opt/py",
+                                  "--tag_output", "--kill_grace_s", "2.5", "--exit_timeout_s", "7", "m", "a"});
+  const std::string world = "--world_info=eyJ3b3JrZXItMCI6IFswLCAxLCAyLCAzXSwgIndvcmtlci0xIjogWzAsIDEsIDIsIDNdfQ==";
+  CHECK(dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "%n", true) ==
+        Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=%n", "--master_addr=10.0.0.1",
+              "--master_port=29500", "--module", "--no_local_rank", "--save_pid", "777",
+              "--enable_each_rank_log=logs", "--bind_cores_to_rank", "--bind_core_list=0-3", "--job_id=job-1",
+              "--python=/opt/py", "--tag_output", "--kill_grace_s=2.5", "--exit_timeout_s=7", "--watch_stdin", "m",
+              "a"});
+  // Rank mode writes a subset, python first; the rest is the MPI launcher's or the node's business.
+  CHECK(dsrun::rankLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, "slurm") ==
+        Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=slurm", "--master_addr=10.0.0.1", "--master_port=29500",
+              "--job_id=job-1", "--python=/opt/py", "--module", "--no_local_rank", "--kill_grace_s=2.5", "m", "a"});
+  auto n = dsrun::test::makePlan(dsrun::test::kTwoWorkers, {"--no_python", "--exit_timeout_s", "0", "/bin/p"});
+  CHECK(dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, n->plan, n->options, 777, "1", false) ==
+        Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=1", "--master_addr=10.0.0.1", "--master_port=29500",
+              "--no_python", "--job_id=job-1", "--kill_grace_s=30", "--exit_timeout_s=0", "/bin/p"});
+  CHECK(dsrun::rankLaunchArgv(dsrun::test::fakeSite().node, n->plan, n->options, "openmpi") ==
+        Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=openmpi", "--master_addr=10.0.0.1", "--master_port=29500",
+              "--job_id=job-1", "--no_python", "--kill_grace_s=30", "/bin/p"});
+}
+
+TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launcher][node_launch]") {
+  dsrun::RankLaunchSettings s;
+  s.python = "/opt/py";
+  s.module = true;  // --no_python would conflict; the round trip of each field alone is launch_settings_test's
+  s.noLocalRank = true;
+  s.savePid = 31337;
+  s.eachRankLogDir = "logs";
+  s.bindCoresToRank = true;
+  s.bindCoreList = "0-3";
+  s.jobId = "job-1";
+  s.tagOutput = true;
+  s.killGraceS = 0.5;
+  s.exitTimeoutS = 9;
+  Words argv = {"--world_info=e30=", "--node_rank=1"};
+  for (const std::string& w : s.toArgv()) argv.push_back(w);
+  for (const char* w : {"--watch_stdin", "prog", "--tag_output"}) argv.push_back(w);
+  const dsrun::NodeLaunchArgs node = dsrun::parseNodeLaunchArgs(argv);
+  CHECK(node.mode == dsrun::NodeLaunchMode::Node);
+  CHECK(node.launch == s);
+  CHECK(node.nodeRank == 1);
+  CHECK(node.watchStdin);
+  CHECK(node.userArgs == Words{"--tag_output"});
+  Words rankArgv = {"--rank_env=slurm"};
+  for (const std::string& w : s.toRankArgv()) rankArgv.push_back(w);
+  rankArgv.push_back("prog");
+  const dsrun::NodeLaunchArgs rank = dsrun::parseNodeLaunchArgs(rankArgv);
+  CHECK(rank.mode == dsrun::NodeLaunchMode::Rank);
+  CHECK(rank.launch == dsrun::RankLaunchSettings::fromArgv(s.toRankArgv()));
+  CHECK(rank.launch.killGraceS == 0.5);
+  REQUIRE_THROWS_WITH(dsrun::parseNodeLaunchArgs({"--world_info=e30=", "--tag_output=yes", "prog"}),
+                      "--tag_output: takes no value, got '--tag_output=yes'");
+}
+
 TEST_CASE("dsrun-launch rejects a node rank outside world_info", "[launcher][node_launch]") {
   dsrun::NodeLaunchArgs a = dsrun::parseNodeLaunchArgs({"--world_info=eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=",
                                                         "--node_rank=2", "x"});
@@ -68,7 +127,7 @@ TEST_CASE("dsrun-launch --signal takes signal names in order, with or without SI
   const auto a = dsrun::parseNodeLaunchArgs({"--signal=USR1,SIGUSR2,usr1,INT", "--job_id=j-1"});
   CHECK(a.mode == dsrun::NodeLaunchMode::Signal);
   CHECK(a.signals == std::vector<int>{SIGUSR1, SIGUSR2, SIGUSR1, SIGINT});
-  CHECK(a.jobId == "j-1");
+  CHECK(a.launch.jobId == "j-1");
 }
 
 TEST_CASE("dsrun-launch stops parsing at the program, like argparse REMAINDER", "[launcher][node_launch]") {
@@ -76,7 +135,7 @@ TEST_CASE("dsrun-launch stops parsing at the program, like argparse REMAINDER", 
   CHECK(a.userScript == "prog");
   CHECK(a.userArgs == Words{"--node_rank=5"});
   CHECK(a.nodeRank == 0);
-  CHECK(a.eachRankLogDir.empty());
+  CHECK(a.launch.eachRankLogDir.empty());
 }
 
 TEST_CASE("rank mode maps each launcher's variables to the rank contract", "[launcher][node_launch]") {
