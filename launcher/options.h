@@ -44,7 +44,7 @@ struct Options {
   bool savePid = false;                     ///< --save_pid: write /tmp/<pid>.deepspeed
   std::string eachRankLogDir;               ///< --enable_each_rank_log DIR; empty = off
   std::string autotuning;                   ///< --autotuning tune|run (accepted, not supported)
-  bool elasticTraining = false;             ///< --elastic_training (agent backend; docs/elastic.md)
+  bool elasticTraining = false;             ///< --elastic_training (agent, ssh; docs/elastic.md)
   bool bindCoresToRank = false;             ///< --bind_cores_to_rank
   std::optional<std::string> bindCoreList;  ///< --bind_core_list "0,2-5"
   std::optional<int> sshPort;               ///< --ssh_port

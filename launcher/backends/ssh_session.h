@@ -40,8 +40,18 @@ class SshSession {
   void sendEof();
   /// The remote exit status, or -1 when it sent none (e.g. killed by a signal).
   int exitStatus();
-  /// The socket, for poll().
+  /// The socket, for poll() (-1 once libssh closed it after an error).
   int fd() const;
+  /// True once the connection itself failed or closed (a reset, a timeout, the peer gone); the channel's
+  /// own end is finished().
+  bool broken();
+  /// libssh's last error text ("Socket error: Connection timed out"), empty when none.
+  std::string lastError();
+  /// TCP_USER_TIMEOUT on the socket: data unacknowledged for `ms` ends the connection (ETIMEDOUT), so a
+  /// host whose link went silently down is noticed while we write to it. Returns false if it cannot be set.
+  bool setUserTimeout(unsigned ms);
+  /// The numeric address of the connected peer ("10.77.0.12"), empty if unknown.
+  std::string peerAddress() const;
   /// "host:port".
   const std::string& peer() const { return peer_; }
 

@@ -47,6 +47,7 @@ int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   dsrun::UniqueFd stdinControl;
   if (args.watchStdin) {
     stdinControl = dsrun::takeStdinForControl();
+    if (args.stdinTimeoutMs > 0) stdinControl = dsrun::relayWithTimeout(std::move(stdinControl), args.stdinTimeoutMs);
     options.controlFds.push_back(stdinControl.get());
   }
   if (registration) options.controlFds.push_back(registration->controlFd());

@@ -37,6 +37,7 @@ struct NodeLaunchArgs {
   double killGraceS = 30;                   ///< --kill_grace_s
   double exitTimeoutS = -1;                 ///< --exit_timeout_s
   bool watchStdin = false;                  ///< --watch_stdin: control lines on stdin, EOF stops the job (ssh)
+  int stdinTimeoutMs = 0;                   ///< --stdin_timeout_ms: with --watch_stdin, silence = EOF (0: off)
   std::vector<int> signals;                 ///< --signal NAMES (signal mode), in order
   std::string rankEnv;                      ///< --rank_env FLAVOR (rank mode)
   std::string userScript;                   ///< the program (first positional)

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Elastic training on the ssh backend (docs/elastic.md), on the network-namespace cluster
+# (scripts/test_cluster.sh: real sshd on dsn1..dsn4): the restart counter, the restart budget, a host whose
+# ssh session is killed (connection closed), a silent host (its link down: no reset), and no process of any
+# job left anywhere. The ranks are shell programs (elastic_rank.sh). Needs root. Sharness style.
+# usage: elastic_ssh.sh DSRUN
+set -u
+DSRUN=$(readlink -f "${1:?usage: elastic_ssh.sh DSRUN}")
+HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+CLUSTER=$ROOT/scripts/test_cluster.sh RANKPROG=$HERE/elastic_rank.sh
+export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
+ST=$DSRUN_CLUSTER_STATE
+require_root "the elastic ssh test suite"
+WORK=$(mktemp -d /tmp/dsrun-elastic-ssh.XXXXXX); chmod 755 "$WORK"
+cleanup() { ip link set vdsn3 up 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
+trap cleanup EXIT
+lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+at_least() { [ "$(lines "$1")" -ge "$2" ]; }
+
+# One retry from scratch: on a loaded machine an sshd has been seen to die during bring-up.
+if ! "$CLUSTER" up 4 >"$WORK/up.log" 2>&1 && ! { "$CLUSTER" down 4 >/dev/null 2>&1; "$CLUSTER" up 4 >"$WORK/up.log" 2>&1; }; then
+  not_ok "test cluster comes up"; tail -3 "$WORK/up.log"; exit 1
+fi
+printf 'dsn1 slots=1\ndsn2 slots=1\ndsn3 slots=1\n' >"$WORK/three"
+printf 'dsn1 slots=1\ndsn2 slots=1\ndsn3 slots=1\ndsn4 slots=1\n' >"$WORK/four"
+# elastic TAG HOSTFILE MODE [dsrun flags...]: runs an elastic job in the background ($dpid); its rank log
+# is $WORK/TAG/starts, its output $WORK/TAG.out/.err.
+elastic() {
+  local tag=$1 hostfile=$2 mode=$3; shift 3
+  mkdir -p "$WORK/$tag"; chmod 777 "$WORK/$tag"
+  env --default-signal "$DSRUN" --launcher ssh --ssh_config "$ST/ssh_config" -H "$WORK/$hostfile" \
+    --elastic_training --master_addr 10.77.0.11 --kill_grace_s 2 --no_python "$@" "$RANKPROG" "$WORK/$tag" "$mode" \
+    >"$WORK/$tag.out" 2>"$WORK/$tag.err" &
+  dpid=$!
+}
+finish_job() {  # finish_job TAG: lets the ranks end, waits for dsrun (guarded), sets rc
+  touch "$WORK/$1/finish"
+  wait_for 60 sh -c "! kill -0 $dpid 2>/dev/null" || { not_ok "$1: dsrun ended"; kill -9 "$dpid"; }
+  wait "$dpid"; rc=$?
+}
+job_of() { awk 'NR==1{print $9}' "$WORK/$1/starts" | sed 's/\.r[0-9]*$//'; }
+show() { echo "# --- $1.err"; sed 's/^/# /' "$WORK/$1.err"; }
+# The sshd process serving job ID's dsrun-launch on host HOST (the nearest sshd above it).
+sshd_of() {
+  local id=$1 host=$2 pid comm
+  for pid in $(ip netns pids "$host"); do
+    [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = dsrun-launch ] || continue
+    tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null | grep -q -- "--job_id=$id" || continue
+    while pid=$(awk '{print $4}' /proc/"$pid"/stat 2>/dev/null) && [ "$pid" -gt 1 ]; do
+      comm=$(cat /proc/"$pid"/comm 2>/dev/null)
+      [ "$comm" = sshd ] && { echo "$pid"; return 0; }
+    done
+  done
+  return 1
+}
+
+# a. Rank 1 fails only in the first world: one failure restart, every rank of the second world saw
+#    DSRUN_RESTART_COUNT=1 (and torchrun's name), the job succeeds.
+elastic count three fail_first --min_elastic_nodes 2
+wait_for 90 sh -c "! kill -0 $dpid 2>/dev/null"; wait "$dpid"; rc=$?
+check "a rank failing once: the job restarts and succeeds" test "$rc" = 0
+check "the second world's 3 ranks all saw restart count 1 under both names" \
+  test "$(awk '$3 == 1 && $4 == 1' "$WORK/count/starts" | wc -l)" = 3
+check "GROUP_RANK and LOCAL_WORLD_SIZE reach the ranks over ssh" \
+  test "$(awk '$3 == 1 && $7 == $1 && $8 == 1' "$WORK/count/starts" | wc -l)" = 3
+check "one restart line names the failed rank and the world" \
+  grep -qE "^dsrun: elastic restart \(restarts used 1/100; rank failure: rank 1 on dsn2 \(pid [0-9]+\) exited with code 3\); hosts lost: none; added: none; world size 3 -> 3 on 3 host\(s\); ranks running [0-9.]+ s after detection$" "$WORK/count.err"
+check "the summary counts it" grep -q "^dsrun: elastic summary: 1 restart(s) (1 rank failure)" "$WORK/count.err"
+[ "$rc" = 0 ] || show count
+
+# b. A rank that always fails exhausts --max_restarts; dsrun exits with that rank's code.
+elastic budget three always_fail --min_elastic_nodes 2 --max_restarts 3
+wait_for 120 sh -c "! kill -0 $dpid 2>/dev/null"; wait "$dpid"; rc=$?
+check "a rank failing every time: exit 7 once the budget is spent" test "$rc" = 7
+check "4 worlds ran (the first and 3 restarts)" test "$(awk '$1 == 0' "$WORK/budget/starts" | wc -l)" = 4
+check "the last line says the budget is spent" \
+  grep -qE "^dsrun: rank 1 on dsn[0-9] \(pid [0-9]+\) exited with code 7; no restart left \(--max_restarts 3 used\)$" "$WORK/budget.err"
+[ "$rc" = 7 ] || show budget
+
+# c. A host lost: the sshd session serving dsn2 is killed (the connection closes under the job). The job
+#    re-forms on dsn1, dsn3 and the spare dsn4, and finishes.
+elastic lost four wait --min_elastic_nodes 2 --max_elastic_nodes 3
+wait_for 60 at_least "$WORK/lost/starts" 3 || not_ok "lost: the first world's ranks start"
+id=$(job_of lost); victim=$(sshd_of "$id" dsn2)
+check "lost: found the sshd session of the job on dsn2" test -n "$victim"
+[ -n "$victim" ] && kill -9 "$victim"
+wait_for 60 at_least "$WORK/lost/starts" 6 || not_ok "lost: the second world's ranks start"
+check "the re-formed world runs on dsn1, dsn3, dsn4 with restart count 1" \
+  test "$(awk 'NR > 3 && $3 == 1 {print $6}' "$WORK/lost/starts" | sort | tr '\n' ' ')" = "dsn1 dsn3 dsn4 "
+finish_job lost
+check "a lost host: the job finishes on the others" test "$rc" = 0
+check "the restart line says dsn2's connection was lost" \
+  grep -qE "^dsrun: elastic restart \(restarts used 1/100; host lost: ssh dsn2:[0-9]+: connection to dsn2 lost \(.*\)\); hosts lost: dsn2; added: dsn4; world size 3 -> 3 on 3 host\(s\)" "$WORK/lost.err"
+[ "$rc" = 0 ] || show lost
+
+# d. A host goes silent (its link down: no reset): noticed within the heartbeat budget (5 x 500 ms of
+#    unacknowledged beats, TCP_USER_TIMEOUT), the job re-forms without it; dsn3's dsrun-launch stops its
+#    ranks when the beats stop arriving.
+elastic silent four wait --min_elastic_nodes 2 --max_elastic_nodes 3
+wait_for 60 at_least "$WORK/silent/starts" 3 || not_ok "silent: the first world's ranks start"
+t0=$(date +%s.%N)
+ip link set vdsn3 down
+wait_for 60 at_least "$WORK/silent/starts" 6 || not_ok "silent: the second world's ranks start"
+echo "# silent host: second world started $(echo "$(date +%s.%N) - $t0" | bc) s after the link went down"
+check "the restart line says dsn3 went silent, with the 2500 ms budget" \
+  grep -qE "^dsrun: elastic restart \(restarts used 1/100; host lost: ssh dsn3:[0-9]+: host dsn3 silent \(nothing acknowledged within 2500 ms, heartbeat budget 5 x 500 ms\)\); hosts lost: dsn3; added: dsn4; world size 3 -> 3 on 3 host\(s\)" "$WORK/silent.err"
+check "the silent host's ranks stopped on their own (no heartbeat for 2500 ms)" \
+  wait_for 10 test "$(awk 'NR <= 3 && $6 == "dsn3" {print $1}' "$WORK/silent/starts" | wc -l)" = 1 -a \
+  "$(grep -l "DSRUN_JOB_ID=$(job_of silent)\$" /proc/[0-9]*/environ 2>/dev/null | wc -l)" = 0
+finish_job silent
+check "a silent host: the job finishes on the other three" test "$rc" = 0
+ip link set vdsn3 up
+[ "$rc" = 0 ] || show silent
+
+# e. No process of any of these jobs is left on any host (one filesystem, one /proc for all namespaces).
+for tag in count budget lost silent; do
+  id=$(job_of "$tag")
+  wait_for 15 test "$(job_procs "$id")" = 0
+  check "nothing of job '$tag' ($id) is left running" test -n "$id" -a "$(job_procs "$id")" = 0
+done
+
+finish
