@@ -50,7 +50,7 @@ sshd_of() {
     tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null | grep -q -- "--job_id=$id" || continue
     while pid=$(awk '{print $4}' /proc/"$pid"/stat 2>/dev/null) && [ "$pid" -gt 1 ]; do
       comm=$(cat /proc/"$pid"/comm 2>/dev/null)
-      [ "$comm" = sshd ] && { echo "$pid"; return 0; }
+      case $comm in sshd|sshd-session|sshd-auth) echo "$pid"; return 0 ;; esac
     done
   done
   return 1
