@@ -102,11 +102,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
   for (size_t i = 0; i < nodes.size(); ++i) nodes[i].session->exec(join(commands_[i].argv, " "));
 
   LineSink stdoutSink(1), stderrSink(2);
-  if (settings_.elasticRound && settings_.hooks.onAllRanksStarted) {
-    // Every dsrun-launch was started (its exec request accepted): the ranks are starting everywhere.
-    const std::string line = settings_.hooks.onAllRanksStarted();
-    if (!line.empty()) stderrSink.write("", line);
-  }
+  size_t starting = 0;  // hosts whose dsrun-launch said it is starting its ranks (elastic rounds)
   SshRoundFacts facts;
   std::optional<RankFailure> failure;
   std::optional<int> signalled;
@@ -154,6 +150,14 @@ int SshJob::loop(std::vector<Node>& nodes) {
         LineBuffer& lines = isStderr ? n.err : n.out;
         LineSink& sink = isStderr ? stderrSink : stdoutSink;
         const auto emit = [&](std::string_view line) {
+          if (settings_.elasticRound && isStderr && isNodeStartingLine(line)) {
+            // Every host's dsrun-launch is starting its ranks: the round runs (the restart line).
+            if (++starting == nodes.size() && settings_.hooks.onAllRanksStarted) {
+              const std::string notice = settings_.hooks.onAllRanksStarted();
+              if (!notice.empty()) stderrSink.write("", notice);
+            }
+            return;
+          }
           sink.write("", line);
           if (!failure && !stopping) {  // ranks dying of a stop are not failures
             failure = parseFailureLine(line);

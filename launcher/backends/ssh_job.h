@@ -9,7 +9,9 @@
 // TCP_USER_TIMEOUT = heartbeatMs x heartbeatMisses on each socket, so a host that goes silent (link down,
 // packets dropped) is noticed within that budget and dsrun-launch there (--stdin_timeout_ms) stops its
 // ranks when the beats stop; treats a session that ends without an exit status as a lost host; asks
-// rescaleWanted at every beat; and reports how it ended (outcome()) instead of printing the cause.
+// rescaleWanted at every beat; calls onAllRanksStarted once every host's dsrun-launch wrote its
+// nodeStartingLine (ssh_round.h; not forwarded); and reports how it ended (outcome()) instead of printing
+// the cause.
 
 #include <functional>
 #include <memory>
