@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -86,9 +87,11 @@ int SshJob::run() {
   std::vector<Node> nodes(commands_.size());
   if (!connectAll(nodes)) return outcome_.exitCode;
   if (settings_.elasticRound) {
-    const unsigned budget = static_cast<unsigned>(settings_.heartbeatMs * settings_.heartbeatMisses);
+    // The first beat a silent host misses leaves within one period; TCP then gives up on it after the rest
+    // of the budget, so a host is declared silent within heartbeatMs x heartbeatMisses, as on agents.
+    const unsigned userTimeout = static_cast<unsigned>(settings_.heartbeatMs * std::max(settings_.heartbeatMisses - 1, 1));
     for (Node& n : nodes) {
-      if (!n.session->setUserTimeout(budget)) {
+      if (!n.session->setUserTimeout(userTimeout)) {
         DSRUN_LOG(WARN) << "ssh " << n.session->peer() << ": cannot set TCP_USER_TIMEOUT; a silent host is noticed "
                         << "only when TCP gives up";
       }

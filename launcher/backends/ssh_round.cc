@@ -22,8 +22,8 @@ std::string lostHostCause(const std::string& peer, const std::string& host, Sess
                           const std::string& socketError, int heartbeatMs, int heartbeatMisses) {
   DSRUN_CHECK(end != SessionEnd::Exited, "lostHostCause of a session that exited");
   if (end == SessionEnd::Silent) {
-    return strCat("ssh ", peer, ": host ", host, " silent (nothing acknowledged within ", heartbeatMs * heartbeatMisses,
-                  " ms, heartbeat budget ", heartbeatMisses, " x ", heartbeatMs, " ms)");
+    return strCat("ssh ", peer, ": host ", host, " silent (our heartbeats unacknowledged; heartbeat budget ",
+                  heartbeatMs * heartbeatMisses, " ms = ", heartbeatMisses, " x ", heartbeatMs, " ms)");
   }
   if (socketError.empty()) {
     return strCat("ssh ", peer, ": dsrun-launch on ", host, " ended without an exit status (killed, or its sshd was)");

@@ -26,8 +26,8 @@ enum class SessionEnd {
 /// connection broke ("" while it is fine). A timed-out socket (ETIMEDOUT's text) is Silent.
 SessionEnd classifySessionEnd(int exitStatus, const std::string& socketError);
 
-/// The cause a lost host is reported with, e.g. "ssh dsn3:22: host dsn3 silent (nothing acknowledged
-/// within 2500 ms, heartbeat budget 5 x 500 ms)", "ssh dsn2:22: dsrun-launch on dsn2 ended without an exit
+/// The cause a lost host is reported with, e.g. "ssh dsn3:22: host dsn3 silent (our heartbeats
+/// unacknowledged; heartbeat budget 2500 ms = 5 x 500 ms)", "ssh dsn2:22: dsrun-launch on dsn2 ended without an exit
 /// status (killed, or its sshd was)" or "ssh dsn2:22: connection to dsn2 lost (Socket error: disconnected)".
 /// `end` must not be Exited.
 std::string lostHostCause(const std::string& peer, const std::string& host, SessionEnd end,

@@ -35,7 +35,7 @@ TEST_CASE("classifySessionEnd: an exit status is an exit, a timed-out socket is 
 
 TEST_CASE("lostHostCause says silent with the heartbeat budget, or how the session closed", "[launcher][ssh_round]") {
   CHECK(dsrun::lostHostCause("dsn3:22", "dsn3", SessionEnd::Silent, "Socket error: Connection timed out", 500, 5) ==
-        "ssh dsn3:22: host dsn3 silent (nothing acknowledged within 2500 ms, heartbeat budget 5 x 500 ms)");
+        "ssh dsn3:22: host dsn3 silent (our heartbeats unacknowledged; heartbeat budget 2500 ms = 5 x 500 ms)");
   CHECK(dsrun::lostHostCause("dsn2:22", "dsn2", SessionEnd::Closed, "", 500, 5) ==
         "ssh dsn2:22: dsrun-launch on dsn2 ended without an exit status (killed, or its sshd was)");
   CHECK(dsrun::lostHostCause("dsn2:2222", "dsn2", SessionEnd::Closed, "Socket error: disconnected", 500, 5) ==
