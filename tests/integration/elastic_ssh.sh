@@ -109,16 +109,41 @@ grep "^dsrun: elastic restart" "$WORK/silent.err" | sed 's/^/# /'
 grep "dsrun-launch: dsn3: nothing from dsrun" "$WORK/silent.err" | sed 's/^/# /' # arrives once the link is back
 check "the restart line says dsn3 went silent, with the 2500 ms budget" \
   grep -qE "^dsrun: elastic restart \(restarts used 1/100; host lost: ssh dsn3:[0-9]+: host dsn3 silent \(our heartbeats unacknowledged; heartbeat budget 2500 ms = 5 x 500 ms\)\); hosts lost: dsn3; added: dsn4; world size 3 -> 3 on 3 host\(s\)" "$WORK/silent.err"
-check "the silent host's ranks stopped on their own (no heartbeat for 2500 ms)" \
-  wait_for 10 test "$(awk 'NR <= 3 && $6 == "dsn3" {print $1}' "$WORK/silent/starts" | wc -l)" = 1 -a \
-  "$(grep -l "DSRUN_JOB_ID=$(job_of silent)\$" /proc/[0-9]*/environ 2>/dev/null | wc -l)" = 0
+silent_id=$(job_of silent)
+check "dsn3 ran a rank of the first world" test "$(awk 'NR <= 3 && $6 == "dsn3"' "$WORK/silent/starts" | wc -l)" = 1
+check "the silent host's ranks stopped on their own (no heartbeat for 2500 ms), its link still down" \
+  wait_for 10 sh -c "[ \$(grep -l 'DSRUN_JOB_ID=$silent_id\$' /proc/[0-9]*/environ 2>/dev/null | wc -l) = 0 ]"
 finish_job silent
 check "a silent host: the job finishes on the other three" test "$rc" = 0
 ip link set vdsn3 up
 [ "$rc" = 0 ] || show silent
 
+# c2. dsrun-launch itself killed -9 on dsn2 (its ranks die with it, PDEATHSIG): no exit status comes back,
+#     the host counts as lost and the job re-forms.
+elastic killed four wait --min_elastic_nodes 2 --max_elastic_nodes 3
+wait_for 60 at_least "$WORK/killed/starts" 3 || not_ok "killed: the first world's ranks start"
+id=$(job_of killed)
+for pid in $(ip netns pids dsn2); do
+  [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = dsrun-launch ] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -q -- "--job_id=$id" &&
+    kill -9 "$pid"
+done
+wait_for 60 at_least "$WORK/killed/starts" 6 || not_ok "killed: the second world's ranks start"
+finish_job killed
+check "dsrun-launch killed: the job finishes on the others" test "$rc" = 0
+check "the restart line says dsn2 was lost" \
+  grep -qE "^dsrun: elastic restart \(restarts used 1/100; host lost: ssh dsn2:[0-9]+: dsrun-launch on dsn2 ended without an exit status \(killed, or its sshd was\)\); hosts lost: dsn2; added: dsn4" "$WORK/killed.err"
+[ "$rc" = 0 ] || show killed
+
+# f. Ctrl-C: exit 130, every rank everywhere stopped.
+elastic intr three wait --min_elastic_nodes 2
+wait_for 60 at_least "$WORK/intr/starts" 3 || not_ok "intr: the ranks start"
+kill -INT "$dpid"
+wait_for 30 sh -c "! kill -0 $dpid 2>/dev/null" || { not_ok "intr: dsrun ended after Ctrl-C"; kill -9 "$dpid"; }
+wait "$dpid"; rc=$?
+check "Ctrl-C ends an elastic ssh job with 130" test "$rc" = 130
+
 # e. No process of any of these jobs is left on any host (one filesystem, one /proc for all namespaces).
-for tag in count budget lost silent; do
+for tag in count budget lost silent killed intr; do
   id=$(job_of "$tag")
   wait_for 15 test "$(job_procs "$id")" = 0
   check "nothing of job '$tag' ($id) is left running" test -n "$id" -a "$(job_procs "$id")" = 0
