@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Elastic training on the ssh backend (docs/elastic.md), on the network-namespace cluster
 # (scripts/test_cluster.sh: real sshd on dsn1..dsn4): the restart counter, the restart budget, a host whose
-# ssh session is killed (connection closed), a silent host (its link down: no reset), and no process of any
-# job left anywhere. The ranks are shell programs (elastic_rank.sh). Needs root. Sharness style.
+# ssh session is killed (connection closed), dsrun-launch killed, a silent host (its link down: no reset),
+# scale-up when a host becomes reachable, Ctrl-C, and no process of any job left anywhere. The ranks are shell programs (elastic_rank.sh). Needs root. Sharness style.
 # usage: elastic_ssh.sh DSRUN
 set -u
 DSRUN=$(readlink -f "${1:?usage: elastic_ssh.sh DSRUN}")
@@ -14,7 +14,7 @@ export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
 require_root "the elastic ssh test suite"
 WORK=$(mktemp -d /tmp/dsrun-elastic-ssh.XXXXXX); chmod 755 "$WORK"
-cleanup() { ip link set vdsn3 up 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
+cleanup() { ip link set vdsn3 up 2>/dev/null; ip link set vdsn4 up 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
 lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 at_least() { [ "$(lines "$1")" -ge "$2" ]; }
@@ -134,6 +134,21 @@ check "the restart line says dsn2 was lost" \
   grep -qE "^dsrun: elastic restart \(restarts used 1/100; host lost: ssh dsn2:[0-9]+: dsrun-launch on dsn2 ended without an exit status \(killed, or its sshd was\)\); hosts lost: dsn2; added: dsn4" "$WORK/killed.err"
 [ "$rc" = 0 ] || show killed
 
+# g. Scale-up: dsn4 unreachable at the start (its link down), the job runs on three; its link comes back and
+#    the spare watcher's ssh login succeeds: the job grows to four without using a failure restart.
+ip link set vdsn4 down
+elastic grow four wait --min_elastic_nodes 2
+wait_for 60 at_least "$WORK/grow/starts" 3 || not_ok "grow: the first world's ranks start"
+ip link set vdsn4 up
+wait_for 60 at_least "$WORK/grow/starts" 7 || not_ok "grow: the 4-rank world starts"
+check "the grown world has 4 ranks, restart count still 0" \
+  test "$(awk 'NR > 3 && $2 == 4 && $3 == 0' "$WORK/grow/starts" | wc -l)" = 4
+finish_job grow
+check "scale-up: the job finishes" test "$rc" = 0
+check "the scale-up line names the added host" \
+  grep -qE "^dsrun: elastic scale-up \(restarts used 0/100; more hosts answer over ssh\); hosts lost: none; added: dsn4; world size 3 -> 4 on 4 host\(s\)" "$WORK/grow.err"
+[ "$rc" = 0 ] || show grow
+
 # f. Ctrl-C: exit 130, every rank everywhere stopped.
 elastic intr three wait --min_elastic_nodes 2
 wait_for 60 at_least "$WORK/intr/starts" 3 || not_ok "intr: the ranks start"
@@ -143,7 +158,7 @@ wait "$dpid"; rc=$?
 check "Ctrl-C ends an elastic ssh job with 130" test "$rc" = 130
 
 # e. No process of any of these jobs is left on any host (one filesystem, one /proc for all namespaces).
-for tag in count budget lost silent killed intr; do
+for tag in count budget lost silent killed grow intr; do
   id=$(job_of "$tag")
   wait_for 15 test "$(job_procs "$id")" = 0
   check "nothing of job '$tag' ($id) is left running" test -n "$id" -a "$(job_procs "$id")" = 0
