@@ -102,7 +102,16 @@ int SshJob::run() {
 
 int SshJob::loop(std::vector<Node>& nodes) {
   SignalPipe signals(controlSignals());
-  for (size_t i = 0; i < nodes.size(); ++i) nodes[i].session->exec(join(commands_[i].argv, " "));
+  std::vector<SshStopEvent> execFailures;  // elastic rounds: a host lost between the login and the exec
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    try {
+      nodes[i].session->exec(join(commands_[i].argv, " "));
+    } catch (const Error& e) {
+      if (!settings_.elasticRound) throw;
+      nodes[i].done = true;
+      execFailures.push_back({nodes[i].host, e.what(), 255, true});
+    }
+  }
 
   LineSink stdoutSink(1), stderrSink(2);
   size_t starting = 0;  // hosts whose dsrun-launch said it is starting its ranks (elastic rounds)
@@ -123,7 +132,12 @@ int SshJob::loop(std::vector<Node>& nodes) {
   const auto detected = [&] {
     if (facts.events.empty() && !facts.rescaled) outcome_.detectedAt = std::chrono::steady_clock::now();
   };
-  size_t running = nodes.size();
+  size_t running = nodes.size() - execFailures.size();
+  if (!execFailures.empty()) {
+    detected();
+    facts.events = execFailures;
+    stopAll();
+  }
   while (running > 0) {
     std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
     for (const Node& n : nodes) {

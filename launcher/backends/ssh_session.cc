@@ -136,12 +136,15 @@ SshSession::~SshSession() {
 
 void SshSession::exec(const std::string& command) {
   channel_ = ssh_channel_new(session_);
-  if (channel_ == nullptr || ssh_channel_open_session(channel_) != SSH_OK) {
-    throw Error(strCat("ssh ", peer_, ": cannot open a session channel: ", ssh_get_error(session_)));
-  }
-  if (ssh_channel_request_exec(channel_, command.c_str()) != SSH_OK) {
-    throw Error(strCat("ssh ", peer_, ": exec request refused: ", ssh_get_error(session_)));
-  }
+  // A failed channel is dropped, so that sendEof() and exitStatus() on this session stay no-ops.
+  const auto fail = [this](const char* what) {
+    const std::string message = strCat("ssh ", peer_, ": ", what, ": ", ssh_get_error(session_));
+    if (channel_ != nullptr) ssh_channel_free(channel_);
+    channel_ = nullptr;
+    throw Error(message);
+  };
+  if (channel_ == nullptr || ssh_channel_open_session(channel_) != SSH_OK) fail("cannot open a session channel");
+  if (ssh_channel_request_exec(channel_, command.c_str()) != SSH_OK) fail("exec request refused");
 }
 
 int SshSession::readSome(char* buffer, int size, bool isStderr) {

@@ -27,7 +27,8 @@ class SshSession {
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
 
-  /// Opens a session channel and runs `command` in the remote user's shell. Throws Error on failure.
+  /// Opens a session channel and runs `command` in the remote user's shell. Throws Error on failure (then
+  /// the session has no channel: sendEof() and exitStatus() do nothing).
   void exec(const std::string& command);
   /// Reads what is available without blocking: >0 bytes, 0 nothing now, -1 end of that stream.
   int readSome(char* buffer, int size, bool isStderr);
