@@ -91,11 +91,12 @@ std::optional<ResourcePool> ElasticMembership::choose(const std::set<std::string
   return std::nullopt;
 }
 
-std::vector<std::string> ElasticMembership::unavailable(const std::set<std::string>& answering, double now) const {
+std::vector<std::string> ElasticMembership::unavailable(const std::set<std::string>& answering, double now,
+                                                       const std::string& notAnswering) const {
   std::vector<std::string> out;
   for (const HostSlots& c : candidates_) {
     if (answering.count(c.host) == 0) {
-      out.push_back(strCat(c.host, " (agent not answering)"));
+      out.push_back(strCat(c.host, " (", notAnswering, ")"));
     } else if (!usable(c.host, now)) {
       out.push_back(strCat(c.host, " (blacklisted after ",
                            health_[indexOf(c.host)].partitioned ? "it could not reach the other hosts"

@@ -1,6 +1,6 @@
 #pragma once
 // ElasticMembership: who is in an elastic job's next world (--elastic_training). Pure bookkeeping, told
-// which hosts' agents answer, which hosts failed and the time; the controller (elastic_agent_job.h) acts on
+// which hosts' agents answer, which hosts failed and the time; the controller (elastic_job.h) acts on
 // its answers. Rules:
 // - the world is the most healthy answering hosts, at most maxNodes and at least minNodes, ranked by
 //   failures (fewest first) then hostfile order, and laid out in hostfile order;
@@ -45,8 +45,10 @@ class ElasticMembership {
   /// The next world from the hosts whose agents answered, in hostfile order; nullopt when fewer than
   /// minNodes are usable (or no prefix has a valid size).
   std::optional<ResourcePool> choose(const std::set<std::string>& answering, double now) const;
-  /// Candidates that are not usable now (not answering, or cooling down), each with the reason.
-  std::vector<std::string> unavailable(const std::set<std::string>& answering, double now) const;
+  /// Candidates that are not usable now (not answering, or cooling down), each with the reason;
+  /// `notAnswering` says why a host missing from `answering` is ("agent not answering", "ssh not answering").
+  std::vector<std::string> unavailable(const std::set<std::string>& answering, double now,
+                                       const std::string& notAnswering = "agent not answering") const;
 
   int minNodes() const { return minNodes_; }
   int maxNodes() const { return maxNodes_; }

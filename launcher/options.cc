@@ -52,7 +52,7 @@ po::options_description describe() {
       ("enable_each_rank_log", text(), "write each rank's stdout+stderr to a file in DIR")
       ("autotuning", text(), "DeepSpeed autotuner (not supported by dsrun)")
       ("elastic_training", po::bool_switch(), "elastic training between --min_elastic_nodes and --max_elastic_nodes "
-                                              "hosts of the hostfile (agent backend)")
+                                              "hosts of the hostfile (agent and ssh backends)")
       ("bind_cores_to_rank", po::bool_switch(), "bind each rank to its share of the cores")
       ("bind_core_list", text(), "cores to share out, e.g. 0,2-5 (default: all physical cores)")
       ("ssh_port", text(), "ssh port for remote hosts");
@@ -71,9 +71,10 @@ po::options_description describe() {
       ("hang_timeout_s", text(), "agent backend: a rank whose training step has not moved for this long is hung: "
                                  "stacks of every rank are saved, the job fails (or restarts); default off")
       ("agent_port", text(), "dsrun-agent port (default 29600)")
-      ("agent_heartbeat_ms", text(), "agent backend: how often each agent must show it is alive (default 500)")
-      ("agent_heartbeat_misses", text(), "agent backend: missed agent heartbeats before its host counts as lost "
-                                         "(default 5)")
+      ("agent_heartbeat_ms", text(), "agent backend: how often each agent must show it is alive; elastic ssh: "
+                                     "how often dsrun writes to each host (default 500)")
+      ("agent_heartbeat_misses", text(), "agent backend: missed agent heartbeats before its host counts as lost; "
+                                         "elastic ssh: unacknowledged beats before it does (default 5)")
       ("no_mesh_probe", po::bool_switch(), "agent backend: skip the check, before the launch, that every agent "
                                            "can connect to every other (on by default)")
       ("mesh_probe", po::bool_switch(), "agent backend: the all-pairs check before the launch (the default; kept "

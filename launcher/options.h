@@ -41,7 +41,7 @@ struct Options {
   bool savePid = false;                     ///< --save_pid: write /tmp/<pid>.deepspeed (launchSettings() puts
                                             ///< dsrun's pid into launch.savePid)
   std::string autotuning;                   ///< --autotuning tune|run (accepted, not supported)
-  bool elasticTraining = false;             ///< --elastic_training (agent backend; docs/elastic.md)
+  bool elasticTraining = false;             ///< --elastic_training (agent, ssh; docs/elastic_training.md)
   std::optional<int> sshPort;               ///< --ssh_port
 
   // --- how each rank is started and stopped: --python, --module, --no_python, --no_local_rank,

@@ -29,13 +29,20 @@ std::string joinInts(const std::vector<int>& values) {
   return join(words, ",");
 }
 
-// DeepSpeed's runner rules for --elastic_training, plus dsrun's: it runs on the agent backend, whose agents
-// tell the controller which hosts are alive. Returns the bounds with DeepSpeed's defaults (min 1, max = hosts).
+// DeepSpeed's runner rules for --elastic_training, plus dsrun's: it runs on the backends whose controller
+// learns which hosts are alive (the agents' probes and heartbeats, or ssh logins and keepalives). Returns the
+// bounds with DeepSpeed's defaults (min 1, max = hosts).
 ElasticBounds elasticBounds(const Options& options, const ResourcePool& candidates) {
-  if (options.launcher != "agent") {
-    throw ConfigError(strCat("--elastic_training runs on --launcher agent (its agents report which hosts are alive); "
-                             "got --launcher ", options.launcher,
-                             "\n  hint: start dsrun-agent on every host and add --launcher agent --tls_dir DIR"));
+  if (options.launcher != "agent" && options.launcher != "ssh") {
+    throw ConfigError(strCat("--elastic_training runs on --launcher agent or --launcher ssh (they tell the controller "
+                             "which hosts are alive); got --launcher ", options.launcher,
+                             "\n  hint: add --launcher ssh, or start dsrun-agent on every host and add --launcher agent "
+                             "--tls_dir DIR"));
+  }
+  if (options.launcher == "ssh" && options.hangTimeoutS > 0) {
+    throw ConfigError("--hang_timeout_s needs the ranks' progress reports, which only dsrun-agent relays; got it "
+                      "with --elastic_training --launcher ssh"
+                      "\n  hint: drop --hang_timeout_s, or use --launcher agent");
   }
   if (options.masterAddr.empty()) {
     throw ConfigError("--elastic_training needs --master_addr (DeepSpeed's rule); when that host is lost, the "

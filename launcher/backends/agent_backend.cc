@@ -8,8 +8,9 @@
 #include "common/error.h"
 #include "common/rank_log.h"
 #include "common/strings.h"
+#include "launcher/elastic_job.h"
 #include "launcher/backends/agent_job.h"
-#include "launcher/backends/elastic_agent_job.h"
+#include "launcher/backends/agent_elastic_rounds.h"
 #include "tls/ssl_context.h"
 
 namespace dsrun {
@@ -67,7 +68,10 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
     s.hangDir = s.launch.eachRankLogDir;
   }
   s.clientName = strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", plan.jobId);
-  if (plan.elastic) return ElasticAgentJob(plan, o, ssl, s).run();
+  if (plan.elastic) {
+    AgentElasticRounds rounds(ssl, s);
+    return ElasticJob(plan, o, rounds).run();
+  }
   AgentJob job(plan, ssl, s, STDOUT_FILENO, STDERR_FILENO);
   return job.run();
 }

@@ -26,6 +26,7 @@
 #include "common/output_writer.h"
 #include "launcher/agent_client.h"
 #include "launcher/launch_settings.h"
+#include "launcher/elastic_rounds.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -49,7 +50,7 @@ class AgentJob {
     int silentBeats = 5;                               ///< --agent_heartbeat_misses: missed beats = host lost
     bool meshProbe = true;                             ///< all-pairs probe before the launch (--no_mesh_probe)
     std::chrono::milliseconds meshProbeTimeout{2000};  ///< per pair, in the agents
-    /// One round of an elastic job (elastic_agent_job.h): no root-cause line (the controller reports the
+    /// One round of an elastic job (agent_elastic_rounds.h): no root-cause line (the controller reports the
     /// restart), agents that do not welcome us end the round instead of throwing, and `rescaleWanted` is
     /// asked at every heartbeat: true stops every rank so that the controller can admit new hosts.
     bool elasticRound = false;
@@ -62,19 +63,8 @@ class AgentJob {
     std::function<std::string()> onAllRanksStarted;
   };
 
-  /// How the job ended, for the elastic controller.
-  struct Outcome {
-    /// Partitioned: the mesh probe found hosts of the world that cannot reach each other (lostHosts: the
-    /// suspects to leave out, unreachable: the broken pairs); nothing was started.
-    enum class End { Completed, Failed, Signalled, Rescaled, Unreachable, Partitioned };
-    End end = End::Completed;
-    int exitCode = 0;                      ///< what run() returned
-    std::string cause;                     ///< the earliest failure ("rank 3 (w2 pid 7) exited with code 1")
-    std::vector<std::string> failedHosts;  ///< hosts of the failures that were not consequences of our stop
-    std::vector<std::string> lostHosts;    ///< hosts whose agent was lost or went silent
-    std::vector<std::string> unreachable;  ///< End::Unreachable: why each agent did not welcome us
-    std::chrono::steady_clock::time_point detectedAt{};  ///< when the first failure (or rescale) was seen
-  };
+  /// How the job ended, for the elastic controller (elastic_rounds.h).
+  using Outcome = RoundOutcome;
 
   /// `ssl` is a client context (tls::makeSslContext); `plan` and `ssl` outlive the job. Output goes
   /// to `outFd` and `errFd` (dsrun's stdout and stderr; not owned).

@@ -2,8 +2,9 @@
 // ssh: one libssh session per host, opened in parallel and configured like OpenSSH's client
 // (--ssh_config, default ~/.ssh/config; --ssh_port). Each session runs the same remote shell line pdsh
 // would (exports, cd, dsrun-launch with that node's --node_rank) plus --watch_stdin, so closing the
-// channel, or dsrun dying, stops that node's ranks. Nothing starts anywhere until every host is connected
-// and authenticated; the first host is connected first and serves as the passwordless-ssh check.
+// channel, or dsrun dying, stops that node's ranks. The job itself is an SshJob (ssh_job.h); with
+// --elastic_training the elastic controller (elastic_job.h) runs a series of them (ssh_elastic_rounds.h),
+// and each host's line also gets the restart counter and --stdin_timeout_ms.
 
 #include "launcher/backends/ssh_session.h"
 #include "launcher/command_backend.h"

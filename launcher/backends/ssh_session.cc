@@ -3,6 +3,11 @@
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -131,12 +136,15 @@ SshSession::~SshSession() {
 
 void SshSession::exec(const std::string& command) {
   channel_ = ssh_channel_new(session_);
-  if (channel_ == nullptr || ssh_channel_open_session(channel_) != SSH_OK) {
-    throw Error(strCat("ssh ", peer_, ": cannot open a session channel: ", ssh_get_error(session_)));
-  }
-  if (ssh_channel_request_exec(channel_, command.c_str()) != SSH_OK) {
-    throw Error(strCat("ssh ", peer_, ": exec request refused: ", ssh_get_error(session_)));
-  }
+  // A failed channel is dropped, so that sendEof() and exitStatus() on this session stay no-ops.
+  const auto fail = [this](const char* what) {
+    const std::string message = strCat("ssh ", peer_, ": ", what, ": ", ssh_get_error(session_));
+    if (channel_ != nullptr) ssh_channel_free(channel_);
+    channel_ = nullptr;
+    throw Error(message);
+  };
+  if (channel_ == nullptr || ssh_channel_open_session(channel_) != SSH_OK) fail("cannot open a session channel");
+  if (ssh_channel_request_exec(channel_, command.c_str()) != SSH_OK) fail("exec request refused");
 }
 
 int SshSession::readSome(char* buffer, int size, bool isStderr) {
@@ -163,5 +171,32 @@ void SshSession::sendEof() {
 int SshSession::exitStatus() { return channel_ == nullptr ? -1 : ssh_channel_get_exit_status(channel_); }
 
 int SshSession::fd() const { return ssh_get_fd(session_); }
+
+bool SshSession::broken() {
+  return ssh_is_connected(session_) == 0 || (ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0;
+}
+
+std::string SshSession::lastError() {
+  const char* text = ssh_get_error(session_);
+  return text != nullptr ? text : "";
+}
+
+bool SshSession::setUserTimeout(unsigned ms) {
+  const int socket = fd();
+  return socket >= 0 && ::setsockopt(socket, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) == 0;
+}
+
+std::string SshSession::peerAddress() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (fd() < 0 || ::getpeername(fd(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
+  } else if (addr.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
+  }
+  return text;
+}
 
 }  // namespace dsrun

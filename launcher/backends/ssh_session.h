@@ -27,7 +27,8 @@ class SshSession {
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
 
-  /// Opens a session channel and runs `command` in the remote user's shell. Throws Error on failure.
+  /// Opens a session channel and runs `command` in the remote user's shell. Throws Error on failure (then
+  /// the session has no channel: sendEof() and exitStatus() do nothing).
   void exec(const std::string& command);
   /// Reads what is available without blocking: >0 bytes, 0 nothing now, -1 end of that stream.
   int readSome(char* buffer, int size, bool isStderr);
@@ -40,8 +41,18 @@ class SshSession {
   void sendEof();
   /// The remote exit status, or -1 when it sent none (e.g. killed by a signal).
   int exitStatus();
-  /// The socket, for poll().
+  /// The socket, for poll() (-1 once libssh closed it after an error).
   int fd() const;
+  /// True once the connection itself failed or closed (a reset, a timeout, the peer gone); the channel's
+  /// own end is finished().
+  bool broken();
+  /// libssh's last error text ("Socket error: Connection timed out"), empty when none.
+  std::string lastError();
+  /// TCP_USER_TIMEOUT on the socket: data unacknowledged for `ms` ends the connection (ETIMEDOUT), so a
+  /// host whose link went silently down is noticed while we write to it. Returns false if it cannot be set.
+  bool setUserTimeout(unsigned ms);
+  /// The numeric address of the connected peer ("10.77.0.12"), empty if unknown.
+  std::string peerAddress() const;
   /// "host:port".
   const std::string& peer() const { return peer_; }
 

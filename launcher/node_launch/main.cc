@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/local_job.h"
 #include "common/logging.h"
+#include "launcher/backends/ssh_round.h"
 #include "launcher/node_launch/job_registry.h"
 #include "launcher/node_launch/job_signal.h"
 #include "launcher/node_launch/node_launch_args.h"
@@ -47,9 +48,15 @@ int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   dsrun::UniqueFd stdinControl;
   if (args.watchStdin) {
     stdinControl = dsrun::takeStdinForControl();
+    if (args.stdinTimeoutMs > 0) stdinControl = dsrun::relayWithTimeout(std::move(stdinControl), args.stdinTimeoutMs);
     options.controlFds.push_back(stdinControl.get());
   }
   if (registration) options.controlFds.push_back(registration->controlFd());
+  if (args.stdinTimeoutMs > 0 && !ranks.empty()) {
+    // An elastic ssh round: tells dsrun this node got this far (ssh_job.h), after the login and the shell.
+    std::cerr << dsrun::nodeStartingLine(args.nodeRank, ranks.front().host, ranks.front().rank, ranks.back().rank)
+              << std::endl;
+  }
   const int code = dsrun::runLocalJob(ranks, options);
   if (code != 0 && !ranks.empty()) {
     // The launcher's last resort when no rank line named the failure (see launcher/failure_line.h).

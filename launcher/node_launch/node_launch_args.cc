@@ -38,6 +38,13 @@ const std::map<std::string, Setter>& valueFlags() {
       {"--node_rank", [](NodeLaunchArgs& a, const std::string& v) { a.nodeRank = toInt("--node_rank", v); }},
       {"--master_addr", [](NodeLaunchArgs& a, const std::string& v) { a.masterAddr = v; }},
       {"--master_port", [](NodeLaunchArgs& a, const std::string& v) { a.masterPort = toInt("--master_port", v); }},
+      {"--stdin_timeout_ms",
+       [](NodeLaunchArgs& a, const std::string& v) {
+         a.stdinTimeoutMs = toInt("--stdin_timeout_ms", v);
+         if (a.stdinTimeoutMs < 1) {
+           throw ParseError("--stdin_timeout_ms", 0, strCat("expected a positive number of ms, got '", v, "'"));
+         }
+       }},
       {"--signal",
        [](NodeLaunchArgs& a, const std::string& v) {
          a.signals = toSignals(v);
@@ -132,7 +139,7 @@ std::string nodeLaunchUsage() {
          "                    [--no_python] [--module] [--no_local_rank] [--save_pid=PID]\n"
          "                    [--enable_each_rank_log=DIR] [--bind_cores_to_rank] [--bind_core_list=L]\n"
          "                    [--job_id=ID] [--python=PATH] [--tag_output] [--kill_grace_s=S]\n"
-         "                    [--exit_timeout_s=S] [--watch_stdin] SCRIPT [ARGS...]\n"
+         "                    [--exit_timeout_s=S] [--watch_stdin [--stdin_timeout_ms=MS]] SCRIPT [ARGS...]\n"
          "       dsrun-launch --rank_env=openmpi|mpich|impi|mvapich|slurm|auto [--master_addr=A]\n"
          "                    [--master_port=P] [--job_id=ID] [--python=PATH] [--no_python] [--module]\n"
          "                    [--no_local_rank] SCRIPT [ARGS...]\n"

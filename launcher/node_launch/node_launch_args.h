@@ -27,6 +27,7 @@ struct NodeLaunchArgs {
   /// --job_id, --tag_output, --kill_grace_s, --exit_timeout_s: read by RankLaunchSettings::takeFlag
   RankLaunchSettings launch;
   bool watchStdin = false;                  ///< --watch_stdin: control lines on stdin, EOF stops the job (ssh)
+  int stdinTimeoutMs = 0;                   ///< --stdin_timeout_ms: with --watch_stdin, silence = EOF (0: off)
   std::vector<int> signals;                 ///< --signal NAMES (signal mode), in order
   std::string rankEnv;                      ///< --rank_env FLAVOR (rank mode)
   std::string userScript;                   ///< the program (first positional)

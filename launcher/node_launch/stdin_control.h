@@ -12,4 +12,10 @@ namespace dsrun {
 /// ranks inherit. Call once, before runLocalJob. Throws IoError if the descriptors cannot be set up.
 UniqueFd takeStdinForControl();
 
+/// --stdin_timeout_ms: relays `control` to the returned descriptor on a thread of its own, dropping empty
+/// lines (dsrun's heartbeats, ssh_job.h), and ends the relay (end of file: SIGTERM for the ranks) when
+/// nothing arrived for `timeoutMs`, saying so on stderr: dsrun, or the link to it, is gone although the
+/// connection was never closed. Call once, before runLocalJob. Throws IoError if the pipe cannot be made.
+UniqueFd relayWithTimeout(UniqueFd control, int timeoutMs);
+
 }  // namespace dsrun

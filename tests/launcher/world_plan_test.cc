@@ -201,7 +201,11 @@ TEST_CASE("planWorld rejects impossible requests with one clear line", "[launche
       {{"--num_gpus", "3", "--bind_cores_to_rank", "--bind_core_list", "0-1"}, "", "",
        "--bind_cores_to_rank: 2 core(s) for 3 ranks on host 'localhost'"},
       {{"--bind_cores_to_rank", "--bind_core_list", "3-1"}, "", "", "--bind_core_list '3-1': bad range"},
-      {{"--elastic_training"}, kTwoHosts, "", "--elastic_training runs on --launcher agent"},
+      {{"--elastic_training"}, kTwoHosts, "", "--elastic_training runs on --launcher agent or --launcher ssh"},
+      {{"--elastic_training", "--launcher", "slurm"}, kTwoHosts, "", "got --launcher slurm"},
+      {{"--elastic_training", "--launcher", "ssh"}, kTwoHosts, "", "--elastic_training needs --master_addr"},
+      {{"--elastic_training", "--launcher", "ssh", "--master_addr", "w", "--hang_timeout_s", "30"}, kTwoHosts, "",
+       "--hang_timeout_s needs the ranks' progress reports"},
       {{"--elastic_training", "--launcher", "agent"}, kTwoHosts, "", "--elastic_training needs --master_addr"},
       {{"--elastic_training", "--launcher", "agent", "--master_addr", "w", "--no_local_rank"}, kTwoHosts, "",
        "--no_local_rank is not supported with --elastic_training"},
@@ -241,6 +245,11 @@ TEST_CASE("elastic training: DeepSpeed's default bounds, the first world is the 
   CHECK(plan.elastic->maxRestarts == 7);
   CHECK(plan.launcher == "agent");  // one host still runs through the agent
   CHECK(resolver.calls.empty());    // --master_addr is required: nothing inferred
+  plan = planWorld(opts({"--elastic_training", "--launcher", "ssh", "--master_addr", "10.0.0.1"}), inputs(kTwoHosts),
+                   resolver.fn());
+  REQUIRE(plan.elastic);
+  CHECK(plan.launcher == "ssh");
+  CHECK(plan.elastic->maxNodes == 2);
 }
 
 TEST_CASE("with --no_ssh the local node is the --node_rank host's share of the world", "[launcher][world_plan]") {

@@ -1,4 +1,4 @@
-#include "launcher/backends/elastic_agent_job.h"
+#include "launcher/elastic_job.h"
 
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -48,7 +49,7 @@ void onSignal(int signal) {
   // SIGUSR1/SIGUSR2 between worlds: no rank is running to receive them.
 }
 
-/// Between worlds dsrun itself handles the signals (each AgentJob installs and removes its own).
+/// Between worlds dsrun itself handles the signals (each round installs and removes its own).
 void installSignalHandlers() {
   struct sigaction sa {};
   sa.sa_handler = onSignal;
@@ -91,13 +92,12 @@ std::vector<std::string> minus(const std::vector<std::string>& a, const std::vec
 std::string listOrNone(const std::vector<std::string>& hosts) { return hosts.empty() ? "none" : join(hosts, ", "); }
 
 /// Probes the hosts outside the running world on its own thread and raises wanted() once a larger world
-/// could be formed (a started or recovered agent): the controller then ends the round at once.
+/// could be formed (a started or recovered host): the controller then ends the round at once.
 class SpareWatcher {
  public:
-  SpareWatcher(boost::asio::ssl::context& ssl, int port, std::string clientName, const ElasticMembership& membership,
-               ResourcePool world, std::function<double()> now)
-      : ssl_(ssl), port_(port), clientName_(std::move(clientName)), membership_(membership), world_(std::move(world)),
-        now_(std::move(now)) {
+  SpareWatcher(ElasticRounds& rounds, const ElasticMembership& membership, ResourcePool world,
+               std::function<double()> now)
+      : rounds_(rounds), membership_(membership), world_(std::move(world)), now_(std::move(now)) {
     if (static_cast<int>(world_.size()) < membership_.maxNodes()) thread_ = std::thread([this] { loop(); });
   }
   ~SpareWatcher() { stop(); }
@@ -129,7 +129,7 @@ class SpareWatcher {
       }
       if (outside.empty()) continue;
       std::set<std::string> answering(inWorld.begin(), inWorld.end());
-      for (const AgentProbe& p : probeAgents(ssl_, outside, port_, clientName_, kProbeTimeout, &cancel_)) {
+      for (const HostProbe& p : rounds_.probe(outside, kProbeTimeout, &cancel_)) {
         if (p.ok) answering.insert(p.host);
       }
       const std::optional<ResourcePool> next = membership_.choose(answering, now_());
@@ -140,9 +140,7 @@ class SpareWatcher {
     }
   }
 
-  boost::asio::ssl::context& ssl_;
-  int port_;
-  std::string clientName_;
+  ElasticRounds& rounds_;
   const ElasticMembership& membership_;  ///< not changed while a round runs
   ResourcePool world_;
   std::function<double()> now_;
@@ -201,23 +199,21 @@ std::vector<int> validWorldSizes(const Options& options) {
 
 }  // namespace
 
-ElasticAgentJob::ElasticAgentJob(const WorldPlan& plan, const Options& options, boost::asio::ssl::context& ssl,
-                                 AgentJob::Settings round)
-    : plan_(plan), options_(options), ssl_(ssl), settings_(std::move(round)) {
-  DSRUN_CHECK(plan_.elastic.has_value(), "ElasticAgentJob needs an elastic plan");
+ElasticJob::ElasticJob(const WorldPlan& plan, const Options& options, ElasticRounds& rounds)
+    : plan_(plan), options_(options), rounds_(rounds), wording_(rounds.wording()) {
+  DSRUN_CHECK(plan_.elastic.has_value(), "ElasticJob needs an elastic plan");
 }
 
-WorldPlan ElasticAgentJob::planRound(const ResourcePool& world, const std::vector<AgentProbe>& probes,
-                                     int round) const {
+WorldPlan ElasticJob::planRound(const ResourcePool& world, const std::vector<HostProbe>& probes, int round) const {
   WorldPlan p = plan_;
   p.hosts = world;
   p.jobId = round == 0 ? plan_.jobId : strCat(plan_.jobId, ".r", round);
-  // --master_port 0: the first host's agent picks a free port for every world (its pre-flight).
+  // --master_port 0: the backend picks a free port for every world (the agent's pre-flight).
   p.masterPort = plan_.masterPort == 0 ? 0 : plan_.masterPort + round % kPortSpan;
   // MASTER_ADDR must be the first host's (its rank 0 serves the rendezvous): --master_addr while that host
-  // leads the world, else the address its agent answered on.
+  // leads the world, else the address its probe reached it at.
   std::string firstAddress = world.front().host;
-  for (const AgentProbe& probe : probes) {
+  for (const HostProbe& probe : probes) {
     if (probe.host == world.front().host && !probe.address.empty()) firstAddress = probe.address;
   }
   const bool userMasterLeads = options_.masterAddr == world.front().host || options_.masterAddr == firstAddress;
@@ -245,7 +241,7 @@ WorldPlan ElasticAgentJob::planRound(const ResourcePool& world, const std::vecto
   return p;
 }
 
-int ElasticAgentJob::run() {
+int ElasticJob::run() {
   const ElasticBounds& bounds = *plan_.elastic;
   const Clock::time_point start = Clock::now();
   auto now = [start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -260,27 +256,27 @@ int ElasticAgentJob::run() {
   Clock::time_point detectedAt{};
   for (int round = 0;; ++round) {
     installSignalHandlers();
-    std::vector<AgentProbe> probes;
+    std::vector<HostProbe> probes;
     std::optional<ResourcePool> world;
     std::set<std::string> answering;
     const double waitStart = now();
     for (bool announced = false;;) {
       // A host lost a moment ago would only cost a probe timeout (a silent one answers nothing); the spare
       // watcher readmits it once it answers again.
-      probes = probeAgents(ssl_, minus(candidates, justLost), settings_.port, settings_.clientName, kProbeTimeout);
+      probes = rounds_.probe(minus(candidates, justLost), kProbeTimeout, nullptr);
       justLost.clear();
       answering.clear();
-      for (const AgentProbe& p : probes) {
+      for (const HostProbe& p : probes) {
         if (p.ok) answering.insert(p.host);
       }
       world = membership.choose(answering, now());
       if (world || gSignal != 0) break;
-      const std::vector<std::string> missing = membership.unavailable(answering, now());
+      const std::vector<std::string> missing = membership.unavailable(answering, now(), wording_.notAnswering);
       if (now() - waitStart >= bounds.timeoutS) {
         throw Error(strCat("elastic job ", plan_.jobId, ": fewer than --min_elastic_nodes ", bounds.minNodes,
                            " hosts usable after waiting ", seconds(now() - waitStart),
                            " s (--elastic_timeout_s ", bounds.timeoutS, "); unavailable: ", join(missing, ", "),
-                           "\n  hint: start dsrun-agent on those hosts, or lower --min_elastic_nodes"));
+                           "\n  hint: ", wording_.startHint, ", or lower --min_elastic_nodes"));
       }
       if (!announced) {
         say(strCat("dsrun: elastic: ", answering.size(), " usable host(s), fewer than --min_elastic_nodes ",
@@ -309,26 +305,24 @@ int ElasticAgentJob::run() {
                     << roundPlan.masterAddr << " MASTER_PORT=" << roundPlan.masterPort
                     << " DSRUN_RESTART_COUNT=" << failureRestarts;
 
-    SpareWatcher watcher(ssl_, settings_.port, settings_.clientName, membership, *world, now);
-    AgentJob::Settings s = settings_;
-    s.elasticRound = true;
-    s.rescaleWanted = [&watcher] { return watcher.wanted(); };
+    SpareWatcher watcher(rounds_, membership, *world, now);
+    RoundHooks hooks;
+    hooks.rescaleWanted = [&watcher] { return watcher.wanted(); };
     if (round > 0) {
-      s.onAllRanksStarted = [this, &restartLine, detectedAt] {
+      hooks.onAllRanksStarted = [this, &restartLine, detectedAt] {
         const double lost = std::chrono::duration<double>(Clock::now() - detectedAt).count();
         restarts_.back().lostS = lost;
         return strCat(restartLine, "; ranks running ", seconds(lost), " s after detection");
       };
     }
     const double roundStart = now();
-    AgentJob job(roundPlan, ssl_, s, STDOUT_FILENO, STDERR_FILENO);
-    const int code = job.run();
+    const RoundOutcome outcome = rounds_.runRound(roundPlan, hooks);
+    const int code = outcome.exitCode;
     watcher.stop();
-    const AgentJob::Outcome& outcome = job.outcome();
     previous = *world;
     detectedAt = outcome.detectedAt;
     justLost = outcome.lostHosts;
-    using End = AgentJob::Outcome::End;
+    using End = RoundOutcome::End;
     switch (outcome.end) {
       case End::Completed:
       case End::Signalled:
@@ -336,13 +330,13 @@ int ElasticAgentJob::run() {
         return code;
       case End::Rescaled:
         restarts_.push_back({"scale-up", 0});
-        pendingCause = "more agents answer";
+        pendingCause = wording_.moreAnswer;
         continue;
       case End::Unreachable:
         // The probe said yes, the launch connection said no: try again with what answers now.
         for (const std::string& host : outcome.lostHosts) membership.hostFailed(host, now());
         restarts_.push_back({"host lost", 0});
-        pendingCause = strCat("agents unreachable at launch: ", join(outcome.unreachable, "; "));
+        pendingCause = strCat(wording_.unreachableAtLaunch, ": ", join(outcome.unreachable, "; "));
         continue;
       case End::Partitioned:
         // Nothing was started: the world's hosts could not all reach each other. Leave the suspects out.
@@ -375,7 +369,7 @@ int ElasticAgentJob::run() {
   }
 }
 
-void ElasticAgentJob::printSummary(double totalS) const {
+void ElasticJob::printSummary(double totalS) const {
   std::map<std::string, int> byCause;
   double lost = 0;
   for (const Restart& r : restarts_) {

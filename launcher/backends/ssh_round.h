@@ -1,0 +1,72 @@
+#pragma once
+// The pure parts of an ssh elastic round (ssh_job.h, ssh_elastic_rounds.h): what a job learned while it
+// ran turned into the controller's RoundOutcome, the words for a host whose session ended without an exit
+// status, and what an elastic round adds to each host's remote line. No libssh, no sockets, so it is
+// unit-tested from tables (tests/launcher/backends/ssh_round_test.cc).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/elastic_rounds.h"
+#include "launcher/world_plan.h"
+
+namespace dsrun {
+
+/// How one host's session ended.
+enum class SessionEnd {
+  Exited,  ///< dsrun-launch sent its exit status: the host is fine
+  Closed,  ///< the channel or the connection closed without an exit status (dsrun-launch or sshd killed,
+           ///< the host rebooted, a reset): the host is lost
+  Silent,  ///< the socket timed out (TCP_USER_TIMEOUT: nothing we sent was acknowledged): the host is lost
+};
+
+/// `exitStatus` as SshSession::exitStatus() (-1: none); `socketError` is libssh's error text once the
+/// connection broke ("" while it is fine). A timed-out socket (ETIMEDOUT's text) is Silent.
+SessionEnd classifySessionEnd(int exitStatus, const std::string& socketError);
+
+/// The cause a lost host is reported with, e.g. "ssh dsn3:22: host dsn3 silent (our heartbeats
+/// unacknowledged; heartbeat budget 2500 ms = 5 x 500 ms)", "ssh dsn2:22: dsrun-launch on dsn2 ended without an exit
+/// status (killed, or its sshd was)" or "ssh dsn2:22: connection to dsn2 lost (Socket error: disconnected)".
+/// `end` must not be Exited.
+std::string lostHostCause(const std::string& peer, const std::string& host, SessionEnd end,
+                          const std::string& socketError, int heartbeatMs, int heartbeatMisses);
+
+/// One thing that made the job stop, in the order the job saw them.
+struct SshStopEvent {
+  std::string host;   ///< hostfile name of the host it came from
+  std::string cause;  ///< "rank 1 on dsn2 (pid 7) exited with code 3", or a lostHostCause
+  int exitCode = 1;   ///< the job's exit code if this decides it
+  bool lost = false;  ///< the host's session was lost (not a rank failure)
+};
+
+/// Everything SshJob knows at its end.
+struct SshRoundFacts {
+  std::vector<SshStopEvent> events;  ///< failures and lost hosts, first seen first
+  std::optional<int> signalled;      ///< the first stop signal dsrun received
+  bool rescaled = false;             ///< stopped because rescaleWanted() said so
+  int exitCode = 0;                  ///< what the job returns
+};
+
+/// The round's outcome: Signalled before anything else, then Failed (the first event decides the cause
+/// and failedHosts; every lost host is in lostHosts), Rescaled, else Completed or Failed by exitCode.
+RoundOutcome sshRoundOutcome(const SshRoundFacts& facts);
+
+/// The variables an elastic round exports to node `nodeRank` besides plan.exports: the restart counter and
+/// torchrun's names the controller put in the env of that node's ranks (dsrun-launch computes RANK,
+/// WORLD_SIZE, ... itself; ROLE_RANK, which differs per rank, is not among them).
+EnvMap elasticNodeExports(const WorldPlan& plan, int nodeRank);
+
+/// The line dsrun-launch writes on stderr in an elastic ssh round (--stdin_timeout_ms) just before it
+/// starts its ranks: "dsrun-launch: node 2 (dsn3) starting ranks 4-5". SshJob swallows it and reports the
+/// round's ranks running once every host has written it.
+std::string nodeStartingLine(int nodeRank, const std::string& host, int firstRank, int lastRank);
+/// True for a nodeStartingLine.
+bool isNodeStartingLine(std::string_view line);
+
+/// `launchArgv` (nodeLaunchArgv with --watch_stdin) with --stdin_timeout_ms=MS after --watch_stdin: the
+/// node stops its ranks when dsrun's heartbeats stop for that long.
+std::vector<std::string> withStdinTimeout(std::vector<std::string> launchArgv, int ms);
+
+}  // namespace dsrun
