@@ -56,8 +56,6 @@ struct BucketIo {
 /// holds for CPU backward. Collective failures throw c10::Error.
 class BucketReducer {
  public:
-  /// Buckets needing pooled buffers (reduce-scatter, communication_data_type) in flight at once.
-  static constexpr size_t kMaxPooledInFlight = 2;
   BucketReducer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, int worldSize,
                 std::vector<ReduceBucket> buckets, int64_t numParams, ReduceMode mode, bool overlap, BucketIo io);
   ~BucketReducer();
@@ -83,6 +81,7 @@ class BucketReducer {
 
  private:
   struct Pending;
+  static constexpr size_t kMaxPooledInFlight = 2;
   void launch(size_t bucket);
   /// A recycled buffer of at least `numel` elements of `options` from `pool` (allocated on first use).
   static at::Tensor takeBuffer(std::vector<at::Tensor>& pool, int64_t numel, const at::TensorOptions& options);

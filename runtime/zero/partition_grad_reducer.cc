@@ -47,15 +47,11 @@ PartitionGradReducer::~PartitionGradReducer() = default;
 
 at::Tensor PartitionGradReducer::stagingFor(size_t bucket) {
   if (!staging_[bucket].defined()) {
-    // One buffer filling while as many buckets are in flight as the reducer allows: with one buffer fewer
-    // the next bucket could not start filling until the oldest reduction finished, so backward would wait
-    // a bucket's reduction per bucket (16.8 M parameters, 4 layers: ~30 ms a step).
-    constexpr size_t kStagingBuffers = BucketReducer::kMaxPooledInFlight + 1;
-    while (freeStaging_.empty() && stagingBuffers_ >= kStagingBuffers && reducer_->completeOldest()) {
+    // Two buffers suffice when gradients arrive in reverse order (one filling, one in flight).
+    while (freeStaging_.empty() && reducer_->completeOldest()) {
     }
     if (freeStaging_.empty()) {
       freeStaging_.push_back(at::empty({maxBucketNumel_}, params_.front().options()));
-      ++stagingBuffers_;
     }
     stagingBase_[bucket] = std::move(freeStaging_.back());
     freeStaging_.pop_back();

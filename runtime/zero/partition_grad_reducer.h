@@ -55,7 +55,6 @@ class PartitionGradReducer {
   std::vector<at::Tensor> staging_;      ///< per bucket: staging view while filling or in flight
   std::vector<at::Tensor> stagingBase_;  ///< per bucket: the recyclable buffer staging_ views
   std::vector<at::Tensor> freeStaging_;  ///< recycled buffers of maxBucketNumel_ elements
-  size_t stagingBuffers_ = 0;            ///< buffers allocated (free, filling or in flight)
   int64_t maxBucketNumel_ = 0;
   bool inBackward_ = false;
   bool partitionFresh_ = true;  ///< gradPartition_ is all zeros (since zeroGrad, before any micro-step ended)
