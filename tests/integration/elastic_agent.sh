@@ -12,6 +12,8 @@ AGENT=$(readlink -f "${2:?usage: elastic_agent.sh DSRUN DSRUN_AGENT}")
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=elastic_lib.sh
+. "$HERE/elastic_lib.sh"
 CLUSTER=$ROOT/scripts/test_cluster.sh RANKPROG=$HERE/elastic_rank.sh
 export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
@@ -19,8 +21,6 @@ require_root "the elastic test suite"
 WORK=$(mktemp -d /tmp/dsrun-elastic.XXXXXX); chmod 755 "$WORK"
 cleanup() { ip link set vdsn3 up 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
-lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
-at_least() { [ "$(lines "$1")" -ge "$2" ]; }
 start_agents() { "$CLUSTER" agents "$1" "$AGENT" "$WORK/tls" >>"$WORK/agents.log" 2>&1; }
 kill_agent() { kill -9 "$(cat "$ST/agent_dsn$1.pid")"; rm -f "$ST/agent_dsn$1.pid"; }
 
@@ -39,13 +39,6 @@ elastic() {
     >"$WORK/$tag.out" 2>"$WORK/$tag.err" &
   dpid=$!
 }
-finish_job() {  # finish_job TAG: lets the ranks end, waits for dsrun (guarded), sets rc
-  touch "$WORK/$1/finish"
-  wait_for 60 sh -c "! kill -0 $dpid 2>/dev/null" || { not_ok "$1: dsrun ended"; kill -9 "$dpid"; }
-  wait "$dpid"; rc=$?
-}
-job_of() { awk 'NR==1{print $9}' "$WORK/$1/starts" | sed 's/\.r[0-9]*$//'; }
-show() { echo "# --- $1.err"; sed 's/^/# /' "$WORK/$1.err"; }
 
 # 1. Rank 1 fails only in the first world: one failure restart, every rank of the second world saw
 #    DSRUN_RESTART_COUNT=1 (and torchrun's name), the job succeeds.

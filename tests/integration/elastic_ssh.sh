@@ -9,6 +9,8 @@ DSRUN=$(readlink -f "${1:?usage: elastic_ssh.sh DSRUN}")
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=elastic_lib.sh
+. "$HERE/elastic_lib.sh"
 CLUSTER=$ROOT/scripts/test_cluster.sh RANKPROG=$HERE/elastic_rank.sh
 export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
@@ -16,8 +18,6 @@ require_root "the elastic ssh test suite"
 WORK=$(mktemp -d /tmp/dsrun-elastic-ssh.XXXXXX); chmod 755 "$WORK"
 cleanup() { ip link set vdsn3 up 2>/dev/null; ip link set vdsn4 up 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
-lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
-at_least() { [ "$(lines "$1")" -ge "$2" ]; }
 
 # One retry from scratch: on a loaded machine an sshd has been seen to die during bring-up.
 if ! "$CLUSTER" up 4 >"$WORK/up.log" 2>&1 && ! { "$CLUSTER" down 4 >/dev/null 2>&1; "$CLUSTER" up 4 >"$WORK/up.log" 2>&1; }; then
@@ -35,13 +35,6 @@ elastic() {
     >"$WORK/$tag.out" 2>"$WORK/$tag.err" &
   dpid=$!
 }
-finish_job() {  # finish_job TAG: lets the ranks end, waits for dsrun (guarded), sets rc
-  touch "$WORK/$1/finish"
-  wait_for 60 sh -c "! kill -0 $dpid 2>/dev/null" || { not_ok "$1: dsrun ended"; kill -9 "$dpid"; }
-  wait "$dpid"; rc=$?
-}
-job_of() { awk 'NR==1{print $9}' "$WORK/$1/starts" | sed 's/\.r[0-9]*$//'; }
-show() { echo "# --- $1.err"; sed 's/^/# /' "$WORK/$1.err"; }
 # The sshd process serving job ID's dsrun-launch on host HOST (the nearest sshd above it).
 sshd_of() {
   local id=$1 host=$2 pid comm
