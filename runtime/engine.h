@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/checkpoint_options.h"
 #include "runtime/config/deepspeed_config.h"
 #include "runtime/dist_env.h"
 #include "runtime/engine_timers.h"
@@ -96,22 +97,27 @@ class Engine {
   /// Accumulated wall_clock_breakdown timings (always measured; printed only when configured).
   const EngineTimers& timers() const { return timers_; }
 
-  /// DeepSpeed's engine.save_checkpoint(save_dir, tag, client_state): collective, every rank calls it
-  /// with the same arguments. Writes SAVE_DIR/TAG (tag defaults to "global_step<N>") atomically and
-  /// then points SAVE_DIR/latest at it. Implemented in engine_checkpoint.cc; layout in docs/checkpoints.md.
+  /// DeepSpeed's engine.save_checkpoint(save_dir, tag, client_state, save_latest): collective, every rank
+  /// calls it with the same arguments. Writes SAVE_DIR/TAG (tag defaults to "global_step<N>") atomically
+  /// and then, if `saveLatest`, points SAVE_DIR/latest at it. Implemented in engine_checkpoint.cc; layout
+  /// in docs/checkpoints.md.
   void save_checkpoint(const std::string& saveDir, const std::optional<std::string>& tag = std::nullopt,
-                       const nlohmann::json& clientState = nlohmann::json::object());
+                       const nlohmann::json& clientState = nlohmann::json::object(), bool saveLatest = true);
 
   /// What load_checkpoint found: `path` is empty when LOAD_DIR has no `latest` and no tag was given
   /// (DeepSpeed returns (None, None) then and trains from scratch).
   struct LoadedCheckpoint {
     std::string path;
     nlohmann::json clientState;
+    nlohmann::json engineState;  ///< the saved counters (global_steps, ...), restored or not per the options
   };
-  /// DeepSpeed's engine.load_checkpoint(load_dir, tag): collective. Restores the model, the optimizer
-  /// partitions (re-partitioned when saved by another number of ranks), the scheduler position, the
-  /// loss scaler and the step/sample counters. Throws c10::Error naming the file on any mismatch.
-  LoadedCheckpoint load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag = std::nullopt);
+  /// DeepSpeed's engine.load_checkpoint(load_dir, tag, ...): collective. By default restores the model,
+  /// the optimizer partitions (re-partitioned when saved by another number of ranks), the scheduler
+  /// position, the loss scaler and the step/sample counters; `options` (runtime/checkpoint_options.h)
+  /// restrict that as DeepSpeed's load_module_only / load_optimizer_states / load_lr_scheduler_states /
+  /// load_module_strict do. Throws c10::Error naming the file on any mismatch.
+  LoadedCheckpoint load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag = std::nullopt,
+                                   const LoadCheckpointOptions& options = {});
 
   /// DeepSpeed's engine.save_16bit_model(save_dir, save_filename): collective. Rank 0 writes the full
   /// parameters by name in the model's dtype (fp16/bf16, or fp32 without mixed precision) to
@@ -131,7 +137,7 @@ class Engine {
   double gradMultiplier(double scaleBefore);
   void applyScheduledMomentum();
   nlohmann::json engineState() const;              ///< engine_checkpoint.cc
-  void loadEngineState(const nlohmann::json& s);   ///< engine_checkpoint.cc
+  void loadEngineState(const nlohmann::json& s, const LoadCheckpointOptions& options);  ///< engine_checkpoint.cc
 
   config::DeepSpeedConfig config_;
   std::shared_ptr<DistContext> dist_;

@@ -36,6 +36,16 @@ checkpoint::StrategyHandle handleOf(GradStrategy& strategy, const std::vector<at
   return h;
 }
 
+// ", module weights only" etc. for the load message; empty for a full load.
+std::string describe(const LoadCheckpointOptions& o) {
+  if (o.moduleOnly) return std::string(", module weights only") + (o.strict ? "" : ", not strict");
+  std::string out;
+  if (!o.optimizerStates) out += ", without optimizer states";
+  if (!o.lrSchedulerStates) out += ", without lr scheduler states";
+  if (!o.strict) out += ", not strict";
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json Engine::engineState() const {
@@ -49,26 +59,31 @@ nlohmann::json Engine::engineState() const {
                         {"loss_scaler", precision::toJson(scaler_->state())}};
 }
 
-void Engine::loadEngineState(const nlohmann::json& s) {
+// Not called with moduleOnly. The counters always come back (DeepSpeed's _load_checkpoint sets
+// global_steps/global_samples/skipped_steps whenever load_module_only is False).
+void Engine::loadEngineState(const nlohmann::json& s, const LoadCheckpointOptions& options) {
   globalSteps_ = s.at("global_steps").get<int64_t>();
   // DeepSpeed: global_samples defaults to global_steps * train_batch_size for old checkpoints.
   globalSamples_ = s.value("global_samples", globalSteps_ * config_.batch.trainBatchSize);
   // A save is taken after a boundary step(), so the run resumes at the start of an accumulation window
   // of THIS config (its gradient_accumulation_steps may differ from the saving run's world size).
   microSteps_ = globalSteps_ * config_.batch.gradientAccumulationSteps;
-  lastBatchIteration_ = s.value("last_batch_iteration", globalSteps_ - 1);
+  // load_lr_scheduler_states=False: DeepSpeed leaves lr_scheduler at its own position (a new engine's: the
+  // schedule's start) while the counters above are restored.
+  if (options.lrSchedulerStates) lastBatchIteration_ = s.value("last_batch_iteration", globalSteps_ - 1);
   samplesAtLastPrint_ = globalSamples_;
   skippedSteps_ = s.value("skipped_steps", int64_t{0});
   // The dynamic fp16 schedule resumes where it was; a static scale (fixed loss_scale, bf16, fp32) stays
-  // what this run's config says.
-  if (precision_.fp16 && scaler_->dynamic() && s.contains("loss_scaler")) {
+  // what this run's config says. DeepSpeed keeps the loss scaler in the optimizer's state dict, so
+  // load_optimizer_states=False leaves it fresh too.
+  if (options.optimizerStates && precision_.fp16 && scaler_->dynamic() && s.contains("loss_scaler")) {
     scaler_->loadState(precision::lossScalerStateFromJson(s.at("loss_scaler")));
   }
   applyScheduledMomentum();
 }
 
 void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std::string>& tag,
-                             const nlohmann::json& clientState) {
+                             const nlohmann::json& clientState, bool saveLatest) {
   TORCH_CHECK(!backwardDone_, "engine.save_checkpoint: called between backward() and step(); save after step()");
   // Gradients accumulated inside a window are not model state; a save there would silently drop them.
   TORCH_CHECK(microSteps_ % config_.batch.gradientAccumulationSteps == 0,
@@ -79,7 +94,7 @@ void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std
   try {
     checkpoint::saveStrategyCheckpoint(
         handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), saveDir, name,
-        engineState(), clientState.is_null() ? nlohmann::json::object() : clientState);
+        engineState(), clientState.is_null() ? nlohmann::json::object() : clientState, nullptr, saveLatest);
   } catch (const checkpoint::CheckpointError& e) {
     TORCH_CHECK(false, "engine.save_checkpoint: ", e.what());
   }
@@ -89,7 +104,8 @@ void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std
   }
 }
 
-Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag) {
+Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, const std::optional<std::string>& tag,
+                                                 const LoadCheckpointOptions& options) {
   TORCH_CHECK(!backwardDone_, "engine.load_checkpoint: called between backward() and step()");
   if (!tag && !std::filesystem::exists(checkpoint::latestPath(loadDir))) {
     // DeepSpeed warns and returns (None, None): the caller trains from scratch.
@@ -99,11 +115,16 @@ Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, con
     }
     return {};
   }
+  checkpoint::StrategyLoadOptions strategyOptions;
+  strategyOptions.optimizerStates = options.optimizerStates && !options.moduleOnly;
+  strategyOptions.strict = options.strict;
+  strategyOptions.weightsDtype = precision_.modelDtype;
   checkpoint::LoadedStates loaded;
   try {
     loaded = checkpoint::loadStrategyCheckpoint(
-        handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), loadDir, tag);
-    loadEngineState(loaded.engineState);
+        handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), loadDir, tag,
+        strategyOptions);
+    if (!options.moduleOnly) loadEngineState(loaded.engineState, options);
   } catch (const checkpoint::CheckpointError& e) {
     TORCH_CHECK(false, "engine.load_checkpoint: ", e.what());
   } catch (const nlohmann::json::exception& e) {
@@ -114,11 +135,11 @@ Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, con
   progress_.record(globalSteps_);
   const std::string path = checkpoint::tagDir(loadDir, loaded.tag);
   if (rank() == 0) {
-    std::printf("[dsrt rank 0] loaded checkpoint %s (saved by %d ranks) at global step %lld\n", path.c_str(),
-                loaded.savedWorldSize, static_cast<long long>(globalSteps_));
+    std::printf("[dsrt rank 0] loaded checkpoint %s (saved by %d ranks%s) at global step %lld\n", path.c_str(),
+                loaded.savedWorldSize, describe(options).c_str(), static_cast<long long>(globalSteps_));
     std::fflush(stdout);
   }
-  return {path, loaded.clientState};
+  return {path, loaded.clientState, loaded.engineState};
 }
 
 bool Engine::save_16bit_model(const std::string& saveDir, const std::string& fileName) {

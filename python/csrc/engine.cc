@@ -114,23 +114,32 @@ void bindEngine(py::module_& m) {
       .def_property_readonly("has_scheduler", [](const Engine& e) { return e.config().scheduler.has_value(); })
       .def(
           "save_checkpoint",
-          [](Engine& e, const std::string& dir, std::optional<std::string> tag, const std::string& client) {
+          [](Engine& e, const std::string& dir, std::optional<std::string> tag, const std::string& client,
+             bool saveLatest) {
             auto state = parseClientState(client);
             py::gil_scoped_release noGil;
-            e.save_checkpoint(dir, tag, state);
+            e.save_checkpoint(dir, tag, state, saveLatest);
           },
-          py::arg("save_dir"), py::arg("tag"), py::arg("client_state_json"))
+          py::arg("save_dir"), py::arg("tag"), py::arg("client_state_json"), py::arg("save_latest") = true)
+      // Returns (path, client_state_json, saved_engine_state_json); path is "" when nothing was loaded.
       .def(
           "load_checkpoint",
-          [](Engine& e, const std::string& dir, std::optional<std::string> tag) {
+          [](Engine& e, const std::string& dir, std::optional<std::string> tag, bool moduleOnly,
+             bool optimizerStates, bool lrSchedulerStates, bool strict) {
+            LoadCheckpointOptions options;
+            options.moduleOnly = moduleOnly;
+            options.optimizerStates = optimizerStates;
+            options.lrSchedulerStates = lrSchedulerStates;
+            options.strict = strict;
             Engine::LoadedCheckpoint loaded;
             {
               py::gil_scoped_release noGil;
-              loaded = e.load_checkpoint(dir, tag);
+              loaded = e.load_checkpoint(dir, tag, options);
             }
-            return std::make_pair(loaded.path, loaded.clientState.dump());
+            return py::make_tuple(loaded.path, loaded.clientState.dump(), loaded.engineState.dump());
           },
-          py::arg("load_dir"), py::arg("tag"))
+          py::arg("load_dir"), py::arg("tag"), py::arg("module_only") = false, py::arg("optimizer_states") = true,
+          py::arg("lr_scheduler_states") = true, py::arg("strict") = true)
       // Collective: fp32 copies of every parameter's full value (ZeRO-3 gathers them), and the way back.
       .def("full_params", [](Engine& e) { return e.strategy().fullParams(); },
            py::call_guard<py::gil_scoped_release>())

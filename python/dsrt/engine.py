@@ -5,10 +5,13 @@ backward, reduces gradients (DDP buckets or ZeRO partitions), clips, steps the o
 schedule, and saves/loads checkpoints. This class adapts calling conventions, nothing more.
 """
 
+import json
+import warnings
+
 import torch
 
 from dsrt import _C
-from dsrt.checkpoint_state import decode_client_state, encode_client_state
+from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, encode_client_state
 from dsrt.data import make_dataloader
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer
 from dsrt.zero.hooks import Stage3Hooks
@@ -186,27 +189,52 @@ class DeepSpeedEngine(torch.nn.Module):
     # ---- checkpoints ------------------------------------------------------------------------------
     def save_checkpoint(self, save_dir, tag=None, client_state=None, save_latest=True,
                         exclude_frozen_parameters=False):
-        """Collective: writes SAVE_DIR/TAG atomically, then points SAVE_DIR/latest at it."""
-        if not save_latest:
-            _unsupported("save_checkpoint(save_latest=False)", "dsrt always moves 'latest' after a complete save")
+        """Collective: writes SAVE_DIR/TAG atomically, then points SAVE_DIR/latest at it (if save_latest).
+
+        dsrt saves the parameters the engine trains: frozen ones (requires_grad=False) are never in the
+        checkpoint, which is what DeepSpeed does with exclude_frozen_parameters=True.
+        """
+        if not exclude_frozen_parameters:
+            self._warn_frozen_not_saved()
         self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag),
-                                     encode_client_state(client_state or {}))
+                                     encode_client_state(client_state or {}), save_latest=bool(save_latest))
         return True
+
+    def _warn_frozen_not_saved(self):
+        if getattr(self, "_frozen_warned", False) or self.global_rank != 0:
+            return
+        trained = {id(p) for p in self._params}
+        frozen = [n for n, p in self.module.named_parameters() if id(p) not in trained]
+        if frozen:
+            self._frozen_warned = True
+            warnings.warn(f"save_checkpoint: {len(frozen)} frozen parameter(s) of the model ('{frozen[0]}' first) "
+                          "are not saved: dsrt checkpoints hold the trained parameters only, as DeepSpeed's "
+                          "exclude_frozen_parameters=True; rebuild them as the model was built before loading",
+                          stacklevel=3)
 
     def load_checkpoint(self, load_dir, tag=None, load_module_strict=True, load_optimizer_states=True,
                         load_lr_scheduler_states=True, load_module_only=False, custom_load_fn=None):
         """Collective: restores model, optimizer (re-partitioned for this world size), scheduler and counters.
 
-        Returns (path, client_state), or (None, None) when LOAD_DIR has no 'latest' and no tag was given.
+        The options behave as DeepSpeed's (docs/checkpoints.md): load_module_only loads the weights alone,
+        load_optimizer_states / load_lr_scheduler_states leave that state fresh, load_module_strict=False
+        tolerates missing and unexpected parameter names. Returns (path, client_state), or (None, None)
+        when LOAD_DIR has no 'latest' and no tag was given.
         """
-        if not (load_module_strict and load_optimizer_states and load_lr_scheduler_states) or load_module_only \
-                or custom_load_fn is not None:
-            _unsupported("load_checkpoint with partial loading options",
-                         "dsrt restores the whole engine state; use dsrt.utils.zero_to_fp32 to read weights only")
-        path, client = self._engine.load_checkpoint(str(load_dir), None if tag is None else str(tag))
+        if custom_load_fn is not None:
+            _unsupported("load_checkpoint(custom_load_fn=...)",
+                         "dsrt loads the module weights itself, by parameter name; load_module_strict=False "
+                         "tolerates missing or extra names, or read the weights with dsrt.utils.zero_to_fp32 "
+                         "and map them onto the model before dsrt.initialize")
+        path, client, saved = self._engine.load_checkpoint(
+            str(load_dir), None if tag is None else str(tag), module_only=bool(load_module_only),
+            optimizer_states=bool(load_optimizer_states), lr_scheduler_states=bool(load_lr_scheduler_states),
+            strict=bool(load_module_strict))
         if not path:
             return None, None
-        return path, decode_client_state(client)
+        return path, deepspeed_client_state(decode_client_state(client), json.loads(saved), bool(load_module_only),
+                                            bool(load_optimizer_states), bool(load_lr_scheduler_states),
+                                            self._engine.has_scheduler)
 
     def save_16bit_model(self, save_dir, save_filename="pytorch_model.bin"):
         """Collective: rank 0 writes the full weights in the model's dtype; False when ZeRO-3 skips it."""

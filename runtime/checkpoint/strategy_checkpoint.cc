@@ -9,6 +9,7 @@
 #include "runtime/checkpoint/checkpoint_layout.h"
 #include "runtime/checkpoint/checkpoint_states.h"
 #include "runtime/checkpoint/consolidate.h"
+#include "runtime/checkpoint/module_weights.h"
 #include "runtime/checkpoint/repartition.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/zero/partitioned_strategy.h"
@@ -61,11 +62,50 @@ std::vector<int64_t> shapeOf(const StrategyHandle& h, size_t i) {
   return h.params[i].sizes().vec();
 }
 
+NamedShapes modelShapes(const StrategyHandle& h) {
+  NamedShapes out;
+  out.names = namesOf(h);
+  const size_t count = h.paramShapes.empty() ? h.params.size() : h.paramShapes.size();
+  for (size_t i = 0; i < count; ++i) out.shapes.push_back(shapeOf(h, i));
+  out.names.resize(count);
+  return out;
+}
+
+NamedShapes savedShapes(const ModelStates& m) {
+  NamedShapes out;
+  out.names = m.paramNames;
+  for (const auto& t : m.params) out.shapes.push_back(t.sizes().vec());
+  return out;
+}
+
+// Weights-only load (load_optimizer_states=False / load_module_only=True): the module file's full
+// weights set the parameters and any fp32 master; the optimizer state is not touched. Collective: every
+// rank read the same file, so every rank agrees on whether kept parameters must be gathered first.
+void loadWeightsOnly(const StrategyHandle& h, const ModelStates& m, const WeightMatch& match,
+                     c10::ScalarType dtype, const std::string& what) {
+  std::vector<at::Tensor> full(match.source.size());
+  bool keepSome = false;
+  for (int64_t s : match.source) keepSome = keepSome || s < 0;
+  if (keepSome) {
+    std::string err = attempt([&] { full = h.strategy->fullParams(); });  // ZeRO gathers
+    agree(h, err, what);
+  }
+  std::string err = attempt([&] {
+    for (size_t i = 0; i < full.size(); ++i) {
+      at::Tensor w = match.source[i] >= 0 ? m.params[static_cast<size_t>(match.source[i])] : full[i];
+      // DeepSpeed's masters come from the 16-bit module weights, so they hold the rounded values.
+      full[i] = dtype == at::kFloat ? w.to(at::kFloat) : w.to(dtype).to(at::kFloat);
+    }
+    h.strategy->loadFullParams(full);
+  });
+  agree(h, err, what);
+}
+
 }  // namespace
 
 void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, const std::string& tag,
                             const nlohmann::json& engineState, const nlohmann::json& clientState,
-                            const FileWrittenHook& afterFile) {
+                            const FileWrittenHook& afterFile, bool updateLatest) {
   validateTag(tag);
   std::string staging = stagingDir(dir, tag);
   agree(h, h.rank == 0 ? attempt([&] { beginStaging(dir, tag); }) : "", "checkpoint save (staging " + staging + ")");
@@ -110,37 +150,37 @@ void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, con
     }
   });
   agree(h, err, "checkpoint save of " + staging);
-  agree(h, h.rank == 0 ? attempt([&] { commitStaging(dir, tag); }) : "", "checkpoint commit of " + staging);
+  agree(h, h.rank == 0 ? attempt([&] { commitStaging(dir, tag, updateLatest); }) : "", "checkpoint commit of " + staging);
 }
 
 LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& dir,
-                                    const std::optional<std::string>& tag) {
+                                    const std::optional<std::string>& tag, const StrategyLoadOptions& options) {
   LoadedStates out;
   at::Tensor master;
+  ModelStates m;
+  WeightMatch match;
   std::string err = attempt([&] {
     out.tag = resolveTag(dir, tag);
     const std::string tdir = tagDir(dir, out.tag);
     const std::string modelPath = tdir + "/" + modelStatesFileName(0, 0);
-    const ModelStates m = readModelStates(modelPath);
+    m = readModelStates(modelPath);
     out.engineState = m.engineState;
     out.clientState = m.clientState;
     out.savedWorldSize = m.worldSize;
-    if ((m.zeroStage == 0) != (h.zeroStage == 0)) {
+    if (options.optimizerStates && (m.zeroStage == 0) != (h.zeroStage == 0)) {
       throw CheckpointError(modelPath + ": saved at ZeRO stage " + std::to_string(m.zeroStage) +
                             ", cannot load into stage " + std::to_string(h.zeroStage) + ", got 'stage " +
-                            std::to_string(m.zeroStage) + "'");
+                            std::to_string(m.zeroStage) + "'\n  hint: load_checkpoint(load_optimizer_states=False) "
+                            "or load_module_only=True loads the weights alone");
     }
-    const size_t count = h.paramShapes.empty() ? h.params.size() : h.paramShapes.size();
-    if (m.params.size() != count) {
-      throw CheckpointError(modelPath + ": the model has " + std::to_string(count) +
-                            " parameters, got '" + std::to_string(m.params.size()) + "'");
-    }
-    for (size_t i = 0; i < m.params.size(); ++i) {
-      if (!m.params[i].sizes().equals(shapeOf(h, i))) {
-        throw CheckpointError(modelPath + ": parameter '" + m.paramNames[i] + "' has shape " +
-                              c10::str(at::IntArrayRef(shapeOf(h, i))) + " in the model, got '" +
-                              c10::str(m.params[i].sizes()) + "'");
-      }
+    match = matchModuleWeights(savedShapes(m), modelShapes(h), options.strict, modelPath);
+    if (!options.optimizerStates) return;  // the weights are set below, collectively
+    if (!match.identity()) {
+      throw CheckpointError(modelPath + ": load_module_strict=False: the optimizer state belongs to the "
+                            "checkpoint's parameters, which differ from the model's (missing: " +
+                            joinNames(match.missing) + "; unexpected: " + joinNames(match.unexpected) +
+                            "), got 'load_optimizer_states=True'\n  hint: load_checkpoint(load_optimizer_states="
+                            "False) or load_module_only=True loads the matching weights alone");
     }
     optim::FlatOptimizer& opt = h.strategy->optimizer();
     zero::PartitionedStrategy* z = zeroOf(h);
@@ -178,6 +218,10 @@ LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& 
     opt.loadState(state, step);
   });
   agree(h, err, "checkpoint load from " + dir);
+  if (!options.optimizerStates) {
+    loadWeightsOnly(h, m, match, options.weightsDtype, "checkpoint load from " + dir);
+    return out;
+  }
   // The collective part runs only once every rank has read its files without error. The exact fp32
   // masters from the partitions define the model (the module file's weights may be rounded to 16 bits
   // and are only checked for names and shapes above).

@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
 #include <nlohmann/json.hpp>
+#include <c10/core/ScalarType.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <functional>
@@ -40,11 +41,12 @@ struct StrategyHandle {
 /// here behaves like a crash of that rank mid-save.
 using FileWrittenHook = std::function<void(const std::string& path)>;
 
-/// Saves to DIR/TAG and points DIR/latest at TAG. `engineState` (counters, scheduler position) and
-/// `clientState` are stored in the module file and returned by loadStrategyCheckpoint.
+/// Saves to DIR/TAG and, when `updateLatest` (DeepSpeed's save_latest), points DIR/latest at TAG.
+/// `engineState` (counters, scheduler position) and `clientState` are stored in the module file and
+/// returned by loadStrategyCheckpoint.
 void saveStrategyCheckpoint(const StrategyHandle& h, const std::string& dir, const std::string& tag,
                             const nlohmann::json& engineState, const nlohmann::json& clientState,
-                            const FileWrittenHook& afterFile = nullptr);
+                            const FileWrittenHook& afterFile = nullptr, bool updateLatest = true);
 
 /// What a load returns besides the restored model states.
 struct LoadedStates {
@@ -54,8 +56,26 @@ struct LoadedStates {
   int savedWorldSize = 1;
 };
 
-/// Loads DIR/TAG (DIR/latest's tag when none given) into the parameters and the optimizer.
+/// What a load restores below the engine's counters. The defaults restore everything.
+struct StrategyLoadOptions {
+  /// true: the exact fp32 masters and the optimizer state (re-partitioned), as saved; the module file's
+  /// names and shapes must match the model's (module_weights.h, strict). false (DeepSpeed's
+  /// load_optimizer_states=False or load_module_only=True): only the module file's full weights are loaded,
+  /// at any world size and from any ZeRO stage; the optimizer state is left as it is and any fp32 master
+  /// is refreshed from the loaded weights.
+  bool optimizerStates = true;
+  /// DeepSpeed's load_module_strict (module_weights.h). Not strict with optimizerStates needs the same
+  /// parameters as the checkpoint (the optimizer state is laid out by them).
+  bool strict = true;
+  /// Weights-only loads: the dtype the weights pass through before they set the parameters and masters.
+  /// The engine passes its 16-bit model dtype, because DeepSpeed refreshes the fp32 masters from the
+  /// 16-bit module weights (refresh_fp32_params / _restore_from_bit16_weights). kFloat: unchanged.
+  c10::ScalarType weightsDtype = c10::ScalarType::Float;
+};
+
+/// Loads DIR/TAG (DIR/latest's tag when none given) into the parameters and, per `options`, the optimizer.
 LoadedStates loadStrategyCheckpoint(const StrategyHandle& h, const std::string& dir,
-                                    const std::optional<std::string>& tag = std::nullopt);
+                                    const std::optional<std::string>& tag = std::nullopt,
+                                    const StrategyLoadOptions& options = {});
 
 }  // namespace dsrt::checkpoint
