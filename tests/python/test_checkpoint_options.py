@@ -227,3 +227,51 @@ def test_frozen_parameters_are_never_saved_and_the_default_says_so(tmp_path):
         engine.save_checkpoint(tmp_path, tag="default")
     names = set(get_fp32_state_dict_from_zero_checkpoint(tmp_path, "default"))
     assert names == {"0.bias", "2.weight", "2.bias"}
+
+
+class HalfSafeLinear(torch.nn.Module):
+    """fp16 weights, computed in fp32 (CPU LibTorch has no fp16 matmul)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x.float(), self.lin.weight.float(), self.lin.bias.float())
+
+
+@pytest.mark.parametrize("stage", [0, 2])
+def test_fp16_loss_scale_follows_the_optimizer_state(tmp_path, stage):
+    """DeepSpeed keeps the loss scaler in the optimizer's state dict: it comes back with the optimizer
+    state only; skipped_steps is a counter and comes back unless load_module_only."""
+    cfg = config(fp16={"enabled": True, "initial_scale_power": 8}, zero_optimization={"stage": stage})
+    torch.manual_seed(0)
+    engine, _, _, _ = deepspeed.initialize(model=HalfSafeLinear(), config=cfg)
+    for _ in range(2):  # inf gradients: skipped steps, and the scale drops (after the hysteresis at ZeRO)
+        loss = engine(torch.full((4, 8), 1e4)).pow(2).mean() * 1e30
+        engine.backward(loss)
+        engine.step()
+    loss = engine(torch.randn(4, 8)).pow(2).mean()
+    engine.backward(loss)
+    engine.step()
+    saved_scale = engine.cur_scale
+    assert saved_scale < 256 and engine.skipped_steps == 2
+    engine.save_checkpoint(tmp_path)
+
+    def loaded(**options):
+        torch.manual_seed(1)
+        model = HalfSafeLinear()
+        fresh, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+        fresh.load_checkpoint(tmp_path, **options)
+        return fresh, model
+
+    full, _ = loaded()
+    assert (full.cur_scale, full.skipped_steps, full.global_steps) == (saved_scale, 2, 3)
+    no_optim, _ = loaded(load_optimizer_states=False)
+    assert (no_optim.cur_scale, no_optim.skipped_steps, no_optim.global_steps) == (256, 2, 3)
+    module_only, model = loaded(load_module_only=True)
+    assert (module_only.cur_scale, module_only.skipped_steps, module_only.global_steps) == (256, 0, 0)
+    # The fp32 masters were refreshed from the fp16 weights (DeepSpeed's refresh_fp32_params).
+    masters = module_only._engine.full_params()
+    assert torch.equal(masters[0], model.lin.weight.detach().float())
+    assert torch.equal(masters[1], model.lin.bias.detach().float())
