@@ -275,3 +275,19 @@ def test_fp16_loss_scale_follows_the_optimizer_state(tmp_path, stage):
     masters = module_only._engine.full_params()
     assert torch.equal(masters[0], model.lin.weight.detach().float())
     assert torch.equal(masters[1], model.lin.bias.detach().float())
+
+
+def test_load_module_strict_false_at_stage3_keeps_the_missing_parameters_partitioned_values(tmp_path):
+    cfg = config(zero_optimization={"stage": 3})
+    engine, _, _, _ = deepspeed.initialize(model=tiny_model(6), config=cfg)
+    train_steps(engine, 2)
+    engine.save_checkpoint(tmp_path)
+    saved = engine._engine.full_params()
+    bigger, _, _, _ = deepspeed.initialize(model=tiny_model(7, extra=True), config=cfg)
+    before = bigger._engine.full_params()
+    _, client = bigger.load_checkpoint(tmp_path, load_module_strict=False, load_optimizer_states=False)
+    after = bigger._engine.full_params()
+    assert all(torch.equal(a, s) for a, s in zip(after[:4], saved))
+    assert all(torch.equal(a, b) for a, b in zip(after[4:], before[4:]))
+    assert bigger.global_steps == 2 and client == {"optimizer": None}
+    train_steps(bigger, 1)
