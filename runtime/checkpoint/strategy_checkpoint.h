@@ -4,15 +4,16 @@
 // and the client state; for ZeRO every rank writes its fp32 partition and optimizer state. Saves go
 // through the atomic commit protocol (checkpoint_commit.h). Loads re-partition ZeRO state when the
 // checkpoint was written by another number of ranks (stages 1 and 2 share one layout, so either loads
-// the other). Stage 0 <-> ZeRO is refused (different optimizer layouts).
+// the other). Stage 0 <-> ZeRO is refused (different optimizer layouts) unless the load is weights-only
+// (StrategyLoadOptions::optimizerStates false: DeepSpeed's load_module_only / load_optimizer_states=False).
 // Collective over the strategy's process group: every rank calls with the same dir and tag.
 // Errors: CheckpointError (one line naming the file); a failure on any rank fails the call on every
 // rank (no rank hangs in a barrier), and a failed save never moves `latest`.
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
 #include <c10/util/intrusive_ptr.h>
 #include <nlohmann/json.hpp>
-#include <c10/core/ScalarType.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <functional>
