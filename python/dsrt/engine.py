@@ -5,13 +5,10 @@ backward, reduces gradients (DDP buckets or ZeRO partitions), clips, steps the o
 schedule, and saves/loads checkpoints. This class adapts calling conventions, nothing more.
 """
 
-import json
-import warnings
-
 import torch
 
 from dsrt import _C
-from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, encode_client_state
+from dsrt.checkpoint_state import decode_client_state, encode_client_state
 from dsrt.data import make_dataloader
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer
 from dsrt.zero.hooks import Stage3Hooks
@@ -206,6 +203,7 @@ class DeepSpeedEngine(torch.nn.Module):
         trained = {id(p) for p in self._params}
         frozen = [n for n, p in self.module.named_parameters() if id(p) not in trained]
         if frozen:
+            import warnings
             self._frozen_warned = True
             warnings.warn(f"save_checkpoint: {len(frozen)} frozen parameter(s) of the model ('{frozen[0]}' first) "
                           "are not saved: dsrt checkpoints hold the trained parameters only, as DeepSpeed's "
@@ -232,6 +230,9 @@ class DeepSpeedEngine(torch.nn.Module):
             strict=bool(load_module_strict))
         if not path:
             return None, None
+        # Local imports keep this file's import block as it was (the optimizer side of this class changes apart).
+        import json
+        from dsrt.checkpoint_state import deepspeed_client_state
         return path, deepspeed_client_state(decode_client_state(client), json.loads(saved), bool(load_module_only),
                                             bool(load_optimizer_states), bool(load_lr_scheduler_states),
                                             self._engine.has_scheduler)
