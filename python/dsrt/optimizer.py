@@ -7,7 +7,8 @@ hyper-parameters of those groups: the engine reads each group's lr, weight_decay
 every step, so a torch or Hugging Face LR scheduler built on it (or on the client optimizer that was
 passed in, whose param_groups it shares), or a script setting ``group["lr"]`` by hand, moves the lr the
 engine uses, as with DeepSpeed. A client torch.optim.Adam/AdamW/SGD is accepted by reading its
-hyper-parameters into the optimizer block; any other optimizer object is refused with the alternative.
+hyper-parameters into the optimizer block (as are deepspeed.ops.adam's FusedAdam and DeepSpeedCPUAdam);
+any other optimizer object is refused with the alternative.
 """
 
 import warnings
@@ -128,7 +129,8 @@ def optimizer_block(optimizer) -> dict:
     """The ds_config optimizer block equivalent to a client torch.optim.Adam/AdamW/SGD (its defaults; the
     groups keep their own lr/weight_decay/betas/eps); raises DsrtError naming what cannot be carried over
     (other classes, settings that differ per group, amsgrad, existing state)."""
-    kind = _TRANSLATABLE.get(type(optimizer))
+    from dsrt.ops.adam import _DeepSpeedAdam
+    kind = "Adam" if isinstance(optimizer, _DeepSpeedAdam) else _TRANSLATABLE.get(type(optimizer))
     if kind is None:
         raise _C.DsrtError(f"initialize(optimizer=...): dsrt cannot partition a client optimizer of type "
                            f"{type(optimizer).__module__}.{type(optimizer).__name__}: the C++ engine steps its "
@@ -147,7 +149,10 @@ def optimizer_block(optimizer) -> dict:
                   "nesterov": d["nesterov"], "weight_decay": d["weight_decay"]}
     else:
         params = {"lr": lr, "betas": list(d["betas"]), "eps": d["eps"], "weight_decay": d["weight_decay"]}
-        if kind == "Adam":
+        if isinstance(optimizer, _DeepSpeedAdam):  # deepspeed.ops.adam: its own switches
+            params["adam_w_mode"] = bool(optimizer.adam_w_mode)
+            params["bias_correction"] = bool(d["bias_correction"])
+        elif kind == "Adam":
             params["adam_w_mode"] = False  # torch.optim.Adam's weight decay is L2, not decoupled
     return {"type": kind, "params": params}
 
