@@ -73,6 +73,8 @@ check "a rank failing every time: exit 7 once the budget is spent" test "$rc" = 
 check "4 worlds ran (the first and 3 restarts)" test "$(awk '{print $9}' "$WORK/budget/starts" | sort -u | wc -l)" = 4
 check "the last line says the budget is spent" \
   grep -qE "^dsrun: rank 1 on dsn[0-9] \(pid [0-9]+\) exited with code 7; no restart left \(--max_restarts 3 used\)$" "$WORK/budget.err"
+check "the summary counts the 3 restarts that happened, not the failure that ended the job" \
+  grep -q "^dsrun: elastic summary: 3 restart(s) (3 rank failure)" "$WORK/budget.err"
 [ "$rc" = 7 ] || show budget
 
 # c. A host lost: the sshd session serving dsn2 is killed (the connection closes under the job). The job
