@@ -359,8 +359,7 @@ int ElasticJob::run() {
     membership.roundSurvived(minus(hostNames(*world), blamed), now() - roundStart);
     if (failureRestarts >= bounds.maxRestarts) {
       say(strCat("dsrun: ", outcome.cause, "; no restart left (--max_restarts ", bounds.maxRestarts, " used)"));
-      restarts_.push_back({hostLost ? "host lost" : "rank failure", 0});
-      printSummary(now());
+      printSummary(now());  // the failure that ends the job restarted nothing: not counted as a restart
       return code;
     }
     ++failureRestarts;

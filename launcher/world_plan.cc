@@ -179,6 +179,10 @@ void planRanks(WorldPlan& plan, const Options& options) {
       r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
       r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
       r.env[kEnvJobId] = plan.jobId;
+      if (r.env.count(kEnvRoleWorldSize) != 0) {
+        // An elastic round exported torchrun's role variables: one role, so ROLE_RANK is the global rank.
+        r.env[kEnvRoleRank] = std::to_string(rank);
+      }
       if (options.launch.bindCoresToRank) {
         r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
         r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());

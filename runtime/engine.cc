@@ -142,7 +142,8 @@ void convertParams(std::vector<at::Tensor>& params, c10::ScalarType dtype) {
 
 }  // namespace
 
-Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
+Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
+               std::vector<int> paramGroups)
     : config_(std::move(config)), dist_(std::move(dist)) {
   tuneMallocForTraining();  // before the first step's allocations (malloc_tuning.h)
   TORCH_CHECK(dist_ && dist_->pg, "dsrt::Engine: no process group (call dsrt::init_distributed first)");
@@ -153,6 +154,9 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   std::vector<at::Tensor> all = params;
   StrategyContext ctx = contextFor(std::move(params), config_, *dist_);
   ctx.timers = &timers_;
+  TORCH_CHECK(paramGroups.empty() || paramGroups.size() == ctx.params.size(), "dsrt::Engine: ", paramGroups.size(),
+              " param group indices for ", ctx.params.size(), " parameters");
+  ctx.paramGroups = std::move(paramGroups);
   // Broadcast before converting: Gloo cannot broadcast bfloat16, and rounding rank 0's fp32 values
   // gives what DeepSpeed's broadcast of the already-converted module gives.
   broadcastFromRankZero(ctx.params, *dist_->pg);
@@ -242,6 +246,10 @@ void Engine::step() {
 }
 
 void Engine::zero_grad() { strategy_->zeroGrad(); }
+
+void Engine::set_group_settings(std::vector<optim::GroupSettings> settings) {
+  strategy_->optimizer().setGroupSettings(std::move(settings));
+}
 
 void Engine::applyScheduledMomentum() {
   if (!config_.scheduler) {

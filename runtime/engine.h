@@ -24,6 +24,7 @@
 #include "runtime/dist_env.h"
 #include "runtime/engine_timers.h"
 #include "runtime/grad_strategy.h"
+#include "runtime/optim/param_groups.h"
 #include "runtime/precision/loss_scaler.h"
 #include "runtime/precision/precision_plan.h"
 #include "runtime/progress_file.h"
@@ -33,8 +34,11 @@ namespace dsrt {
 class Engine {
  public:
   /// `params`: the model's trainable parameters (their storage may be re-pointed by the strategy);
-  /// `dist`: the process group the config's batch arithmetic was resolved for.
-  Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist);
+  /// `dist`: the process group the config's batch arithmetic was resolved for. `paramGroups`: torch
+  /// param groups, the group index of each parameter (empty: one group); their settings come from
+  /// set_group_settings().
+  Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
+         std::vector<int> paramGroups = {});
   virtual ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -59,6 +63,11 @@ class Engine {
   bool is_gradient_accumulation_boundary() const;
   /// The learning rate the next optimizer step will use.
   double get_lr() const;
+  /// Each param group's hyper-parameters for the following optimizer steps (index = group); unset
+  /// fields take the config's optimizer block and the scheduled lr. The Python API sets them from
+  /// optimizer.param_groups before every step, so a client LR scheduler or a script editing a group's
+  /// lr moves that group's lr, as with a torch optimizer.
+  void set_group_settings(std::vector<optim::GroupSettings> settings);
   /// Zeroes the gradients (done by step() at every boundary already).
   void zero_grad();
 

@@ -62,6 +62,9 @@ struct StrategyContext {
   bool reduceScatter = true;        ///< ZeRO-2: reduce-scatter instead of allreduce
   bool contiguousGradients = true;  ///< ZeRO-2: copy gradients into one contiguous buffer
   OptimizerFactory makeOptimizer;   ///< never empty
+  /// torch param groups: the group of each parameter (params' order), or empty for one group. The
+  /// strategy tells its optimizer which runs of its flat tensor each group owns (FlatOptimizer::setGroupRuns).
+  std::vector<int> paramGroups;
   /// communication_data_type: gradients are reduced in this dtype (converted from and back to the
   /// params' dtype around each collective); nullopt: the params' own dtype, as DeepSpeed.
   std::optional<at::ScalarType> commDtype;

@@ -55,7 +55,7 @@ RoundOutcome sshRoundOutcome(const SshRoundFacts& facts);
 
 /// The variables an elastic round exports to node `nodeRank` besides plan.exports: the restart counter and
 /// torchrun's names the controller put in the env of that node's ranks (dsrun-launch computes RANK,
-/// WORLD_SIZE, ... itself; ROLE_RANK, which differs per rank, is not among them).
+/// WORLD_SIZE, ... itself, and ROLE_RANK = RANK once ROLE_WORLD_SIZE is among the exports).
 EnvMap elasticNodeExports(const WorldPlan& plan, int nodeRank);
 
 /// The line dsrun-launch writes on stderr in an elastic ssh round (--stdin_timeout_ms) just before it

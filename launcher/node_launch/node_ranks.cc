@@ -1,5 +1,6 @@
 #include "launcher/node_launch/node_ranks.h"
 
+#include "common/env_contract.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "launcher/local_backend.h"
@@ -39,6 +40,9 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
     inputs.launcherEnv = env;
     inputs.physicalCores = physicalCores;
     plan.coreList = bindableCores(options, inputs);
+  }
+  if (auto role = env.find(kEnvRoleWorldSize); role != env.end()) {
+    plan.exports[kEnvRoleWorldSize] = role->second;  // an elastic round: planRanks adds each rank's ROLE_RANK
   }
   planRanks(plan, options);
   return rankSpecsForNode(plan, args.nodeRank, env);

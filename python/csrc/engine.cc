@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,9 +33,10 @@ std::string dtypeName(c10::ScalarType t) {
 }
 
 std::shared_ptr<Engine> makeEngine(std::vector<at::Tensor> params, std::vector<std::string> names,
-                                   config::DeepSpeedConfig cfg, std::shared_ptr<DistContext> dist) {
+                                   config::DeepSpeedConfig cfg, std::shared_ptr<DistContext> dist,
+                                   std::vector<int> groups) {
   py::gil_scoped_release noGil;
-  auto engine = std::make_shared<Engine>(std::move(params), std::move(cfg), std::move(dist));
+  auto engine = std::make_shared<Engine>(std::move(params), std::move(cfg), std::move(dist), std::move(groups));
   engine->set_param_names(std::move(names));
   return engine;
 }
@@ -58,6 +60,20 @@ py::dict optimizerSettings(const Engine& e) {
   return d;
 }
 
+/// (lr, weight_decay, beta1, beta2, eps) per group, None where the config's value applies.
+using GroupTuple = std::tuple<std::optional<double>, std::optional<double>, std::optional<double>,
+                              std::optional<double>, std::optional<double>>;
+
+std::vector<optim::GroupSettings> groupSettings(const std::vector<GroupTuple>& tuples) {
+  std::vector<optim::GroupSettings> out;
+  for (const auto& t : tuples) {
+    optim::GroupSettings g;
+    std::tie(g.lr, g.weightDecay, g.beta1, g.beta2, g.eps) = t;
+    out.push_back(g);
+  }
+  return out;
+}
+
 nlohmann::json parseClientState(const std::string& text) {
   return text.empty() ? nlohmann::json::object() : nlohmann::json::parse(text);
 }
@@ -69,19 +85,20 @@ void bindEngine(py::module_& m) {
       .def_static(
           "from_file",
           [](std::vector<at::Tensor> params, std::vector<std::string> names, const std::string& path,
-             std::shared_ptr<DistContext> dist) {
+             std::shared_ptr<DistContext> dist, std::vector<int> groups) {
             auto cfg = loadConfig(path, dist->env.worldSize);
-            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist));
+            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups));
           },
-          py::arg("params"), py::arg("names"), py::arg("path"), py::arg("dist"))
+          py::arg("params"), py::arg("names"), py::arg("path"), py::arg("dist"), py::arg("groups") = std::vector<int>{})
       .def_static(
           "from_json",
           [](std::vector<at::Tensor> params, std::vector<std::string> names, const std::string& text,
-             const std::string& source, std::shared_ptr<DistContext> dist) {
+             const std::string& source, std::shared_ptr<DistContext> dist, std::vector<int> groups) {
             auto cfg = loadConfig(nlohmann::json::parse(text), dist->env.worldSize, source);
-            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist));
+            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups));
           },
-          py::arg("params"), py::arg("names"), py::arg("json"), py::arg("source"), py::arg("dist"))
+          py::arg("params"), py::arg("names"), py::arg("json"), py::arg("source"), py::arg("dist"),
+          py::arg("groups") = std::vector<int>{})
       // Calls fn() (the module's forward) under the engine's forward timer.
       .def("forward", [](Engine& e, const py::function& fn) { return e.forward([&] { return fn(); }); })
       .def("backward", &Engine::backward, py::arg("loss"), py::call_guard<py::gil_scoped_release>())
@@ -89,6 +106,10 @@ void bindEngine(py::module_& m) {
       .def("zero_grad", &Engine::zero_grad, py::call_guard<py::gil_scoped_release>())
       .def("is_gradient_accumulation_boundary", &Engine::is_gradient_accumulation_boundary)
       .def("get_lr", &Engine::get_lr)
+      .def(
+          "set_group_settings",
+          [](Engine& e, const std::vector<GroupTuple>& groups) { e.set_group_settings(groupSettings(groups)); },
+          py::arg("groups"))
       .def_property_readonly("global_steps", &Engine::global_steps)
       .def_property_readonly("global_samples", &Engine::global_samples)
       .def_property_readonly("micro_steps", &Engine::micro_steps)

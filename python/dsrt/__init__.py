@@ -16,7 +16,7 @@ DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.Ds
 import torch  # noqa: F401  (torch's Python bindings must be loaded before dsrt._C uses their types)
 
 from dsrt._C import DsrtError
-from dsrt import comm, zero
+from dsrt import accelerator, checkpointing, comm, ops, zero
 from dsrt.arguments import add_config_arguments
 from dsrt.comm import init_distributed
 from dsrt.engine import DeepSpeedEngine
@@ -26,6 +26,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DeepSpeedEngine",
+    "accelerator",
+    "checkpointing",
+    "ops",
     "DsrtError",
     "add_config_arguments",
     "comm",

@@ -30,15 +30,17 @@ def decode_client_state(text: str):
     return state
 
 
-def deepspeed_client_state(client, saved, module_only, optimizer_states, lr_scheduler_states, has_scheduler):
+def deepspeed_client_state(client, saved, module_only, optimizer_states, lr_scheduler_states, engine_schedules,
+                           client_scheduler_state=None):
     """The client_state DeepSpeed's load_checkpoint returns under the partial-load options.
 
     DeepSpeed's _load_checkpoint hands back every checkpoint entry it did not restore: with
     load_module_only the counters (global_steps, global_samples, skipped_steps, dp_world_size,
-    mp_world_size), with load_lr_scheduler_states=False the saved 'lr_scheduler' state dict and with
-    load_optimizer_states=False 'optimizer' (None where ZeRO/bf16 keep it in partition files; dsrt
-    returns None at every stage). ``saved`` is the engine state the checkpoint holds. The script's own
-    keys win, as they overwrote DeepSpeed's at save time (state.update(client_state)).
+    mp_world_size), with load_lr_scheduler_states=False the saved 'lr_scheduler' state dict (the config
+    scheduler's {'last_batch_iteration': N} from ``saved``, the engine state the checkpoint holds, or the
+    client scheduler's saved state_dict; None without a scheduler) and with load_optimizer_states=False
+    'optimizer' (None where ZeRO/bf16 keep it in partition files; dsrt returns None at every stage). The
+    script's own keys win, as they overwrote DeepSpeed's at save time (state.update(client_state)).
     """
     if not isinstance(client, dict):
         return client
@@ -51,8 +53,11 @@ def deepspeed_client_state(client, saved, module_only, optimizer_states, lr_sche
                      dp_world_size=saved.get("dp_world_size", 1),
                      mp_world_size=1)
     if not lr_scheduler_states:
-        last = saved.get("last_batch_iteration", saved.get("global_steps", 0) - 1)
-        extra["lr_scheduler"] = {"last_batch_iteration": last} if has_scheduler else None
+        if engine_schedules:
+            last = saved.get("last_batch_iteration", saved.get("global_steps", 0) - 1)
+            extra["lr_scheduler"] = {"last_batch_iteration": last}
+        else:
+            extra["lr_scheduler"] = client_scheduler_state
     if not optimizer_states:
         extra["optimizer"] = None
     if not extra:

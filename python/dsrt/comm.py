@@ -125,3 +125,12 @@ def _dist_context(local_rank: int):
     """The engine's view (dsrt._C.DistContext) of torch.distributed's default group."""
     group = dist.distributed_c10d._get_default_group()
     return _C.dist_context(group, local_rank, "torch.distributed")
+
+
+def __getattr__(name):
+    # deepspeed.comm mirrors torch.distributed: what dsrt does not wrap (ReduceOp, reduce_scatter,
+    # all_gather_into_tensor, new_group, send/recv, get_backend, ...) is torch.distributed's own, acting on
+    # the same default group the engine uses.
+    if not name.startswith("_") and hasattr(dist, name):
+        return getattr(dist, name)
+    raise AttributeError(f"module 'dsrt.comm' has no attribute '{name}'")

@@ -10,10 +10,41 @@ import torch
 from dsrt import _C
 from dsrt.checkpoint_state import decode_client_state, encode_client_state
 from dsrt.data import make_dataloader
-from dsrt.optimizer import EngineLRScheduler, EngineOptimizer
+from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
 from dsrt.zero.hooks import Stage3Hooks
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+# client_state keys the engine adds to a checkpoint (and takes out again on load).
+_GROUPS_KEY = "dsrt_param_groups"
+_SCHEDULER_KEY = "lr_scheduler"
+
+
+def _group_indices(params, groups):
+    """The param group of each trained parameter; [] when there is no group structure to pass."""
+    if groups is None:
+        return [0] * len(params)
+    where = {}
+    for i, group in enumerate(groups):
+        for p in group["params"]:
+            where.setdefault(id(p), i)
+    return [where[id(p)] for p in params]
+
+
+def _engine_optimizer(engine, params, groups, client_optimizer):
+    """The torch optimizer view initialize() returns: the client optimizer's groups when one was passed,
+    else model_parameters' groups (or one group) completed with the config's optimizer settings."""
+    defaults = dict(engine.optimizer_settings)
+    defaults["lr"] = engine.get_lr()
+    if client_optimizer is not None:
+        return EngineOptimizer(engine, [{"params": params}], defaults, client=client_optimizer)
+    if groups is None:
+        return EngineOptimizer(engine, [{"params": params}], defaults)
+    trained = {id(p) for p in params}
+    view = [dict(g, params=[p for p in g["params"] if id(p) in trained]) for g in groups]
+    check_groups(view, defaults, "initialize(model_parameters=...)")
+    return EngineOptimizer(engine, view, defaults)
 
 
 def _unsupported(what: str, hint: str):
@@ -24,16 +55,19 @@ class DeepSpeedEngine(torch.nn.Module):
     """Returned by dsrt.initialize(); call it like the model, then backward(loss) and step()."""
 
     def __init__(self, model, named_params, config, config_source, dist_context, local_rank,
-                 training_data=None, collate_fn=None):
+                 training_data=None, collate_fn=None, param_groups=None, client_optimizer=None,
+                 client_lr_scheduler=None):
         super().__init__()
         self.module = model
         names = [n for n, _ in named_params]
         params = [p for _, p in named_params]
+        group_of = _group_indices(params, param_groups)
         if isinstance(config, str):
-            self._engine = _C.Engine.from_file(params, names, config, dist_context)
+            self._engine = _C.Engine.from_file(params, names, config, dist_context, group_of)
         else:
             import json
-            self._engine = _C.Engine.from_json(params, names, json.dumps(config), config_source, dist_context)
+            self._engine = _C.Engine.from_json(params, names, json.dumps(config), config_source, dist_context,
+                                               group_of)
         self.config = config
         self.local_rank = local_rank
         self.global_rank = dist_context.rank
@@ -49,8 +83,16 @@ class DeepSpeedEngine(torch.nn.Module):
             self._zero3 = Stage3Hooks(model)
             zero._register_engine(self, params)
         self._step_applied = False
-        self.optimizer = EngineOptimizer(self._engine, params)
-        self.lr_scheduler = EngineLRScheduler(self._engine) if self._engine.has_scheduler else None
+        self.optimizer = _engine_optimizer(self._engine, params, param_groups, client_optimizer)
+        self._engine_schedules = self._engine.has_scheduler
+        if self._engine_schedules:
+            # DeepSpeed: a scheduler block in the config wins over a client scheduler.
+            self.lr_scheduler = EngineLRScheduler(self._engine, self.optimizer)
+            self._write_scheduled_lr()
+        elif callable(client_lr_scheduler):
+            self.lr_scheduler = client_lr_scheduler(self.optimizer)  # DeepSpeed: a factory gets the optimizer
+        else:
+            self.lr_scheduler = client_lr_scheduler
         self.training_dataloader = (self.deepspeed_io(training_data, collate_fn=collate_fn)
                                     if training_data is not None else None)
 
@@ -90,12 +132,34 @@ class DeepSpeedEngine(torch.nn.Module):
         return loss
 
     def step(self, lr_kwargs=None):
-        """Ends the micro-step; at a gradient accumulation boundary: clip, optimizer step, LR schedule."""
+        """Ends the micro-step; at a gradient accumulation boundary: clip, optimizer step with each param
+        group's lr and weight decay, then the LR scheduler (the config's, or the client's as DeepSpeed
+        steps it: after every step that was applied, with lr_kwargs)."""
         boundary = self._engine.is_gradient_accumulation_boundary()
+        if boundary:
+            self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))
         skipped = self._engine.skipped_steps
         self._engine.step()
-        if boundary:
-            self._step_applied = self._engine.skipped_steps == skipped
+        if not boundary:
+            return
+        self._step_applied = self._engine.skipped_steps == skipped
+        if not self._step_applied:
+            return
+        self.optimizer.count_step()
+        if self._engine_schedules:
+            self._write_scheduled_lr()
+        elif self.lr_scheduler is not None:
+            try:
+                self.lr_scheduler.step(**(lr_kwargs or {}))
+            except TypeError:
+                # DeepSpeed's fallback for schedulers that take the step number (Megatron's).
+                self.lr_scheduler.step(self.global_steps)
+
+    def _write_scheduled_lr(self):
+        # DeepSpeed's schedulers write the lr into every param group; scripts read it from there.
+        lr = self._engine.get_lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def zero_grad(self):
         self._engine.zero_grad()
@@ -131,7 +195,8 @@ class DeepSpeedEngine(torch.nn.Module):
     loss_scale = cur_scale
 
     def get_lr(self):
-        return [self._engine.get_lr()]
+        """Each param group's lr for the next step (DeepSpeed's engine.get_lr())."""
+        return [group["lr"] for group in self.optimizer.param_groups]
 
     def get_global_grad_norm(self):
         norm = self._engine.last_grad_norm
@@ -193,8 +258,10 @@ class DeepSpeedEngine(torch.nn.Module):
         """
         if not exclude_frozen_parameters:
             self._warn_frozen_not_saved()
-        self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag),
-                                     encode_client_state(client_state or {}), save_latest=bool(save_latest))
+        state = dict(client_state or {})
+        state.update(self._engine_client_state())
+        self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag), encode_client_state(state),
+                                     save_latest=bool(save_latest))
         return True
 
     def _warn_frozen_not_saved(self):
@@ -233,13 +300,43 @@ class DeepSpeedEngine(torch.nn.Module):
         # Local imports keep this file's import block as it was (the optimizer side of this class changes apart).
         import json
         from dsrt.checkpoint_state import deepspeed_client_state
-        return path, deepspeed_client_state(decode_client_state(client), json.loads(saved), bool(load_module_only),
+        client = decode_client_state(client)
+        client_scheduler = client.get(_SCHEDULER_KEY) if isinstance(client, dict) else None
+        # DeepSpeed: the groups' hyper-parameters live in the optimizer's state dict, so they come back with
+        # the optimizer state; the scheduler with load_lr_scheduler_states; neither with load_module_only.
+        client = self._restore_engine_client_state(
+            client, restore_scheduler=load_lr_scheduler_states and not load_module_only,
+            restore_groups=load_optimizer_states and not load_module_only)
+        return path, deepspeed_client_state(client, json.loads(saved), bool(load_module_only),
                                             bool(load_optimizer_states), bool(load_lr_scheduler_states),
-                                            self._engine.has_scheduler)
+                                            self._engine_schedules, client_scheduler)
 
     def save_16bit_model(self, save_dir, save_filename="pytorch_model.bin"):
         """Collective: rank 0 writes the full weights in the model's dtype; False when ZeRO-3 skips it."""
         return self._engine.save_16bit_model(str(save_dir), save_filename)
+
+    def _engine_client_state(self):
+        """What the checkpoint keeps besides the C++ engine's state: the param groups' hyper-parameters
+        and a client LR scheduler's state (DeepSpeed saves both)."""
+        state = {_GROUPS_KEY: self.optimizer.hyper_parameters()}
+        if self.lr_scheduler is not None and not self._engine_schedules:
+            state[_SCHEDULER_KEY] = self.lr_scheduler.state_dict()
+        return state
+
+    def _restore_engine_client_state(self, client, restore_scheduler=True, restore_groups=True):
+        """Takes _engine_client_state()'s entries out of a loaded client_state and applies them."""
+        if not isinstance(client, dict):
+            return client
+        groups = client.pop(_GROUPS_KEY, None)
+        scheduler = client.pop(_SCHEDULER_KEY, None)
+        if restore_groups:
+            self.optimizer.load_hyper_parameters(groups)
+        if restore_scheduler and scheduler is not None and self.lr_scheduler is not None \
+                and not self._engine_schedules:
+            self.lr_scheduler.load_state_dict(scheduler)
+        if self._engine_schedules:
+            self._write_scheduled_lr()
+        return client
 
     def __getattr__(self, name):
         # Like DeepSpeed's engine: attributes the engine lacks come from the wrapped module.

@@ -6,10 +6,7 @@ import torch
 
 from dsrt import _C, comm
 from dsrt.engine import DeepSpeedEngine
-from dsrt.optimizer import client_params, optimizer_block
-
-_GROUP_KEYS_ALLOWED = {"params", "name"}
-
+from dsrt.optimizer import optimizer_block
 
 def _config_source(args, config, config_params):
     """DeepSpeed's rules: config= (or its old name config_params=) or args.deepspeed_config, not both."""
@@ -32,24 +29,23 @@ def _config_source(args, config, config_params):
     return config
 
 
-def _wanted_params(model_parameters):
-    """Flattens model_parameters (tensors, or DeepSpeed/torch param groups); refuses per-group settings."""
+def _param_groups(model_parameters):
+    """model_parameters as torch param groups: a list of dicts with a "params" list (tensors, or
+    DeepSpeed/torch param groups with their own lr, weight_decay, ...); None when not given."""
     if model_parameters is None:
         return None
-    wanted = []
-    for i, item in enumerate(list(model_parameters)):
+    groups, loose = [], []
+    for item in list(model_parameters):
         if isinstance(item, dict):
-            extra = sorted(set(item) - _GROUP_KEYS_ALLOWED)
-            if extra:
-                raise _C.DsrtError(
-                    f"initialize: model_parameters group {i} sets {', '.join(extra)}; dsrt applies the config's "
-                    f"optimizer settings to all parameters\n  hint: pass model.parameters() (or groups with "
-                    f"only 'params') and set the optimizer block in the config")
-            group = item["params"]
-            wanted.extend([group] if isinstance(group, torch.Tensor) else list(group))
+            group = dict(item)
+            params = group["params"]
+            group["params"] = [params] if isinstance(params, torch.Tensor) else list(params)
+            groups.append(group)
         else:
-            wanted.append(item)
-    return wanted
+            loose.append(item)
+    if loose:
+        groups.insert(0, {"params": loose})
+    return groups
 
 
 def _named_trainable(model, wanted):
@@ -96,10 +92,6 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
         raise _C.DsrtError(f"initialize: model must be a torch.nn.Module, got {type(model).__name__}")
     if mpu is not None:
         raise _C.DsrtError("initialize(mpu=...): model parallelism is not supported by dsrt (data parallel only)")
-    if lr_scheduler is not None:
-        raise _C.DsrtError("initialize(lr_scheduler=...): dsrt runs the config's scheduler in its engine and "
-                           "cannot step a client scheduler object\n  hint: describe it in the config's "
-                           "\"scheduler\" block (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)")
     config = _config_source(args, config, config_params)
     source = config if isinstance(config, str) else "<config dict>"
     if optimizer is not None:
@@ -107,14 +99,15 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
             raise _C.DsrtError("initialize(optimizer=<callable>): dsrt builds its optimizer from the config's "
                                "\"optimizer\" block, not from a factory function")
         config = _with_client_optimizer(config, optimizer)
-        if model_parameters is None:
-            model_parameters = client_params(optimizer)
     comm.init_distributed(distributed_port=distributed_port, dist_init_required=dist_init_required,
                           verbose=False)
     local_rank = int(os.environ.get("LOCAL_RANK", getattr(args, "local_rank", 0) or 0))
-    named = _named_trainable(model, _wanted_params(model_parameters))
+    groups = optimizer.param_groups if optimizer is not None else _param_groups(model_parameters)
+    wanted = None if groups is None else [p for g in groups for p in g["params"]]
+    named = _named_trainable(model, wanted)
     if named[0][1].is_cuda:
         torch.cuda.set_device(named[0][1].device)
     engine = DeepSpeedEngine(model, named, config, source, comm._dist_context(local_rank), local_rank,
-                             training_data=training_data, collate_fn=collate_fn)
+                             training_data=training_data, collate_fn=collate_fn, param_groups=groups,
+                             client_optimizer=optimizer, client_lr_scheduler=lr_scheduler)
     return engine, engine.optimizer, engine.training_dataloader, engine.lr_scheduler

@@ -1,10 +1,14 @@
 """The optimizer and LR scheduler objects initialize() returns, and client optimizers translated to the
 config's optimizer block.
 
-The C++ engine owns the optimizer (its state is partitioned by ZeRO, offloaded, checkpointed), so the
-returned objects are views of it: ``optimizer.param_groups[0]["lr"]`` reads the scheduled learning rate,
-as scripts do for logging. A client torch.optim.Adam/AdamW/SGD is accepted by reading its
-hyper-parameters into the optimizer block; any other optimizer object is refused with the alternative.
+The C++ engine owns the optimizer (its state is partitioned by ZeRO, offloaded, checkpointed). What
+initialize() returns as the optimizer is a torch.optim.Optimizer whose param_groups are the live
+hyper-parameters of those groups: the engine reads each group's lr, weight_decay, betas and eps before
+every step, so a torch or Hugging Face LR scheduler built on it (or on the client optimizer that was
+passed in, whose param_groups it shares), or a script setting ``group["lr"]`` by hand, moves the lr the
+engine uses, as with DeepSpeed. A client torch.optim.Adam/AdamW/SGD is accepted by reading its
+hyper-parameters into the optimizer block (as are deepspeed.ops.adam's FusedAdam and DeepSpeedCPUAdam);
+any other optimizer object is refused with the alternative.
 """
 
 import warnings
@@ -13,20 +17,40 @@ import torch
 
 from dsrt import _C
 
+_HINT = "\n  hint: remove optimizer= and describe the optimizer in the config's \"optimizer\" block " \
+        "(Adam, AdamW or SGD), which dsrt partitions and offloads"
 
-class EngineOptimizer:
-    """What initialize() returns as its optimizer: the engine's optimizer, read-only."""
+# Per-group settings the engine applies group by group; every other torch setting must be the same in
+# all groups (the flat partitions share one update rule).
+_PER_GROUP = {"params", "lr", "weight_decay", "betas", "eps", "initial_lr"}
+_SHARED = ("momentum", "dampening", "nesterov", "amsgrad", "maximize", "foreach", "capturable",
+           "differentiable", "fused", "bias_correction", "adam_w_mode")
 
-    def __init__(self, engine, params):
+
+def check_groups(groups, defaults, where):
+    """Refuses groups whose update rule differs from ``defaults`` in a setting dsrt cannot vary per group."""
+    for i, g in enumerate(groups):
+        for key in _SHARED:
+            if key in g and key in defaults and g[key] != defaults[key]:
+                raise _C.DsrtError(f"{where}: parameter group {i} sets {key}={g[key]!r} but the optimizer uses "
+                                   f"{defaults[key]!r}; dsrt varies only lr, weight_decay, betas and eps per group")
+
+
+class EngineOptimizer(torch.optim.Optimizer):
+    """What initialize() returns as its optimizer: the engine's optimizer seen as a torch optimizer.
+
+    ``param_groups`` hold each group's hyper-parameters (torch's keys); schedulers write their lr there.
+    Stepping is the engine's: ``optimizer.step()`` is refused with the call to make instead.
+    """
+
+    def __init__(self, engine, groups, defaults, client=None):
+        super().__init__(groups, defaults)
+        if client is not None:
+            # The client optimizer's own dicts: a scheduler built on it moves the engine's lr.
+            self.param_groups = client.param_groups
+        self._client = client
         self._engine = engine
-        self._params = params
-
-    @property
-    def param_groups(self):
-        group = dict(self._engine.optimizer_settings)
-        group["lr"] = self._engine.get_lr()
-        group["params"] = self._params
-        return [group]
+        self._step_count = 0
 
     @property
     def cur_scale(self):
@@ -40,17 +64,56 @@ class EngineOptimizer:
     def step(self, closure=None):
         raise _C.DsrtError("optimizer.step(): the engine steps its optimizer\n  hint: call engine.step()")
 
+    def count_step(self):
+        """Called by the engine after an optimizer step was taken: torch's LR schedulers check that the
+        optimizer stepped before them (their "lr_scheduler.step() before optimizer.step()" warning)."""
+        for opt in (self, self._client):
+            if opt is not None:
+                opt._step_count = getattr(opt, "_step_count", 0) + 1
+                opt._opt_called = True  # torch >= 2.0's marker for the same check
+
+    def group_settings(self, engine_schedules):
+        """(lr, weight_decay, beta1, beta2, eps) per group for the C++ engine. With a config scheduler the
+        engine's schedule sets lr (and OneCycle's betas) for every group, as DeepSpeed's schedulers do."""
+        out = []
+        for g in self.param_groups:
+            betas = g.get("betas")
+            lr = None if engine_schedules else float(g["lr"])
+            b1, b2 = (None, None) if engine_schedules or betas is None else (float(betas[0]), float(betas[1]))
+            eps = g.get("eps")
+            out.append((lr, float(g.get("weight_decay", 0.0)), b1, b2, None if eps is None else float(eps)))
+        return out
+
+    def hyper_parameters(self):
+        """The groups' hyper-parameters (no tensors), for checkpoints."""
+        return [{k: list(v) if isinstance(v, tuple) else v for k, v in g.items() if k != "params"}
+                for g in self.param_groups]
+
+    def load_hyper_parameters(self, saved):
+        """Restores what hyper_parameters() returned, when the groups still match in number."""
+        if not saved or len(saved) != len(self.param_groups):
+            return
+        for group, values in zip(self.param_groups, saved):
+            group.update({k: tuple(v) if k == "betas" else v for k, v in values.items()})
+
 
 class EngineLRScheduler:
     """What initialize() returns as its lr_scheduler when the config has a scheduler block."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, optimizer):
         self._engine = engine
+        self.optimizer = optimizer
 
     def get_lr(self):
-        return [self._engine.get_lr()]
+        return [self._engine.get_lr()] * len(self.optimizer.param_groups)
 
     get_last_lr = get_lr
+
+    def state_dict(self):
+        return {}  # the engine's checkpoint holds the schedule position
+
+    def load_state_dict(self, state_dict):
+        pass
 
     def step(self, *args, **kwargs):
         # DeepSpeed's engine already steps its scheduler at every optimizer step; a second step here would
@@ -63,32 +126,33 @@ _TRANSLATABLE = {torch.optim.Adam: "Adam", torch.optim.AdamW: "AdamW", torch.opt
 
 
 def optimizer_block(optimizer) -> dict:
-    """The ds_config optimizer block equivalent to a client torch.optim.Adam/AdamW/SGD; raises DsrtError
-    naming what cannot be carried over (other classes, per-group settings, amsgrad, existing state)."""
-    hint = "\n  hint: remove optimizer= and describe the optimizer in the config's \"optimizer\" block " \
-           "(Adam, AdamW or SGD), which dsrt partitions and offloads"
-    kind = _TRANSLATABLE.get(type(optimizer))
+    """The ds_config optimizer block equivalent to a client torch.optim.Adam/AdamW/SGD (its defaults; the
+    groups keep their own lr/weight_decay/betas/eps); raises DsrtError naming what cannot be carried over
+    (other classes, settings that differ per group, amsgrad, existing state)."""
+    from dsrt.ops.adam import _DeepSpeedAdam
+    kind = "Adam" if isinstance(optimizer, _DeepSpeedAdam) else _TRANSLATABLE.get(type(optimizer))
     if kind is None:
         raise _C.DsrtError(f"initialize(optimizer=...): dsrt cannot partition a client optimizer of type "
                            f"{type(optimizer).__module__}.{type(optimizer).__name__}: the C++ engine steps its "
-                           f"own Adam/AdamW/SGD on the ZeRO partitions{hint}")
-    groups = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
-    if any(g != groups[0] for g in groups[1:]):
-        raise _C.DsrtError(f"initialize(optimizer=...): the {kind} optimizer has {len(groups)} parameter groups "
-                           f"with different settings; dsrt applies one set to all parameters{hint}")
+                           f"own Adam/AdamW/SGD on the ZeRO partitions{_HINT}")
+    d = optimizer.defaults
+    check_groups(optimizer.param_groups, d, f"initialize(optimizer={kind})")
     if len(optimizer.state) > 0:
         raise _C.DsrtError(f"initialize(optimizer=...): the {kind} optimizer has already stepped; its state "
-                           f"cannot move into the engine{hint}")
-    g = groups[0]
+                           f"cannot move into the engine{_HINT}")
     for flag in ("amsgrad", "maximize", "differentiable"):
-        if g.get(flag):
-            raise _C.DsrtError(f"initialize(optimizer=...): {kind}({flag}=True) is not supported by dsrt{hint}")
+        if d.get(flag):
+            raise _C.DsrtError(f"initialize(optimizer=...): {kind}({flag}=True) is not supported by dsrt{_HINT}")
+    lr = float(d["lr"])
     if kind == "SGD":
-        params = {"lr": g["lr"], "momentum": g["momentum"], "dampening": g["dampening"],
-                  "nesterov": g["nesterov"], "weight_decay": g["weight_decay"]}
+        params = {"lr": lr, "momentum": d["momentum"], "dampening": d["dampening"],
+                  "nesterov": d["nesterov"], "weight_decay": d["weight_decay"]}
     else:
-        params = {"lr": g["lr"], "betas": list(g["betas"]), "eps": g["eps"], "weight_decay": g["weight_decay"]}
-        if kind == "Adam":
+        params = {"lr": lr, "betas": list(d["betas"]), "eps": d["eps"], "weight_decay": d["weight_decay"]}
+        if isinstance(optimizer, _DeepSpeedAdam):  # deepspeed.ops.adam: its own switches
+            params["adam_w_mode"] = bool(optimizer.adam_w_mode)
+            params["bias_correction"] = bool(d["bias_correction"])
+        elif kind == "Adam":
             params["adam_w_mode"] = False  # torch.optim.Adam's weight decay is L2, not decoupled
     return {"type": kind, "params": params}
 

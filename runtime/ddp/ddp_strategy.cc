@@ -62,6 +62,13 @@ class DdpStrategy final : public GradStrategy {
     TORCH_CHECK(optimizer_ && optimizer_->numel() == flatParams_.numel(),
                 "zero_optimization.stage 0: the optimizer factory returned an optimizer for ",
                 optimizer_ ? optimizer_->numel() : -1, " elements, expected ", flatParams_.numel());
+    if (!ctx_.paramGroups.empty()) {
+      std::vector<optim::ParamSpan> spans;
+      for (size_t i = 0; i < ctx_.params.size(); ++i) {
+        spans.push_back({reducer_.offsetOf(i), ctx_.params[i].numel(), ctx_.paramGroups[i]});
+      }
+      optimizer_->setGroupRuns(optim::groupRunsOf(std::move(spans), flatParams_.numel()));
+    }
   }
 
   void beginBackward(bool isBoundary) override { reducer_.prepare(isBoundary && !accum_.defined()); }

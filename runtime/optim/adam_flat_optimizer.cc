@@ -61,24 +61,26 @@ void AdamFlatOptimizer::run(at::Tensor& params, const at::Tensor& grads, double 
 
 void AdamFlatOptimizer::runRange(at::Tensor& params, const at::Tensor& grads, double lr, uint16_t* lowOut,
                                  LowPrecisionKind lowKind, int64_t begin, int64_t end) {
-  AdamHyper hyper;
-  hyper.lr = lr;
-  hyper.beta1 = spec_.beta1;
-  hyper.beta2 = spec_.beta2;
-  hyper.eps = spec_.eps;
-  hyper.weightDecay = spec_.weightDecay;
-  hyper.decoupled = decoupledWeightDecay(spec_);
-  hyper.biasCorrection = spec_.biasCorrection;
-  hyper.step = step_ + 1;
-  AdamBuffers buffers;
-  buffers.params = params.data_ptr<float>() + begin;
-  buffers.grads = grads.data_ptr<float>() + begin;
-  buffers.expAvg = expAvg_.data_ptr<float>() + begin;
-  buffers.expAvgSq = expAvgSq_.data_ptr<float>() + begin;
-  buffers.lowOut = lowOut != nullptr ? lowOut + begin : nullptr;
-  buffers.lowKind = lowKind;
-  buffers.numel = end - begin;
-  cpuAdamStep(buffers, hyper, spec_.numThreads, isa_);
+  forEachGroupRange(begin, end, lr, [&](int64_t from, int64_t to, const OptimizerSpec& spec, double groupLr) {
+    AdamHyper hyper;
+    hyper.lr = groupLr;
+    hyper.beta1 = spec.beta1;
+    hyper.beta2 = spec.beta2;
+    hyper.eps = spec.eps;
+    hyper.weightDecay = spec.weightDecay;
+    hyper.decoupled = decoupledWeightDecay(spec);
+    hyper.biasCorrection = spec.biasCorrection;
+    hyper.step = step_ + 1;
+    AdamBuffers buffers;
+    buffers.params = params.data_ptr<float>() + from;
+    buffers.grads = grads.data_ptr<float>() + from;
+    buffers.expAvg = expAvg_.data_ptr<float>() + from;
+    buffers.expAvgSq = expAvgSq_.data_ptr<float>() + from;
+    buffers.lowOut = lowOut != nullptr ? lowOut + from : nullptr;
+    buffers.lowKind = lowKind;
+    buffers.numel = to - from;
+    cpuAdamStep(buffers, hyper, spec.numThreads, isa_);
+  });
 }
 
 OptimizerState AdamFlatOptimizer::state() const { return {{"exp_avg", expAvg_}, {"exp_avg_sq", expAvgSq_}}; }

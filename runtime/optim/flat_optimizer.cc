@@ -2,6 +2,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "runtime/optim/adam_flat_optimizer.h"
 #include "runtime/optim/sgd_flat_optimizer.h"
 
@@ -69,6 +72,58 @@ void FlatOptimizer::checkPieces(const at::Tensor& params, const at::Tensor& grad
   for (int64_t end : pieceEnds) {
     TORCH_CHECK(end >= begin, "optimizer: piece ends must not decrease, got '", end, "' after ", begin);
     begin = end;
+  }
+}
+
+void FlatOptimizer::setGroupRuns(std::vector<GroupRun> runs) {
+  int64_t begin = 0;
+  for (const GroupRun& run : runs) {
+    TORCH_CHECK(run.end >= begin && run.group >= 0, "optimizer: group runs must not decrease and name groups >= 0, got '",
+                run.end, "' for group ", run.group, " after ", begin);
+    begin = run.end;
+  }
+  TORCH_CHECK(runs.empty() || begin == numel_, "optimizer: the last group run must end at ", numel_, ", got '", begin,
+              "'");
+  groupRuns_ = std::move(runs);
+}
+
+void FlatOptimizer::setGroupSettings(std::vector<GroupSettings> settings) {
+  for (size_t g = 0; g < settings.size(); ++g) {
+    const GroupSettings& s = settings[g];
+    TORCH_CHECK(!s.lr || *s.lr >= 0.0, "optimizer: param group ", g, ": lr must be >= 0, got '", *s.lr, "'");
+    TORCH_CHECK(!s.weightDecay || *s.weightDecay >= 0.0, "optimizer: param group ", g,
+                ": weight_decay must be >= 0, got '", *s.weightDecay, "'");
+    TORCH_CHECK(!s.beta1 || (*s.beta1 >= 0.0 && *s.beta1 < 1.0), "optimizer: param group ", g,
+                ": betas[0] must be in [0, 1), got '", *s.beta1, "'");
+    TORCH_CHECK(!s.beta2 || (*s.beta2 >= 0.0 && *s.beta2 < 1.0), "optimizer: param group ", g,
+                ": betas[1] must be in [0, 1), got '", *s.beta2, "'");
+    TORCH_CHECK(!s.eps || *s.eps >= 0.0, "optimizer: param group ", g, ": eps must be >= 0, got '", *s.eps, "'");
+  }
+  groupSettings_ = std::move(settings);
+}
+
+void FlatOptimizer::forEachGroupRange(int64_t begin, int64_t end, double lr, const GroupRangeFn& fn) const {
+  if (groupRuns_.empty() || groupSettings_.empty()) {
+    fn(begin, end, spec_, lr);
+    return;
+  }
+  int64_t runBegin = 0;
+  for (const GroupRun& run : groupRuns_) {
+    const int64_t from = std::max(begin, runBegin);
+    const int64_t to = std::min(end, run.end);
+    runBegin = run.end;
+    if (from >= to) {
+      continue;
+    }
+    TORCH_CHECK(static_cast<size_t>(run.group) < groupSettings_.size(), "optimizer: param group ", run.group,
+                " has no settings (", groupSettings_.size(), " groups set)");
+    const GroupSettings& g = groupSettings_[static_cast<size_t>(run.group)];
+    OptimizerSpec spec = spec_;
+    spec.weightDecay = g.weightDecay.value_or(spec.weightDecay);
+    spec.beta1 = g.beta1.value_or(spec.beta1);
+    spec.beta2 = g.beta2.value_or(spec.beta2);
+    spec.eps = g.eps.value_or(spec.eps);
+    fn(from, to, spec, g.lr.value_or(lr));
   }
 }
 

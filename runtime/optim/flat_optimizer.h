@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "runtime/optim/param_groups.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,6 +100,14 @@ class FlatOptimizer {
   /// Total bytes of state(), for model_state_bytes accounting.
   int64_t stateBytes() const;
 
+  /// Parameter groups: which group owns each run of the flat tensor (groupRunsOf; the last run ends at
+  /// numel()). Without runs every element steps with spec() and the step's lr.
+  void setGroupRuns(std::vector<GroupRun> runs);
+  /// Each group's settings for the following steps, indexed by group (one per group the runs name, or
+  /// more). Throws c10::Error naming the group for a value the spec check would refuse.
+  void setGroupSettings(std::vector<GroupSettings> settings);
+  const std::vector<GroupRun>& groupRuns() const { return groupRuns_; }
+
  protected:
   FlatOptimizer(const OptimizerSpec& spec, int64_t numel) : spec_(spec), numel_(numel) {}
 
@@ -108,8 +118,15 @@ class FlatOptimizer {
   void checkPieces(const at::Tensor& params, const at::Tensor& grads, const at::Tensor& lowPrecisionOut,
                    const std::vector<int64_t>& pieceEnds) const;
 
+  /// Range [begin, end) as the group runs cut it: fn(subBegin, subEnd, spec, lr) with each run's
+  /// settings applied to spec_ and `lr`; one call with spec_ and `lr` when no groups are set.
+  using GroupRangeFn = std::function<void(int64_t begin, int64_t end, const OptimizerSpec& spec, double lr)>;
+  void forEachGroupRange(int64_t begin, int64_t end, double lr, const GroupRangeFn& fn) const;
+
   OptimizerSpec spec_;
   int64_t numel_;
+  std::vector<GroupRun> groupRuns_;
+  std::vector<GroupSettings> groupSettings_;
 };
 
 /// Builds the optimizer `spec.kind` over `numel` elements with zero-initialised state.

@@ -22,24 +22,26 @@ void SgdFlatOptimizer::stepInPieces(at::Tensor params, const at::Tensor& grads, 
   checkPieces(params, grads, lowPrecisionOut, pieceEnds);
   int64_t begin = 0;
   for (int64_t end : pieceEnds) {
-    at::Tensor p = params.narrow(0, begin, end - begin);
-    at::Tensor d = grads.narrow(0, begin, end - begin);
-    if (spec_.weightDecay != 0.0) {
-      d = d.add(p, spec_.weightDecay);
-    }
-    if (spec_.momentum != 0.0) {
-      at::Tensor buffer = momentumBuffer_.narrow(0, begin, end - begin);
-      if (!bufferReady_) {
-        buffer.copy_(d);
-      } else {
-        buffer.mul_(spec_.momentum).add_(d, 1.0 - spec_.dampening);
+    forEachGroupRange(begin, end, lr, [&](int64_t from, int64_t to, const OptimizerSpec& spec, double groupLr) {
+      at::Tensor p = params.narrow(0, from, to - from);
+      at::Tensor d = grads.narrow(0, from, to - from);
+      if (spec.weightDecay != 0.0) {
+        d = d.add(p, spec.weightDecay);
       }
-      d = spec_.nesterov ? d.add(buffer, spec_.momentum) : buffer;
-    }
-    p.add_(d, -lr);
-    if (lowPrecisionOut.defined()) {
-      lowPrecisionOut.narrow(0, begin, end - begin).copy_(p);
-    }
+      if (spec_.momentum != 0.0) {
+        at::Tensor buffer = momentumBuffer_.narrow(0, from, to - from);
+        if (!bufferReady_) {
+          buffer.copy_(d);
+        } else {
+          buffer.mul_(spec_.momentum).add_(d, 1.0 - spec_.dampening);
+        }
+        d = spec_.nesterov ? d.add(buffer, spec_.momentum) : buffer;
+      }
+      p.add_(d, -groupLr);
+      if (lowPrecisionOut.defined()) {
+        lowPrecisionOut.narrow(0, from, to - from).copy_(p);
+      }
+    });
     if (pieceDone) {
       pieceDone(end);
     }

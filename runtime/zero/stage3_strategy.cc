@@ -1,6 +1,7 @@
 #include "runtime/zero/stage3_strategy.h"
 
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/partition_group_runs.h"
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/param_allgather.h"
 
@@ -90,6 +91,9 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
   optimizer_ = ctx_.makeOptimizer(master_->master());
   TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero stage 3: optimizer built for ",
               optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
+  if (!ctx_.paramGroups.empty()) {
+    optimizer_->setGroupRuns(partitionGroupRuns(plan_, ctx_.rank, ctx_.paramGroups));
+  }
   grads_ = std::make_unique<PartitionGradReducer>(ctx_, plan_, gradPartition);  // hooks first: params still full
   coordinator_ = std::make_unique<Stage3ParamCoordinator>(ctx_, plan_, partition_, settings);
 }

@@ -1,6 +1,7 @@
 #include "runtime/zero/zero_optimizer.h"
 
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/partition_group_runs.h"
 #include "runtime/zero/param_allgather.h"
 #include "runtime/zero/reduce_bucket_plan.h"
 
@@ -55,6 +56,9 @@ ZeroOptimizer::ZeroOptimizer(StrategyContext ctx)
   optimizer_ = ctx_.makeOptimizer(master_.master());
   TORCH_CHECK(optimizer_ && optimizer_->numel() == plan_.partitionNumel, "zero: optimizer built for ",
               optimizer_ ? optimizer_->numel() : -1, " elements, the partition has '", plan_.partitionNumel, "'");
+  if (!ctx_.paramGroups.empty()) {
+    optimizer_->setGroupRuns(partitionGroupRuns(plan_, ctx_.rank, ctx_.paramGroups));
+  }
 }
 
 std::unique_ptr<BucketReducer> ZeroOptimizer::makeReducer(BucketIo io) const {

@@ -58,6 +58,8 @@ check "the second world's 3 ranks all saw restart count 1 under both names" \
   test "$(awk '$3 == 1 && $4 == 1' "$WORK/count/starts" | wc -l)" = 3
 check "GROUP_RANK and LOCAL_WORLD_SIZE reach the ranks over ssh" \
   test "$(awk '$3 == 1 && $7 == $1 && $8 == 1' "$WORK/count/starts" | wc -l)" = 3
+check "ROLE_RANK equals RANK on every rank over ssh" \
+  test "$(awk '$10 == $1' "$WORK/count/starts" | wc -l)" = "$(wc -l <"$WORK/count/starts")"
 check "one restart line names the failed rank and the world" \
   grep -qE "^dsrun: elastic restart \(restarts used 1/100; rank failure: rank 1 on dsn2 \(pid [0-9]+\) exited with code 3\); hosts lost: none; added: none; world size 3 -> 3 on 3 host\(s\); ranks running [0-9.]+ s after detection$" "$WORK/count.err"
 check "the summary counts it" grep -q "^dsrun: elastic summary: 1 restart(s) (1 rank failure)" "$WORK/count.err"
@@ -71,6 +73,8 @@ check "a rank failing every time: exit 7 once the budget is spent" test "$rc" = 
 check "4 worlds ran (the first and 3 restarts)" test "$(awk '{print $9}' "$WORK/budget/starts" | sort -u | wc -l)" = 4
 check "the last line says the budget is spent" \
   grep -qE "^dsrun: rank 1 on dsn[0-9] \(pid [0-9]+\) exited with code 7; no restart left \(--max_restarts 3 used\)$" "$WORK/budget.err"
+check "the summary counts the 3 restarts that happened, not the failure that ended the job" \
+  grep -q "^dsrun: elastic summary: 3 restart(s) (3 rank failure)" "$WORK/budget.err"
 [ "$rc" = 7 ] || show budget
 
 # c. A host lost: the sshd session serving dsn2 is killed (the connection closes under the job). The job

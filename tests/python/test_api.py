@@ -163,13 +163,6 @@ def test_a_client_optimizer_dsrt_cannot_partition_is_refused_with_the_alternativ
         deepspeed.initialize(model=model, optimizer=torch.optim.Adam(model.parameters()), config=config())
 
 
-def test_param_groups_with_their_own_settings_are_refused():
-    model = tiny_model()
-    groups = [{"params": [model[0].weight], "weight_decay": 0.1}, {"params": [model[0].bias], "weight_decay": 0.0}]
-    with pytest.raises(dsrt.DsrtError, match="group 0 sets weight_decay"):
-        deepspeed.initialize(model=model, model_parameters=groups, config=config())
-
-
 def test_checkpoint_round_trip_keeps_counters_weights_and_any_client_state(tmp_path):
     model = tiny_model(6)
     engine, _, _, _ = deepspeed.initialize(model=model, config=config())

@@ -43,6 +43,23 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
   CHECK(f->plan.ranksOnNode(0).front()->env.at("PYTHONPATH") == "/work/job:/lib");
 }
 
+TEST_CASE("dsrun-launch in an elastic round gives each rank torchrun's ROLE_RANK (its RANK), and only then",
+          "[launcher][node_launch]") {
+  auto f = dsrun::test::makePlan("a slots=2\nb slots=2\n", {"--master_addr", "h0", "s.py"}, {});
+  const Words argv = dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "1", false);
+  dsrun::NodeLaunchArgs args = dsrun::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
+  args.nodeRank = 1;
+  const auto plain = dsrun::nodeRankSpecs(args, {}, 8);
+  REQUIRE(plain.size() == 2);
+  CHECK(plain[0].command.env.count("ROLE_RANK") == 0);
+  // The elastic controller exports the role's size (and the restart counter) in the node's remote line.
+  const auto elastic = dsrun::nodeRankSpecs(args, {{"ROLE_WORLD_SIZE", "4"}, {"DSRUN_RESTART_COUNT", "2"}}, 8);
+  REQUIRE(elastic.size() == 2);
+  CHECK(elastic[0].command.env.at("ROLE_RANK") == "2");
+  CHECK(elastic[1].command.env.at("ROLE_RANK") == "3");
+  CHECK(elastic[1].command.env.at("ROLE_WORLD_SIZE") == "4");
+}
+
 TEST_CASE("nodeLaunchArgv writes every non-default per-rank setting in dsrun-launch's order",
           "[launcher][node_launch]") {
   auto f = dsrun::test::makePlan(dsrun::test::kTwoWorkers,

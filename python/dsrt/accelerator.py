@@ -1,0 +1,110 @@
+"""deepspeed.accelerator for dsrt: ``get_accelerator()``, the device abstraction recent DeepSpeed scripts
+use instead of torch.cuda calls (device names, seeding, memory, the communication backend). CUDA when torch
+sees a GPU, else the CPU, as dsrt's engine and process group choose."""
+
+import torch
+
+
+class _Accelerator:
+    def __init__(self, name):
+        self._name = name
+
+    # ---- device --------------------------------------------------------------------------------
+    def device_name(self, device_index=None):
+        if self._name == "cpu" or device_index is None:
+            return self._name
+        return f"{self._name}:{device_index}"
+
+    def current_device_name(self):
+        return f"cuda:{torch.cuda.current_device()}" if self._name == "cuda" else "cpu"
+
+    def device(self, device_index=None):
+        return torch.device(self.device_name(device_index))
+
+    def set_device(self, device_index):
+        if self._name == "cuda":
+            torch.cuda.set_device(device_index)
+
+    def current_device(self):
+        return torch.cuda.current_device() if self._name == "cuda" else 0
+
+    def device_count(self):
+        return torch.cuda.device_count() if self._name == "cuda" else 1
+
+    def is_available(self):
+        return True
+
+    def synchronize(self, device_index=None):
+        if self._name == "cuda":
+            torch.cuda.synchronize(device_index)
+
+    # ---- what the device supports ------------------------------------------------------------------
+    def communication_backend_name(self):
+        return "nccl" if self._name == "cuda" else "gloo"
+
+    def is_bf16_supported(self):
+        return torch.cuda.is_bf16_supported() if self._name == "cuda" else True
+
+    def is_fp16_supported(self):
+        return self._name == "cuda"
+
+    def supported_dtypes(self):
+        dtypes = [torch.float32, torch.bfloat16]
+        return dtypes + [torch.float16] if self._name == "cuda" else dtypes
+
+    def pin_memory(self, tensor, align_bytes=1):
+        return tensor.pin_memory() if self._name == "cuda" else tensor
+
+    def on_accelerator(self, tensor):
+        return tensor.device.type == self._name
+
+    # ---- random numbers ----------------------------------------------------------------------------
+    def manual_seed(self, seed):
+        torch.manual_seed(seed)
+        if self._name == "cuda":
+            torch.cuda.manual_seed(seed)
+
+    def manual_seed_all(self, seed):
+        torch.manual_seed(seed)
+        if self._name == "cuda":
+            torch.cuda.manual_seed_all(seed)
+
+    def random(self):
+        return torch.random
+
+    # ---- memory (0 on the CPU, where torch keeps no allocator statistics) --------------------------
+    def empty_cache(self):
+        if self._name == "cuda":
+            torch.cuda.empty_cache()
+
+    def memory_allocated(self, device_index=None):
+        return torch.cuda.memory_allocated(device_index) if self._name == "cuda" else 0
+
+    def max_memory_allocated(self, device_index=None):
+        return torch.cuda.max_memory_allocated(device_index) if self._name == "cuda" else 0
+
+    def reset_peak_memory_stats(self, device_index=None):
+        if self._name == "cuda":
+            torch.cuda.reset_peak_memory_stats(device_index)
+
+    def total_memory(self, device_index=None):
+        if self._name == "cuda":
+            return torch.cuda.get_device_properties(device_index or 0).total_memory
+        import os
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+    def __repr__(self):
+        return f"<dsrt accelerator {self._name}>"
+
+
+_accelerator = None
+
+
+def get_accelerator():
+    global _accelerator
+    if _accelerator is None:
+        _accelerator = _Accelerator("cuda" if torch.cuda.is_available() else "cpu")
+    return _accelerator
+
+
+__all__ = ["get_accelerator"]
