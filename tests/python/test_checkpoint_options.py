@@ -291,3 +291,46 @@ def test_load_module_strict_false_at_stage3_keeps_the_missing_parameters_partiti
     assert all(torch.equal(a, b) for a, b in zip(after[4:], before[4:]))
     assert bigger.global_steps == 2 and client == {"optimizer": None}
     train_steps(bigger, 1)
+
+
+def test_a_client_scheduler_and_the_groups_follow_the_options_as_in_deepspeed(tmp_path):
+    """The client scheduler comes back with load_lr_scheduler_states (else its saved state_dict is
+    client_state['lr_scheduler']); the groups' hyper-parameters (torch's optimizer param_groups) with the
+    optimizer state; neither with load_module_only."""
+    def make(seed):
+        model = tiny_model(seed)
+        groups = [{"params": [model[0].weight, model[2].weight]},
+                  {"params": [model[0].bias, model[2].bias], "weight_decay": 0.0, "lr": 0.004}]
+        client = torch.optim.AdamW(groups, lr=0.02, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.LambdaLR(client, lambda step: 0.9 ** step)
+        engine, _, _, _ = deepspeed.initialize(model=model, optimizer=client, lr_scheduler=sched,
+                                               config={"train_batch_size": 4})
+        return engine, sched
+
+    engine, sched = make(4)
+    train_steps(engine, 3)
+    engine.save_checkpoint(tmp_path, client_state={"epoch": 1})
+    saved_groups_lr = engine.get_lr()
+    fresh_lr = make(9)[0].get_lr()
+    assert saved_groups_lr != fresh_lr
+
+    full, full_sched = make(9)
+    assert full.load_checkpoint(tmp_path)[1] == {"epoch": 1}
+    assert full_sched.last_epoch == 3 and full.get_lr() == saved_groups_lr
+
+    no_sched, no_sched_sched = make(9)
+    _, client = no_sched.load_checkpoint(tmp_path, load_lr_scheduler_states=False)
+    assert no_sched_sched.last_epoch == 0 and no_sched.global_steps == 3
+    assert client["epoch"] == 1 and client["lr_scheduler"]["last_epoch"] == 3
+    assert set(client) == {"epoch", "lr_scheduler"}
+
+    no_optim, no_optim_sched = make(9)
+    _, client = no_optim.load_checkpoint(tmp_path, load_optimizer_states=False)
+    assert no_optim_sched.last_epoch == 3 and no_optim.get_lr() == fresh_lr
+    assert client == {"epoch": 1, "optimizer": None}
+
+    module_only, module_only_sched = make(9)
+    _, client = module_only.load_checkpoint(tmp_path, load_module_only=True)
+    assert module_only_sched.last_epoch == 0 and module_only.get_lr() == fresh_lr
+    assert client == {"epoch": 1, "global_steps": 3, "global_samples": 12, "skipped_steps": 0,
+                      "dp_world_size": 1, "mp_world_size": 1}
