@@ -73,7 +73,8 @@ def engine_from_weights(w, cfg, seed=7):
     config(scheduler=WARMUP),
     config(scheduler=WARMUP, zero_optimization={"stage": 2}, bf16={"enabled": True}),
     config(scheduler=WARMUP, zero_optimization={"stage": 3}),
-], ids=["stage0-fp32", "stage2-bf16", "stage3-fp32"])
+    config(scheduler=WARMUP, zero_optimization={"stage": 2, "offload_optimizer": {"device": "cpu"}}),
+], ids=["stage0-fp32", "stage2-bf16", "stage3-fp32", "stage2-offload"])
 def test_load_module_only_loads_the_weights_and_keeps_a_fresh_engine(tmp_path, cfg):
     saved = saved_run(tmp_path, cfg)
     model = tiny_model(7)
