@@ -5,10 +5,13 @@ backward, reduces gradients (DDP buckets or ZeRO partitions), clips, steps the o
 schedule, and saves/loads checkpoints. This class adapts calling conventions, nothing more.
 """
 
+import json
+import warnings
+
 import torch
 
 from dsrt import _C
-from dsrt.checkpoint_state import decode_client_state, encode_client_state
+from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, encode_client_state
 from dsrt.data import make_dataloader
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
 from dsrt.zero.hooks import Stage3Hooks
@@ -65,7 +68,6 @@ class DeepSpeedEngine(torch.nn.Module):
         if isinstance(config, str):
             self._engine = _C.Engine.from_file(params, names, config, dist_context, group_of)
         else:
-            import json
             self._engine = _C.Engine.from_json(params, names, json.dumps(config), config_source, dist_context,
                                                group_of)
         self.config = config
@@ -270,7 +272,6 @@ class DeepSpeedEngine(torch.nn.Module):
         trained = {id(p) for p in self._params}
         frozen = [n for n, p in self.module.named_parameters() if id(p) not in trained]
         if frozen:
-            import warnings
             self._frozen_warned = True
             warnings.warn(f"save_checkpoint: {len(frozen)} frozen parameter(s) of the model ('{frozen[0]}' first) "
                           "are not saved: dsrt checkpoints hold the trained parameters only, as DeepSpeed's "
@@ -297,9 +298,6 @@ class DeepSpeedEngine(torch.nn.Module):
             strict=bool(load_module_strict))
         if not path:
             return None, None
-        # Local imports keep this file's import block as it was (the optimizer side of this class changes apart).
-        import json
-        from dsrt.checkpoint_state import deepspeed_client_state
         client = decode_client_state(client)
         client_scheduler = client.get(_SCHEDULER_KEY) if isinstance(client, dict) else None
         # DeepSpeed: the groups' hyper-parameters live in the optimizer's state dict, so they come back with
