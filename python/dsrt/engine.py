@@ -25,7 +25,8 @@ _SCHEDULER_KEY = "lr_scheduler"
 
 
 def _group_indices(params, groups):
-    """The param group of each trained parameter; [] when there is no group structure to pass."""
+    """The param group of each trained parameter (all 0 without groups): the C++ optimizer steps each
+    group's runs of its flat partition with that group's settings."""
     if groups is None:
         return [0] * len(params)
     where = {}
