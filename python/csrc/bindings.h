@@ -12,5 +12,6 @@ void bindDist(pybind11::module_& m);        ///< dist.cc: rank discovery, DistCo
 void bindEngine(pybind11::module_& m);      ///< engine.cc: dsrt::Engine
 void bindZero3(pybind11::module_& m);       ///< zero3.cc: ZeRO-3 gates for Python module hooks
 void bindCheckpoint(pybind11::module_& m);  ///< checkpoint.cc: zero_to_fp32 consolidation
+void bindLrSchedule(pybind11::module_& m);  ///< lr_schedule.cc: DeepSpeed's LR schedules for Python classes
 
 }  // namespace dsrt::python

@@ -7,4 +7,5 @@ PYBIND11_MODULE(_C, m) {
   dsrt::python::bindEngine(m);
   dsrt::python::bindZero3(m);
   dsrt::python::bindCheckpoint(m);
+  dsrt::python::bindLrSchedule(m);
 }

@@ -16,7 +16,7 @@ DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.Ds
 import torch  # noqa: F401  (torch's Python bindings must be loaded before dsrt._C uses their types)
 
 from dsrt._C import DsrtError
-from dsrt import accelerator, checkpointing, comm, ops, zero
+from dsrt import accelerator, checkpointing, comm, ops, runtime, zero
 from dsrt.arguments import add_config_arguments
 from dsrt.comm import init_distributed
 from dsrt.engine import DeepSpeedEngine
@@ -29,6 +29,7 @@ __all__ = [
     "accelerator",
     "checkpointing",
     "ops",
+    "runtime",
     "DsrtError",
     "add_config_arguments",
     "comm",
