@@ -2,6 +2,8 @@
 use instead of torch.cuda calls (device names, seeding, memory, the communication backend). CUDA when torch
 sees a GPU, else the CPU, as dsrt's engine and process group choose."""
 
+import os
+
 import torch
 
 
@@ -90,7 +92,6 @@ class _Accelerator:
     def total_memory(self, device_index=None):
         if self._name == "cuda":
             return torch.cuda.get_device_properties(device_index or 0).total_memory
-        import os
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
     def __repr__(self):

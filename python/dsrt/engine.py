@@ -261,8 +261,9 @@ class DeepSpeedEngine(torch.nn.Module):
         """
         if not exclude_frozen_parameters:
             self._warn_frozen_not_saved()
-        state = dict(client_state or {})
-        state.update(self._engine_client_state())
+        # DeepSpeed's order (state.update(client_state)): the script's own keys win over the engine's.
+        state = self._engine_client_state()
+        state.update(client_state or {})
         self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag), encode_client_state(state),
                                      save_latest=bool(save_latest))
         return True

@@ -20,9 +20,8 @@ from dsrt import _C
 _HINT = "\n  hint: remove optimizer= and describe the optimizer in the config's \"optimizer\" block " \
         "(Adam, AdamW or SGD), which dsrt partitions and offloads"
 
-# Per-group settings the engine applies group by group; every other torch setting must be the same in
+# The engine applies lr, weight_decay, betas and eps group by group; these torch settings must be the same in
 # all groups (the flat partitions share one update rule).
-_PER_GROUP = {"params", "lr", "weight_decay", "betas", "eps", "initial_lr"}
 _SHARED = ("momentum", "dampening", "nesterov", "amsgrad", "maximize", "foreach", "capturable",
            "differentiable", "fused", "bias_correction", "adam_w_mode")
 
@@ -156,7 +155,3 @@ def optimizer_block(optimizer) -> dict:
             params["adam_w_mode"] = False  # torch.optim.Adam's weight decay is L2, not decoupled
     return {"type": kind, "params": params}
 
-
-def client_params(optimizer):
-    """The parameters a client optimizer was built over, in group order."""
-    return [p for g in optimizer.param_groups for p in g["params"]]

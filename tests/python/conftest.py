@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("DSRT_BUILD_DIR", REPO / "build"))
@@ -77,3 +78,14 @@ def write_config(tmp_path):
         return path
 
     return write
+
+
+class HalfSafeLinear(torch.nn.Module):
+    """fp16 weights, computed in fp32 (CPU LibTorch has no fp16 matmul)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x.float(), self.lin.weight.float(), self.lin.bias.float())

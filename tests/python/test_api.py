@@ -9,6 +9,8 @@ import torch
 import dsrt
 import dsrt as deepspeed
 
+from conftest import HalfSafeLinear
+
 
 def tiny_model(seed=0):
     torch.manual_seed(seed)
@@ -202,17 +204,6 @@ def test_bf16_converts_the_model_and_still_learns():
         first = first if first is not None else loss.item()
         last = loss.item()
     assert last < 0.5 * first
-
-
-class HalfSafeLinear(torch.nn.Module):
-    """fp16 weights, computed in fp32 (CPU LibTorch has no fp16 matmul)."""
-
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.nn.functional.linear(x.float(), self.lin.weight.float(), self.lin.bias.float())
 
 
 def test_fp16_uses_dynamic_loss_scaling_and_skips_an_overflowing_step():

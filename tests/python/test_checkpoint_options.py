@@ -13,6 +13,8 @@ import dsrt
 import dsrt as deepspeed
 from dsrt.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
 
+from conftest import HalfSafeLinear
+
 WARMUP = {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": 0.01, "warmup_num_steps": 10,
                                          "warmup_type": "linear"}}
 
@@ -228,17 +230,6 @@ def test_frozen_parameters_are_never_saved_and_the_default_says_so(tmp_path):
         engine.save_checkpoint(tmp_path, tag="default")
     names = set(get_fp32_state_dict_from_zero_checkpoint(tmp_path, "default"))
     assert names == {"0.bias", "2.weight", "2.bias"}
-
-
-class HalfSafeLinear(torch.nn.Module):
-    """fp16 weights, computed in fp32 (CPU LibTorch has no fp16 matmul)."""
-
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.nn.functional.linear(x.float(), self.lin.weight.float(), self.lin.bias.float())
 
 
 @pytest.mark.parametrize("stage", [0, 2])
