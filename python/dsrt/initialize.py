@@ -35,8 +35,12 @@ def _param_groups(model_parameters):
     if model_parameters is None:
         return None
     groups, loose = [], []
-    for item in list(model_parameters):
+    for i, item in enumerate(list(model_parameters)):
         if isinstance(item, dict):
+            if "params" not in item:
+                raise _C.DsrtError(f"initialize: model_parameters group {i} has no 'params' (keys: "
+                                   f"{', '.join(sorted(item)) or 'none'}); a torch param group is "
+                                   f"{{'params': [tensors], 'weight_decay': ...}}")
             group = dict(item)
             params = group["params"]
             group["params"] = [params] if isinstance(params, torch.Tensor) else list(params)

@@ -196,3 +196,6 @@ def test_group_settings_dsrt_cannot_vary_per_group_are_refused_naming_the_group(
                               {"params": list(model.parameters())[1:]}], lr=0.1, momentum=0.9)
     with pytest.raises(dsrt.DsrtError, match="parameter group 0 sets nesterov=True"):
         deepspeed.initialize(model=model, optimizer=client, config=ds_config(0))
+    with pytest.raises(dsrt.DsrtError, match="group 1 has no 'params' \\(keys: weight_decay\\)"):
+        deepspeed.initialize(model=model, model_parameters=[{"params": [model[0].weight]}, {"weight_decay": 0.0}],
+                             config=cfg)
