@@ -2,14 +2,14 @@
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <stdexcept>
 
+#include "runtime/compat/process_group_compat.h"
+
 #ifdef DSRT_WITH_NCCL
 #include <c10/cuda/CUDAFunctions.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 namespace dsrt {
@@ -21,14 +21,17 @@ bool isLoopback(const std::string& addr) {
 
 // Which local address Gloo binds to. GLOO_SOCKET_IFNAME wins (torch's variable); a loopback master means
 // a single-host job, so loopback is right; otherwise the address this host's name resolves to.
-std::shared_ptr<::gloo::transport::Device> glooDevice(const RankEnv& env, const EnvLookup& lookup) {
+compat::GlooGroupOptions glooOptions(const RankEnv& env, const EnvLookup& lookup, std::chrono::milliseconds timeout,
+                                     int threads) {
+  compat::GlooGroupOptions options;
+  options.timeout = timeout;
+  options.threads = threads;
   if (auto ifname = lookup("GLOO_SOCKET_IFNAME"); ifname && !ifname->empty()) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(*ifname);
+    options.interface = *ifname;
+  } else if (isLoopback(env.masterAddr)) {
+    options.hostname = "127.0.0.1";
   }
-  if (isLoopback(env.masterAddr)) {
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  }
-  return c10d::ProcessGroupGloo::createDefaultDevice();
+  return options;
 }
 
 std::chrono::milliseconds timeoutFrom(const DistOptions& options, const EnvLookup& lookup) {
@@ -90,17 +93,13 @@ std::shared_ptr<DistContext> init_distributed(DistOptions options) {
   }
 
   if (backend == "gloo") {
-    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    opts->devices.push_back(glooDevice(env, lookup));
-    opts->threads = options.glooThreads;
-    ctx->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(ctx->store, env.rank, env.worldSize, opts);
+    ctx->pg = compat::makeGlooGroup(ctx->store, env.rank, env.worldSize,
+                                    glooOptions(env, lookup, timeout, options.glooThreads));
   } else {
 #ifdef DSRT_WITH_NCCL
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.localRank));
-    auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = timeout;
-    ctx->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(ctx->store, env.rank, env.worldSize, opts);
 #endif
+    ctx->pg = compat::makeNcclGroup(ctx->store, env.rank, env.worldSize, timeout);
   }
   return ctx;
 }

@@ -1,5 +1,6 @@
 # Sources directly in runtime/: the strategy seam, distributed init, the engine.
 target_sources(dsrt PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/compat/process_group_compat.cc
   ${CMAKE_CURRENT_LIST_DIR}/dist_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine_checkpoint.cc
@@ -20,9 +21,14 @@ if(DSRUN_WITH_CUDA AND TARGET torch_cuda)
   if(DSRT_NCCL_INCLUDE_DIR AND DSRT_TORCH_NCCL_HEADER)
     message(STATUS "libdsrt: NCCL process group enabled (nccl.h in ${DSRT_NCCL_INCLUDE_DIR})")
     target_compile_definitions(dsrt PRIVATE DSRT_WITH_NCCL USE_C10D_NCCL)
+    set(DSRT_NCCL_ENABLED TRUE)
     target_include_directories(dsrt PRIVATE ${DSRT_NCCL_INCLUDE_DIR})
   else()
     message(STATUS "libdsrt: CUDA LibTorch without nccl.h or ProcessGroupNCCL.hpp: NCCL process group disabled")
   endif()
+endif()
+if(DSRUN_REQUIRE_NCCL AND NOT DSRT_NCCL_ENABLED)
+  message(FATAL_ERROR "DSRUN_REQUIRE_NCCL: libdsrt's NCCL path cannot be built: it needs DSRUN_WITH_CUDA=ON, a CUDA "
+                      "LibTorch (target torch_cuda) and nccl.h (NCCL_HOME or CUDA_HOME)")
 endif()
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package dsrun needs to build, test and benchmark. Idempotent; run as root.
-# Usage: scripts/install_deps.sh
+# Installs every Debian 12 package dsrun needs to build, test and benchmark, then the PyPI environment with
+# torch 2.x and DeepSpeed that libdsrt is also built and tested against (scripts/setup_torch2_env.sh).
+# Idempotent; run as root. Usage: scripts/install_deps.sh
 set -euo pipefail
 
 packages=(
@@ -18,6 +19,8 @@ packages=(
   # the dsrt Python package (pybind11 extension on libdsrt; torch 1.13 shares libtorch.so.1.13 with
   # libtorch-dev) and its pytest suites; python3-torch is also the peer of bench/ (torchrun, PyTorch DDP)
   python3-torch python3-dev pybind11-dev python3-pytest python3-numpy
+  # the virtual environment with torch 2.x from PyPI (scripts/setup_torch2_env.sh)
+  python3-venv
   # the main job's text corpus (examples/train_gpt.py reads /usr/share/games/fortunes)
   fortunes
   # multi-node backends and the test cluster
@@ -35,9 +38,10 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps.sh: all ${#packages[@]} packages already installed"
-  exit 0
+else
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/setup_torch2_env.sh"

@@ -12,18 +12,22 @@ namespace py = pybind11;
 namespace dsrt::python {
 
 void bindErrors(py::module_& m) {
-  static py::exception<std::runtime_error> error(m, "DsrtError", PyExc_RuntimeError);
+  // PyErr_SetString rather than error(msg): the call operator is deprecated in the pybind11 3 that newer
+  // torches bundle, and PyErr_SetString means the same in every pybind11.
+  // Deliberately never destroyed: a static py::object's destructor would run after the interpreter is
+  // finalised and decrement a freed object (heap corruption at exit with torch 2.x's pybind11 3).
+  static auto* error = new py::exception<std::runtime_error>(m, "DsrtError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) {
         std::rethrow_exception(p);
       }
     } catch (const c10::Error& e) {
-      error(e.what_without_backtrace());
+      PyErr_SetString(error->ptr(), e.what_without_backtrace());
     } catch (const std::invalid_argument& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const std::runtime_error& e) {  // checkpoint::CheckpointError and the like
-      error(e.what());
+      PyErr_SetString(error->ptr(), e.what());
     }
   });
 }

@@ -12,16 +12,13 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/compat/grad_accumulator.h"
 #include "runtime/ddp/bucket_plan.h"
 
 namespace c10d {
 class ProcessGroup;
 class Work;
 }  // namespace c10d
-namespace torch::autograd {
-struct Node;
-}  // namespace torch::autograd
-
 namespace dsrt::ddp {
 
 /// Hooks every parameter's gradient accumulator; at a boundary micro-step launches each bucket's
@@ -79,7 +76,7 @@ class GradReducer {
   std::vector<at::Tensor> bucketViews_;  ///< per bucket: flat_ slice the allreduce reads and writes
   /// Grad accumulators must be kept alive: a tensor holds only a weak_ptr to its accumulator, and a
   /// dropped accumulator never runs its hooks (docs/platform.md §2).
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<compat::GradAccumulatorPtr> accumulators_;
   std::vector<uintptr_t> hookKeys_;
   bool boundary_ = false;
   std::vector<char> ready_;      ///< per parameter, this backward

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "runtime/compat/process_group_compat.h"
+
 namespace dsrt::zero {
 
 struct BucketReducer::Pending {
@@ -110,7 +112,7 @@ void BucketReducer::launch(size_t bucket) {
     p.outCounts.assign(static_cast<size_t>(worldSize_), b.rankNumels[static_cast<size_t>(rank_)]);
     p.receivedBase = takeBuffer(freeReceive_, worldSize_ * maxRunNumel_, p.wire.options());
     p.received = p.receivedBase.narrow(0, 0, worldSize_ * b.rankNumels[static_cast<size_t>(rank_)]);
-    p.work = pg_->alltoall_base(p.received, p.wire, p.outCounts, p.inCounts);
+    p.work = compat::allToAllSingle(*pg_, p.received, p.wire, p.outCounts, p.inCounts);
   }
   inFlight_.push_back(std::move(p));
 }

@@ -10,9 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace torch::autograd {
-struct Node;
-}  // namespace torch::autograd
+#include "runtime/compat/grad_accumulator.h"
 
 namespace dsrt::zero {
 
@@ -28,7 +26,7 @@ class GradReadyHooks {
   GradReadyHooks& operator=(const GradReadyHooks&) = delete;
 
  private:
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  ///< one per parameter
+  std::vector<compat::GradAccumulatorPtr> accumulators_;  ///< one per parameter
   std::vector<uintptr_t> keys_;                                        ///< del_post_hook keys
 };
 

@@ -7,7 +7,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "runtime/compat/process_group_compat.h"
 
 /// Catch2 v2 assertions (CHECK, REQUIRE, INFO) are not thread-safe: with several ranks they corrupt
 /// Catch's state. Inside a rank use RANK_REQUIRE(cond, "context" << value): it throws, and
@@ -57,11 +58,12 @@ inline void runThreadWorld(int worldSize, const RankFn& fn,
       c10::intrusive_ptr<c10d::ProcessGroup> pg;
       try {
         at::set_num_threads(1);
-        auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-        opts->threads = 1;
+        dsrt::compat::GlooGroupOptions opts;
+        opts.timeout = timeout;
+        opts.hostname = "127.0.0.1";
+        opts.threads = 1;
         auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
-        pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, worldSize, opts);
+        pg = dsrt::compat::makeGlooGroup(prefixed, rank, worldSize, opts);
         fn(rank, pg);
         // Tear down together: a rank destroying its group while a peer still connects made about one
         // run in 20 fail with "Connection closed by peer".

@@ -7,7 +7,6 @@
 // then every rank checks that the ring and alltoall results equal the allreduce's.
 // Results on the project machine are in docs/zero.md.
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
@@ -17,6 +16,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "runtime/compat/process_group_compat.h"
 
 namespace {
 
@@ -42,10 +43,11 @@ int main() {
   so.numWorkers = world;
   so.waitWorkers = true;
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
-  auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
-  opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  opts->threads = 2;
-  auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
+  dsrt::compat::GlooGroupOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  opts.hostname = "127.0.0.1";
+  opts.threads = 2;
+  auto pg = dsrt::compat::makeGlooGroup(store, rank, world, opts);
 
   const int64_t c = envInt("NUMEL") / world;  // this rank's run
   const int64_t n = c * world;
@@ -64,7 +66,7 @@ int main() {
   });
   methods.emplace_back("alltoall+sum", [&] {
     std::vector<int64_t> counts(static_cast<size_t>(world), c);
-    pg->alltoall_base(scratch, buf, counts, counts)->wait();
+    dsrt::compat::allToAllSingle(*pg, scratch, buf, counts, counts)->wait();
     at::sum_out(out, scratch.view({world, c}), {0});
   });
   methods.emplace_back("ring send/recv", [&] {

@@ -1,0 +1,33 @@
+# dsrt_torch_compat(target): what a target that includes LibTorch's headers needs from the torch found,
+# so one source tree builds against Debian's torch 1.13 and PyPI's torch 2.6+ (docs/runtime.md "Two
+# torches"). Call after find_package(Torch).
+#  - Newer torch headers refuse anything below C++20 ("#error C++20 or later compatible compiler is
+#    required to use ATen"): the target (and what links it) then compiles as C++20.
+#  - PyPI's torch ships ProcessGroupGloo.hpp but not the <gloo/...> headers it includes; Debian's torch has
+#    them from libgloo-dev. Where the torch has none, the few headers it needs come from third_party/gloo
+#    (upstream gloo, BSD; only declarations reach libdsrt, which calls torch's compiled Gloo backend).
+function(dsrt_torch_compat target)
+  set(_aten_header)
+  foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
+    if(EXISTS "${dir}/ATen/ATen.h")
+      set(_aten_header "${dir}/ATen/ATen.h")
+      break()
+    endif()
+  endforeach()
+  if(_aten_header)
+    file(STRINGS "${_aten_header}" _needs_cxx20 REGEX "C\\+\\+20 or later")
+    if(_needs_cxx20)
+      target_compile_features(${target} PUBLIC cxx_std_20)
+    endif()
+  endif()
+
+  set(_has_gloo FALSE)
+  foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
+    if(EXISTS "${dir}/gloo/algorithm.h")
+      set(_has_gloo TRUE)
+    endif()
+  endforeach()
+  if(NOT _has_gloo AND Torch_VERSION VERSION_GREATER_EQUAL 2)
+    target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/third_party/gloo/include>)
+  endif()
+endfunction()

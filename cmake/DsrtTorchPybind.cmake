@@ -1,0 +1,36 @@
+# dsrt_torch_pybind11(): the pybind11 an extension sharing objects with torch must be built with.
+# Sets DSRT_PYBIND11_INCLUDE_DIR to torch's bundled pybind11 headers (PyPI's torch ships them in
+# torch/include), else to the system's (Debian's torch 1.13 was built with pybind11-dev), and
+# DSRT_PYBIND11_ABI_DEFINITIONS to torch's PYBIND11_COMPILER_TYPE/STDLIB/BUILD_ABI as
+# torch.utils.cpp_extension passes them (empty where torch reports none: pybind11 3 handles its ABI itself).
+function(dsrt_torch_pybind11)
+  set(_dir)
+  foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
+    if(EXISTS "${dir}/pybind11/pybind11.h")
+      set(_dir "${dir}")
+      break()
+    endif()
+  endforeach()
+  if(NOT _dir)
+    find_path(_dsrt_system_pybind11 pybind11/pybind11.h NO_CACHE)
+    if(_dsrt_system_pybind11)
+      set(_dir "${_dsrt_system_pybind11}")
+    endif()
+  endif()
+  set(DSRT_PYBIND11_INCLUDE_DIR "${_dir}" PARENT_SCOPE)
+
+  set(_defs)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -W ignore -c
+            "import torch.utils.cpp_extension as e; f = getattr(e, '_get_pybind11_abi_build_flags', None); print(';'.join(f() if f else []))"
+    OUTPUT_VARIABLE _flags OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
+  if(_rc EQUAL 0)
+    foreach(flag IN LISTS _flags)
+      string(REGEX REPLACE "^-D" "" def "${flag}")
+      if(def)
+        list(APPEND _defs "${def}")
+      endif()
+    endforeach()
+  endif()
+  set(DSRT_PYBIND11_ABI_DEFINITIONS "${_defs}" PARENT_SCOPE)
+endfunction()
