@@ -10,7 +10,7 @@
 #      GPU_CHECK_BUILD_DIR  the build folder (default build-gpu)
 #      GPU_CHECK_BENCH_ARGS extra arguments for bench/gpu_step_time.py (e.g. "--large")
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
 OUT=${OUT:-$REPO/gpu_out}
 DRY=${GPU_CHECK_DRY_RUN:-0}
@@ -21,6 +21,7 @@ PYLIBS=$BUILD/pylibs
 mkdir -p "$OUT"
 SUMMARY=$OUT/steps.tsv
 : >"$SUMMARY"
+rm -f "$OUT/bench.jsonl" "$OUT/tests_gpu.xml"  # results of an earlier run in the same OUT
 
 if [ -z "${PYTHON:-}" ]; then
   PYTHON=/opt/torch/.venv/bin/python3
@@ -47,6 +48,8 @@ step() {
   if [ "$DRY" = 1 ]; then
     printf '[dry] %-10s timeout %4ss: %s\n' "$name" "$limit" "$*"
     printf '%s\tdry-run\t0\n' "$name" >>"$SUMMARY"
+    # A function of this script prints the commands it would run (configure's cmake line).
+    declare -F "$1" >/dev/null && "$@"
     return 0
   fi
   if [ "$limit" -lt 15 ]; then
@@ -56,7 +59,12 @@ step() {
   fi
   echo "gpu_check: $name (timeout ${limit}s): $*"
   local t0=$SECONDS rc
-  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  # `timeout` runs programs, not shell functions: those run in a child bash (export -f below).
+  if declare -F "$1" >/dev/null; then
+    timeout --kill-after=10 "$limit" bash -c '"$@"' _ "$@" >"$OUT/$name.log" 2>&1
+  else
+    timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  fi
   rc=$?
   local status=ok
   [ $rc -ne 0 ] && status="FAILED(rc=$rc)"
@@ -85,13 +93,16 @@ nccl_home() {
 
 configure() {
   local torch_prefix generator=()
-  torch_prefix=$("$PYTHON" -c "import torch.utils; print(torch.utils.cmake_prefix_path)")
+  torch_prefix=$("$PYTHON" -c "import torch.utils; print(torch.utils.cmake_prefix_path)" 2>/dev/null ||
+                 echo "<no torch in $PYTHON>")
   command -v ninja >/dev/null && generator=(-G Ninja)
+  local run=()
+  [ "$DRY" = 1 ] && run=(echo "[dry]   ")
   # Assumed from the lead's CMake (issue 20): DSRUN_WITH_LAUNCHER=OFF skips launcher/, agent/, tls/ and
   # proto/ (Boost, protobuf, OpenSSL and libssh are not on the GPU machine); DSRUN_BUILD_EXAMPLES=OFF skips
   # examples/ and bench/'s compiled programs. Warnings are not errors here: a new compiler's first warning
   # must not cost the only GPU run (the CPU builds keep -Werror).
-  cmake -S "$REPO" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  "${run[@]}" cmake -S "$REPO" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DDSRUN_WITH_LAUNCHER=OFF -DDSRUN_BUILD_TESTS=OFF -DDSRUN_BUILD_EXAMPLES=OFF -DDSRUN_WITH_SSH=OFF \
     -DDSRUN_WITH_RUNTIME=ON -DDSRUN_WITH_CUDA=ON -DDSRUN_REQUIRE_NCCL=ON -DDSRUN_WERROR=OFF \
     -DDSRUN_PYTHON_EXECUTABLE="$PYTHON" -DPython3_EXECUTABLE="$PYTHON" -DPython_EXECUTABLE="$PYTHON" \
@@ -99,6 +110,8 @@ configure() {
     -DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 }
 
+export -f probe_env configure
+export REPO BUILD BRING PYTHON DRY CXX
 NCCL_HOME=$(nccl_home || true)
 [ -n "$NCCL_HOME" ] && export NCCL_HOME
 echo "gpu_check: OUT=$OUT PYTHON=$PYTHON BUILD=$BUILD NCCL_HOME=${NCCL_HOME:-unset} budget ${BUDGET}s"
@@ -124,9 +137,11 @@ else
   printf 'tests\tnot-run(no dsrt)\t0\n' >>"$SUMMARY"
   bench_args+=(--no-dsrt)
 fi
-left=$((BUDGET - (SECONDS - START) - 15))
+# The benchmark stops starting cases 20 s before its step's timeout, so it always prints its table.
+bench_limit=$((BUDGET - (SECONDS - START)))
+[ "$bench_limit" -gt 400 ] && bench_limit=400
 # shellcheck disable=SC2086  # GPU_CHECK_BENCH_ARGS is a list of words on purpose
-step bench 400 "$PYTHON" "$REPO/bench/gpu_step_time.py" "${bench_args[@]}" --budget "$left" \
+step bench "$bench_limit" "$PYTHON" "$REPO/bench/gpu_step_time.py" "${bench_args[@]}" --budget $((bench_limit - 20)) \
   ${GPU_CHECK_BENCH_ARGS:-}
 
 [ "$DRY" = 1 ] && exit 0
