@@ -62,6 +62,8 @@ def test_fp32_losses_equal_torch_adamw_on_the_same_gpu(reference, stage, offload
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("stage,offload", LAYOUTS, ids=[f"stage{s}-{o or 'gpu'}" for s, o in LAYOUTS])
 def test_16bit_loss_tracks_fp32_torch_and_falls(reference, stage, offload, dtype):
+    if dtype == "fp16" and DEVICE.type == "cpu":
+        pytest.skip("harness check on the CPU (DSRT_GPU_SUITE_ON_CPU=1): CPU LibTorch may lack fp16 matmul")
     losses, engine = train_dsrt(stage, dtype, offload)
     # ds_config's loss scale (2^8) leaves this model's fp16 gradients finite: a skipped step is a bug here.
     assert engine.skipped_steps == 0, f"{dtype} skipped {engine.skipped_steps} of {STEPS} steps"
