@@ -116,7 +116,7 @@ def torch_reference(steps, device, rows=MICRO):
     return out
 
 
-def run_worker(script, args, env=None, timeout=180):
+def run_worker(script, args, env=None, timeout=90):
     """Runs ``python tests/gpu/SCRIPT ARGS`` and returns the CompletedProcess; a timeout is a test failure
     that says which worker hung (never a hang of the suite)."""
     cmd = [sys.executable, str(HERE / script), *map(str, args)]

@@ -20,7 +20,7 @@ import torch  # noqa: E402
 from gpu_support import DEVICE_TYPE, HERE, MICRO, assert_close, torch_reference, worker_losses  # noqa: E402
 
 STEPS = 4
-TIMEOUT = 150
+TIMEOUT = 90
 REFUSED_RC = 3
 
 
