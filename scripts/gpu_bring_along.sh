@@ -23,12 +23,13 @@ PY_TAG=3.12
 PY_ABI=cp312
 # DeepSpeed 0.19.8's install_requires (requirements/requirements.txt) with the versions that
 # scripts/setup_torch2_env.sh resolves, pydantic's own requirements, and pytest with its requirements.
-# numpy is DeepSpeed's too but is left out (16 MB): gpu_check.sh says so if the machine lacks it.
+# numpy (16 MB of the ~25 MB) is there because PyPI's torch does not require it and DeepSpeed imports it;
+# gpu_install_wheels.py unpacks only what the machine lacks.
 DEEPSPEED=deepspeed==0.19.8
 PURE=(einops==0.8.2 hjson==3.1.0 packaging==26.4 py-cpuinfo==9.0.0 pydantic==2.14.4 annotated-types==0.8.0
       typing-inspection==0.4.5 typing-extensions==4.16.0 tqdm==4.70.1 pytest==9.2.0 pluggy==1.7.0
-      iniconfig==2.3.1)
-BINARY=(msgpack==1.2.4 psutil==7.2.2 pydantic-core==2.50.5 ninja==1.13.2)
+      iniconfig==2.3.1 pygments==2.21.0)
+BINARY=(msgpack==1.2.4 psutil==7.2.2 pydantic-core==2.50.5 ninja==1.13.2 numpy==2.4.6)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
