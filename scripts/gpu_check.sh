@@ -130,7 +130,10 @@ bench_args=(--out "$OUT/bench.jsonl")
 if [ "$built" = 1 ] || [ "$DRY" = 1 ]; then
   # DSRT_GPU_REQUIRED=1: a missing GPU or dsrt is an error here, never a quiet skip.
   export DSRT_GPU_REQUIRED=1
-  step tests 240 "$PYTHON" -m pytest "$REPO/tests/gpu" -v -rs -p no:cacheprovider \
+  # At most 240 s, and never the last 150 s of the budget: those are the benchmark's.
+  tests_limit=$((BUDGET - (SECONDS - START) - 150))
+  [ "$tests_limit" -gt 240 ] && tests_limit=240
+  step tests "$tests_limit" "$PYTHON" -m pytest "$REPO/tests/gpu" -v -rs -p no:cacheprovider \
     --junitxml="$OUT/tests_gpu.xml"
 else
   echo "gpu_check: tests NOT RUN: dsrt did not build or import (see configure/build/import logs)"
