@@ -29,7 +29,10 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 # The GPU machine's compiler and CUDA (PLATFORM §8); harmless where they are absent.
 [ -d /opt/gcc/bin ] && export PATH=/opt/gcc/bin:$PATH
-[ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH && export CUDA_HOME=/usr/local/cuda
+[ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH CUDA_HOME=/usr/local/cuda \
+  CUDACXX=/usr/local/cuda/bin/nvcc
+# Torch's CMake config reads the architectures from the environment; the H100 is 9.0 (no probing needed).
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 export CC=${CC:-$(command -v gcc)} CXX=${CXX:-$(command -v g++)}
 # libdsrt's compile includes torch's ProcessGroupGloo.hpp, which includes <gloo/...>: PyPI's torch lacks
 # those headers, the brought-along libgloo-dev has them. nlohmann_json comes through CMAKE_PREFIX_PATH.
@@ -106,8 +109,7 @@ configure() {
     -DDSRUN_WITH_LAUNCHER=OFF -DDSRUN_BUILD_TESTS=OFF -DDSRUN_BUILD_EXAMPLES=OFF -DDSRUN_WITH_SSH=OFF \
     -DDSRUN_WITH_RUNTIME=ON -DDSRUN_WITH_CUDA=ON -DDSRUN_REQUIRE_NCCL=ON -DDSRUN_WERROR=OFF \
     -DDSRUN_PYTHON_EXECUTABLE="$PYTHON" -DPython3_EXECUTABLE="$PYTHON" -DPython_EXECUTABLE="$PYTHON" \
-    -DCMAKE_PREFIX_PATH="$torch_prefix;$BRING" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
-    -DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+    -DCMAKE_PREFIX_PATH="$torch_prefix;$BRING" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}"
 }
 
 export -f probe_env configure
