@@ -40,9 +40,39 @@ class _Accelerator:
         if self._name == "cuda":
             torch.cuda.synchronize(device_index)
 
+    # ---- streams and events (DeepSpeed's CPU accelerator: no streams; a stream context does nothing) -----
+    @property
+    def Stream(self):
+        return torch.cuda.Stream if self._name == "cuda" else None
+
+    @property
+    def Event(self):
+        return torch.cuda.Event if self._name == "cuda" else None
+
+    def stream(self, stream):
+        import contextlib
+        return torch.cuda.stream(stream) if self._name == "cuda" else contextlib.nullcontext()
+
+    def current_stream(self, device_index=None):
+        return torch.cuda.current_stream(device_index) if self._name == "cuda" else None
+
+    def default_stream(self, device_index=None):
+        return torch.cuda.default_stream(device_index) if self._name == "cuda" else None
+
+    def range_push(self, msg, domain=None, category=None):
+        if self._name == "cuda":
+            torch.cuda.nvtx.range_push(msg)
+
+    def range_pop(self, domain=None):
+        if self._name == "cuda":
+            torch.cuda.nvtx.range_pop()
+
     # ---- what the device supports ------------------------------------------------------------------
     def communication_backend_name(self):
         return "nccl" if self._name == "cuda" else "gloo"
+
+    def communication_backend_version(self):
+        return torch.cuda.nccl.version() if self._name == "cuda" else None
 
     def is_bf16_supported(self):
         return torch.cuda.is_bf16_supported() if self._name == "cuda" else True
@@ -74,6 +104,21 @@ class _Accelerator:
     def random(self):
         return torch.random
 
+    def initial_seed(self):
+        return torch.cuda.initial_seed() if self._name == "cuda" else torch.initial_seed()
+
+    def get_rng_state(self, device_index=None):
+        if self._name != "cuda":
+            return torch.get_rng_state()
+        return torch.cuda.get_rng_state() if device_index is None else torch.cuda.get_rng_state(device_index)
+
+    def set_rng_state(self, new_state, device_index=None):
+        if self._name != "cuda":
+            return torch.set_rng_state(new_state)
+        if device_index is None:
+            return torch.cuda.set_rng_state(new_state)
+        return torch.cuda.set_rng_state(new_state, device_index)
+
     # ---- memory (0 on the CPU, where torch keeps no allocator statistics) --------------------------
     def empty_cache(self):
         if self._name == "cuda":
@@ -89,9 +134,23 @@ class _Accelerator:
         if self._name == "cuda":
             torch.cuda.reset_peak_memory_stats(device_index)
 
+    def reset_max_memory_allocated(self, device_index=None):
+        if self._name == "cuda":
+            torch.cuda.reset_peak_memory_stats(device_index)  # what torch's deprecated reset_max_* does
+
+    def memory_reserved(self, device_index=None):
+        return torch.cuda.memory_reserved(device_index) if self._name == "cuda" else 0
+
+    def max_memory_reserved(self, device_index=None):
+        return torch.cuda.max_memory_reserved(device_index) if self._name == "cuda" else 0
+
+    def memory_stats(self, device_index=None):
+        return torch.cuda.memory_stats(device_index) if self._name == "cuda" else {}
+
     def total_memory(self, device_index=None):
         if self._name == "cuda":
-            return torch.cuda.get_device_properties(device_index or 0).total_memory
+            # None is the current device, as in DeepSpeed (not device 0).
+            return torch.cuda.get_device_properties(device_index).total_memory
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
     def __repr__(self):
