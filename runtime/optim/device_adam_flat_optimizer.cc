@@ -1,6 +1,7 @@
 #include "runtime/optim/device_adam_flat_optimizer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -38,7 +39,7 @@ void DeviceAdamFlatOptimizer::run(at::Tensor& params, const at::Tensor& grads, d
                                   const at::Tensor& lowPrecisionOut) {
   checkOperand(params, at::kFloat, "params");
   checkOperand(grads, at::kFloat, "grads");
-  at::NoGradGuard noGrad;
+  c10::AutoGradMode noGrad(false);
   ++step_;
   if (useFused_) {
     // torch.optim.Adam(fused=True) also advances state_steps before the kernel reads it.
