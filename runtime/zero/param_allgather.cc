@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/compat/allgather_into_tensor.h"
+
 namespace dsrt::zero {
 
 namespace {
@@ -82,7 +84,7 @@ void ShardedAllgather::postUpTo(int64_t ready) {
       // Partitions lie back to back (partitionBegin(r) = r * partitionNumel): an in-place gather.
       at::Tensor all = flat_.narrow(0, 0, plan_.partitionNumel * plan_.worldSize);
       at::Tensor mine = rows[static_cast<size_t>(rank_)];
-      works_.push_back(pg_->_allgather_base(all, mine));
+      works_.push_back(compat::allgatherIntoTensor(*pg_, all, mine));
     } else if (collective_ == FlatCollective::kPointToPoint) {
       // Gloo: every rank sends its shard straight from the flat buffer to every other rank and receives
       // theirs straight into it (unbound buffers, no copy). ProcessGroupGloo's allgather would allocate a

@@ -1,5 +1,6 @@
 #include "runtime/zero/stage3_param_gatherer.h"
 
+#include "runtime/compat/allgather_into_tensor.h"
 #include "runtime/zero/param_allgather.h"
 
 #include <ATen/ATen.h>
@@ -154,7 +155,8 @@ void Stage3ParamGatherer::launchPacked(Pending& g) {
     } else if (how == FlatCollective::kFlatBase) {
       // NCCL: the recv buffer is already the contiguous worldSize x piece layout _allgather_base fills.
       at::Tensor out = wire(g.recv);
-      g.work = pg_->_allgather_base(out, wire(g.send));
+      at::Tensor in = wire(g.send);
+      g.work = compat::allgatherIntoTensor(*pg_, out, in);
     } else {
       std::vector<at::Tensor> inputs{wire(g.send)};
       g.work = pg_->allgather(outputs, inputs);
