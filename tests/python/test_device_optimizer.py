@@ -61,3 +61,13 @@ def test_the_switch_changes_which_code_steps(monkeypatch):
     device_model, _ = trained(1, adamw)
     same = all(torch.equal(a, b) for a, b in zip(cpu_model.parameters(), device_model.parameters()))
     assert not same
+
+
+def test_gloo_with_parameters_off_the_cpu_is_refused_at_initialize():
+    """The engine refuses Gloo for device parameters before any collective (Gloo aborts on CUDA pointers).
+    The meta device stands in for CUDA on a CPU-only machine: the check is the same for every non-CPU device."""
+    model = model_of().to("meta")
+    with pytest.raises(Exception, match=r"backend 'gloo' cannot move parameters on 'meta'.*nccl.*keep the model "
+                                        r"on the CPU"):
+        deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                             config=ds_config(2, optimizer={"type": "AdamW", "params": {"lr": 0.01}}))
