@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
+#include <string>
 
+#include "runtime/backend_device_check.h"
 #include "runtime/config/lr_schedule.h"
 #include "runtime/malloc_tuning.h"
 #include "runtime/optim/flat_optimizer.h"
@@ -38,6 +41,9 @@ optim::OptimizerSpec specFor(const config::OptimizerConfig& c) {
   s.momentum = c.momentum;
   s.dampening = c.dampening;
   s.nesterov = c.nesterov;
+  // DSRT_DEVICE_OPTIMIZER=1 runs the GPU path's optimizer (ATen kernels) on CPU tensors, for CI.
+  const char* device = std::getenv("DSRT_DEVICE_OPTIMIZER");
+  s.deviceKernels = device != nullptr && std::string(device) == "1";
   return s;
 }
 
@@ -82,7 +88,11 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.offloadOptimizer = cfg.zero.offloadOptimizer.device == config::OffloadDevice::Cpu;
   ctx.pinMemory = cfg.zero.offloadOptimizer.pinMemory;
   const optim::OptimizerSpec spec = specFor(*cfg.optimizer);
-  ctx.makeOptimizer = [spec](at::Tensor flatParams) { return optim::makeFlatOptimizer(spec, flatParams.numel()); };
+  // The optimizer lives where the strategy keeps the fp32 masters: the CPU for offload and CPU models, the
+  // parameters' device otherwise.
+  ctx.makeOptimizer = [spec](at::Tensor flatParams) {
+    return optim::makeFlatOptimizer(spec, flatParams.numel(), flatParams.device());
+  };
   return ctx;
 }
 
@@ -151,6 +161,11 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
               config_.worldSize, " but the process group has ", dist_->env.worldSize, " ranks");
   precision_ = precision::planPrecision(config_);
   scaler_ = std::make_unique<precision::LossScaler>(precision_.scaler);
+  for (const auto& p : params) {
+    if (auto refusal = backendDeviceRefusal(dist_->pg->getBackendName(), p.device())) {
+      TORCH_CHECK(false, *refusal);
+    }
+  }
   std::vector<at::Tensor> all = params;
   StrategyContext ctx = contextFor(std::move(params), config_, *dist_);
   ctx.timers = &timers_;

@@ -1,5 +1,7 @@
 # Sources directly in runtime/: the strategy seam, distributed init, the engine.
 target_sources(dsrt PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/backend_device_check.cc
+  ${CMAKE_CURRENT_LIST_DIR}/compat/allgather_into_tensor.cc
   ${CMAKE_CURRENT_LIST_DIR}/compat/process_group_compat.cc
   ${CMAKE_CURRENT_LIST_DIR}/dist_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine.cc

@@ -58,6 +58,10 @@ def init_distributed(dist_backend=None, auto_mpi_discovery=True, distributed_por
                       ("MASTER_ADDR", "master_addr"), ("MASTER_PORT", "master_port")):
         os.environ.setdefault(name, str(env[key]))
     backend = dist_backend or _default_backend()
+    if backend == "nccl" and torch.cuda.is_available():
+        # Each rank's GPU is LOCAL_RANK among CUDA_VISIBLE_DEVICES (DeepSpeed's engine sets it so); NCCL's
+        # communicator binds to the current device, so this must come before the group exists.
+        torch.cuda.set_device(int(env["local_rank"]))
     timeout = timeout or _default_timeout()
     if verbose and env["rank"] == 0:
         print(f"[dsrt] initializing torch.distributed: backend={backend} world_size={env['world_size']} "

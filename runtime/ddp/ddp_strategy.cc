@@ -29,8 +29,9 @@ class DdpStrategy final : public GradStrategy {
       : ctx_(std::move(ctx)), reducer_(ctx_.params, ctx_.pg, planFor(ctx_), ctx_.overlapComm) {
     const at::Tensor& grad = reducer_.flatGrad();
     const auto dtype = grad.scalar_type();
-    TORCH_CHECK(grad.device().is_cpu() && (dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16),
-                "zero_optimization.stage 0: libdsrt's optimizer runs on fp32/fp16/bf16 CPU parameters, got ",
+    // Flat buffers, fp32 master and optimizer state all live on the parameters' device (makeOptimizer).
+    TORCH_CHECK(dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16,
+                "zero_optimization.stage 0: libdsrt's optimizer runs on fp32/fp16/bf16 parameters, got ",
                 grad.scalar_type(), " on ", grad.device());
     TORCH_CHECK(!ctx_.offloadOptimizer, "zero_optimization.offload_optimizer: ZeRO-Offload needs ZeRO stage 1, 2 ",
                 "or 3, got stage '0'");

@@ -12,8 +12,8 @@ namespace dsrt::ddp {
 
 /// Builds the stage-0 strategy; see GradStrategy for the call sequence. Re-points every parameter's
 /// storage at a flat buffer (Tensor::set_data: the module keeps the same tensors), so build it after
-/// the model is on its final device and dtype. Throws c10::Error for mixed dtypes/devices, or
-/// non-CPU parameters (the FlatOptimizer runs on CPU).
+/// the model is on its final device and dtype. Buffers, masters and optimizer state
+/// live on the parameters' device. Throws c10::Error for mixed dtypes/devices or non-float parameters.
 std::unique_ptr<GradStrategy> makeDdpStrategy(StrategyContext ctx);
 
 }  // namespace dsrt::ddp

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/compat/fused_adam_compat.h"
 #include "runtime/optim/adam_flat_optimizer.h"
+#include "runtime/optim/device_adam_flat_optimizer.h"
 #include "runtime/optim/sgd_flat_optimizer.h"
 
 namespace dsrt::optim {
@@ -137,7 +139,8 @@ int64_t FlatOptimizer::stateBytes() const {
 
 void FlatOptimizer::checkOperand(const at::Tensor& t, c10::ScalarType dtype, const char* what) const {
   TORCH_CHECK(t.defined(), "optimizer: ", what, " is an undefined tensor");
-  TORCH_CHECK(t.device().is_cpu(), "optimizer: ", what, " must be on the CPU, got '", t.device(), "'");
+  TORCH_CHECK(t.device() == device_, "optimizer: ", what, " must be on ", device_.is_cpu() ? "the CPU" : device_.str(),
+              ", got '", t.device(), "'");
   TORCH_CHECK(t.scalar_type() == dtype, "optimizer: ", what, " must be ", dtype, ", got '", t.scalar_type(), "'");
   TORCH_CHECK(t.is_contiguous(), "optimizer: ", what, " must be contiguous");
   TORCH_CHECK(t.numel() == numel_, "optimizer: ", what, " must have ", numel_, " elements, got '", t.numel(), "'");
@@ -149,6 +152,17 @@ std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int6
     return std::make_unique<SgdFlatOptimizer>(spec, numel);
   }
   return std::make_unique<AdamFlatOptimizer>(spec, numel);
+}
+
+std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device) {
+  if (device.is_cpu() && !spec.deviceKernels) {
+    return makeFlatOptimizer(spec, numel);
+  }
+  checkSpec(spec, numel);
+  if (spec.kind == OptimizerKind::kSgd) {
+    return std::make_unique<SgdFlatOptimizer>(spec, numel, device);
+  }
+  return std::make_unique<DeviceAdamFlatOptimizer>(spec, numel, device, compat::hasFusedAdam(device.type()));
 }
 
 }  // namespace dsrt::optim

@@ -1,6 +1,9 @@
 #pragma once
-// An optimizer over ONE flat, contiguous fp32 CPU tensor: the unit the engine and the ZeRO optimizers
-// hand over (a whole flattened model for stage 0, one rank's partition for stages 1-3 and offload).
+// An optimizer over ONE flat, contiguous fp32 tensor: the unit the engine and the ZeRO optimizers hand
+// over (a whole flattened model for stage 0, one rank's partition for stages 1-3 and offload). CPU
+// tensors step with the vectorised CPU Adam, other devices with ATen kernels (device_adam_flat_optimizer.h).
+
+#include <c10/core/Device.h>
 
 #include <ATen/core/Tensor.h>
 
@@ -40,6 +43,9 @@ struct OptimizerSpec {
   bool nesterov = false;
   /// Threads a step may use; 0 means at::get_num_threads().
   int numThreads = 0;
+  /// Step CPU tensors with the device optimizer (ATen kernels over the flat runs) instead of the
+  /// vectorised CPU Adam, so CI runs the GPU path's code; non-CPU tensors always use it.
+  bool deviceKernels = false;
 };
 
 /// True when `spec` decays weights decoupled (AdamW rule) rather than as an L2 term in the gradient.
@@ -50,7 +56,7 @@ inline bool decoupledWeightDecay(const OptimizerSpec& spec) {
 /// Named optimizer state tensors, e.g. {"exp_avg", t}, {"exp_avg_sq", t} (torch's state names).
 using OptimizerState = std::vector<std::pair<std::string, at::Tensor>>;
 
-/// Updates one flat fp32 CPU partition in place and owns its state (fp32, sized to numel).
+/// Updates one flat fp32 partition on device() in place and owns its state (fp32, sized to numel, on device()).
 /// Not thread-safe: one caller at a time; a step may use spec.numThreads worker threads internally.
 /// Errors (wrong dtype/device/numel, non-contiguous input, bad state on load) throw c10::Error.
 class FlatOptimizer {
@@ -58,7 +64,7 @@ class FlatOptimizer {
   virtual ~FlatOptimizer();
 
   /// One optimizer step with learning rate `lr`. params, grads: same numel as the optimizer, kFloat,
-  /// contiguous, CPU. params is updated in place; grads is only read.
+  /// contiguous, on device(). params is updated in place; grads is only read.
   virtual void step(at::Tensor params, const at::Tensor& grads, double lr) = 0;
 
   /// step() plus a copy of the updated params into `lowPrecisionOut` (kHalf or kBFloat16, contiguous,
@@ -93,6 +99,8 @@ class FlatOptimizer {
 
   /// Elements this optimizer was built for.
   int64_t numel() const { return numel_; }
+  /// Where its operands and state live.
+  c10::Device device() const { return device_; }
   /// The update rule in force. Schedulers that cycle momentum (OneCycle) change it via setBetas/setMomentum.
   const OptimizerSpec& spec() const { return spec_; }
   void setBetas(double beta1, double beta2) { spec_.beta1 = beta1; spec_.beta2 = beta2; }
@@ -109,9 +117,10 @@ class FlatOptimizer {
   const std::vector<GroupRun>& groupRuns() const { return groupRuns_; }
 
  protected:
-  FlatOptimizer(const OptimizerSpec& spec, int64_t numel) : spec_(spec), numel_(numel) {}
+  FlatOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device = c10::Device(c10::kCPU))
+      : spec_(spec), numel_(numel), device_(device) {}
 
-  /// Checks that t is a contiguous CPU tensor of `dtype` with numel() elements; `what` names it in the error.
+  /// Checks that t is a contiguous tensor on device_ of `dtype` with numel() elements; `what` names it in the error.
   void checkOperand(const at::Tensor& t, c10::ScalarType dtype, const char* what) const;
   /// Checks stepInPieces' operands: params and grads as step(), lowPrecisionOut as stepAndCopy() when
   /// defined, pieceEnds increasing and ending at numel().
@@ -125,6 +134,7 @@ class FlatOptimizer {
 
   OptimizerSpec spec_;
   int64_t numel_;
+  c10::Device device_;
   std::vector<GroupRun> groupRuns_;
   std::vector<GroupSettings> groupSettings_;
 };
@@ -132,5 +142,10 @@ class FlatOptimizer {
 /// Builds the optimizer `spec.kind` over `numel` elements with zero-initialised state.
 /// Throws c10::Error on a negative numel or invalid hyper-parameters (betas outside [0,1), eps < 0, ...).
 std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel);
+
+/// The optimizer for a flat tensor on `device`: the CPU optimizers above for the CPU unless
+/// spec.deviceKernels, else DeviceAdamFlatOptimizer (fused kernel where compat::hasFusedAdam) or the
+/// tensor-op SGD, with state on `device`. Throws as makeFlatOptimizer.
+std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device);
 
 }  // namespace dsrt::optim

@@ -7,8 +7,9 @@
 
 namespace dsrt::optim {
 
-SgdFlatOptimizer::SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel)
-    : FlatOptimizer(spec, numel), momentumBuffer_(at::zeros({numel}, at::kFloat)) {
+SgdFlatOptimizer::SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device)
+    : FlatOptimizer(spec, numel, device),
+      momentumBuffer_(at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device))) {
   TORCH_CHECK(spec.kind == OptimizerKind::kSgd, "optimizer: SgdFlatOptimizer built with an Adam spec");
 }
 

@@ -10,7 +10,8 @@ namespace dsrt::optim {
 /// initialises it to the gradient. Threads: ATen's intra-op pool (at::set_num_threads), not spec.numThreads.
 class SgdFlatOptimizer : public FlatOptimizer {
  public:
-  SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel);
+  /// Plain ATen ops, so the same class steps a flat tensor on any `device` (state allocated there).
+  SgdFlatOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device = c10::Device(c10::kCPU));
 
   void step(at::Tensor params, const at::Tensor& grads, double lr) override;
   /// The same ATen operations on each piece's slices (bit-identical to step() where pieces end on

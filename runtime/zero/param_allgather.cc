@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/compat/allgather_into_tensor.h"
+
 namespace dsrt::zero {
 
 namespace {
@@ -19,7 +21,9 @@ constexpr int kExchangeTagBase = 0x5a300000;
 
 }  // namespace
 
-bool exchangesPointToPoint(const c10d::ProcessGroup& pg) { return pg.getBackendName() == "gloo"; }
+bool exchangesPointToPoint(const c10d::ProcessGroup& pg, c10::DeviceType device) {
+  return chooseFlatCollective(pg.getBackendName(), device) == FlatCollective::kPointToPoint;
+}
 
 std::vector<c10::intrusive_ptr<c10d::Work>> postRowExchange(c10d::ProcessGroup& pg, int rank,
                                                             const std::vector<at::Tensor>& rows, int tag) {
@@ -39,14 +43,20 @@ std::vector<c10::intrusive_ptr<c10d::Work>> postRowExchange(c10d::ProcessGroup& 
 
 ShardedAllgather::ShardedAllgather(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, const PartitionPlan& plan,
                                    at::Tensor flat, int64_t bucketNumel)
-    : pg_(std::move(pg)), rank_(rank), plan_(plan), flat_(std::move(flat)), pointToPoint_(exchangesPointToPoint(*pg_)) {
+    : pg_(std::move(pg)),
+      rank_(rank),
+      plan_(plan),
+      flat_(std::move(flat)),
+      collective_(chooseFlatCollective(pg_->getBackendName(), flat_.device().type())) {
   TORCH_CHECK(flat_.numel() == plan_.paddedNumel, "zero: all-gather buffer has ", flat_.numel(),
               " elements, expected '", plan_.paddedNumel, "'");
   if (plan_.worldSize == 1 || plan_.partitionNumel == 0) {
     return;
   }
   TORCH_CHECK(bucketNumel >= 1, "zero_optimization.allgather_bucket_size must be >= 1, got '", bucketNumel, "'");
-  const int64_t shard = std::max<int64_t>(1, bucketNumel / plan_.worldSize);
+  // NCCL gathers the whole flat buffer in one kernel; its optimizer step is too short to overlap with.
+  const int64_t shard = collective_ == FlatCollective::kFlatBase ? plan_.partitionNumel
+                                                                 : std::max<int64_t>(1, bucketNumel / plan_.worldSize);
   for (int64_t off = 0; off < plan_.partitionNumel; off += shard) {
     shardEnds_.push_back(std::min(plan_.partitionNumel, off + shard));
   }
@@ -70,7 +80,12 @@ void ShardedAllgather::postUpTo(int64_t ready) {
     for (int r = 0; r < plan_.worldSize; ++r) {
       rows.push_back(flat_.narrow(0, plan_.partitionBegin(r) + off, n));
     }
-    if (pointToPoint_) {
+    if (collective_ == FlatCollective::kFlatBase) {
+      // Partitions lie back to back (partitionBegin(r) = r * partitionNumel): an in-place gather.
+      at::Tensor all = flat_.narrow(0, 0, plan_.partitionNumel * plan_.worldSize);
+      at::Tensor mine = rows[static_cast<size_t>(rank_)];
+      works_.push_back(compat::allgatherIntoTensor(*pg_, all, mine));
+    } else if (collective_ == FlatCollective::kPointToPoint) {
       // Gloo: every rank sends its shard straight from the flat buffer to every other rank and receives
       // theirs straight into it (unbound buffers, no copy). ProcessGroupGloo's allgather would allocate a
       // worldSize x shard output every call and copy it out again: the page faults of that per-step

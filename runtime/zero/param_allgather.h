@@ -6,6 +6,7 @@
 // point send/recv straight between the ranks' flat buffers (no allocation, no copy); other backends
 // (NCCL) get an allgather over a list of per-rank views.
 
+#include "runtime/zero/collective_choice.h"
 #include "runtime/zero/partition_plan.h"
 
 #include <ATen/core/Tensor.h>
@@ -21,9 +22,9 @@ class Work;
 
 namespace dsrt::zero {
 
-/// True where allgatherPartitions and the stage-3 gathers use postRowExchange (Gloo) instead of the
-/// process group's allgather.
-bool exchangesPointToPoint(const c10d::ProcessGroup& pg);
+/// True where allgatherPartitions and the stage-3 gathers use postRowExchange (Gloo on host memory,
+/// chooseFlatCollective) instead of the process group's allgather.
+bool exchangesPointToPoint(const c10d::ProcessGroup& pg, c10::DeviceType device = c10::DeviceType::CPU);
 
 /// Point-to-point all-gather of `rows` (worldSize contiguous tensors, one per rank; row `rank` already
 /// holds this rank's data): posts a send of row `rank` to every other rank and a receive of every other
@@ -32,7 +33,7 @@ bool exchangesPointToPoint(const c10d::ProcessGroup& pg);
 std::vector<c10::intrusive_ptr<c10d::Work>> postRowExchange(c10d::ProcessGroup& pg, int rank,
                                                             const std::vector<at::Tensor>& rows, int tag);
 
-/// The all-gather of allgatherPartitions, posted shard by shard as this rank's partition becomes current,
+/// The all-gather of allgatherPartitions, posted shard by shard (on NCCL one in-place _allgather_base) as this rank's partition becomes current,
 /// so the exchange of the front of the partition overlaps the optimizer computing the rest (the same
 /// shards, so the same number of collectives). Collective: every rank posts the same shards in order.
 /// Not thread-safe; `flat` must stay alive and its other ranks' partitions untouched until wait().
@@ -59,7 +60,8 @@ class ShardedAllgather {
   int rank_;
   const PartitionPlan& plan_;
   at::Tensor flat_;
-  bool pointToPoint_;
+  /// How shards travel; kFlatBase makes the whole partition one shard, gathered in place.
+  FlatCollective collective_;
   std::vector<int64_t> shardEnds_;
   size_t posted_ = 0;  ///< shards [0, posted_) are in flight or done
   std::vector<c10::intrusive_ptr<c10d::Work>> works_;

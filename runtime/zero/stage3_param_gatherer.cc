@@ -1,5 +1,6 @@
 #include "runtime/zero/stage3_param_gatherer.h"
 
+#include "runtime/compat/allgather_into_tensor.h"
 #include "runtime/zero/param_allgather.h"
 
 #include <ATen/ATen.h>
@@ -144,12 +145,18 @@ void Stage3ParamGatherer::launchPacked(Pending& g) {
     for (int r = 0; r < world; ++r) {
       outputs[0].push_back(wire(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel)));
     }
-    if (exchangesPointToPoint(*pg_)) {
+    const FlatCollective how = chooseFlatCollective(pg_->getBackendName(), g.recv.device().type());
+    if (how == FlatCollective::kPointToPoint) {
       // Gloo's allgather allocates and copies out a worldSize x piece buffer per gather; the exchange
       // receives straight into the recycled recv buffer. Sequence numbers agree across ranks (gathers are
       // issued in the same order everywhere), so they tell the gathers in flight apart.
       outputs[0][static_cast<size_t>(rank_)].copy_(wire(g.send));
       g.exchange = postRowExchange(*pg_, rank_, outputs[0], kGatherTagBase + static_cast<int>(g.seq % kGatherTags));
+    } else if (how == FlatCollective::kFlatBase) {
+      // NCCL: the recv buffer is already the contiguous worldSize x piece layout _allgather_base fills.
+      at::Tensor out = wire(g.recv);
+      at::Tensor in = wire(g.send);
+      g.work = compat::allgatherIntoTensor(*pg_, out, in);
     } else {
       std::vector<at::Tensor> inputs{wire(g.send)};
       g.work = pg_->allgather(outputs, inputs);

@@ -113,8 +113,8 @@ double Stage3Strategy::gradNorm() {
   c10::AutoGradMode noGrad(false);
   // 16-bit gradients are normed in fp32, or a loss-scaled fp16 norm would overflow.
   const at::Tensor& g = gradPartition();
-  const double local = at::norm(g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).item<double>();
-  at::Tensor sq = at::full({1}, local * local, partition_.options().dtype(at::kDouble));
+  // The square stays on the gradients' device until the one host read after the allreduce.
+  at::Tensor sq = at::norm(g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).to(at::kDouble).pow(2).reshape({1});
   if (ctx_.worldSize > 1) {
     std::vector<at::Tensor> t{sq};
     ctx_.pg->allreduce(t)->wait();
