@@ -166,6 +166,8 @@ def run_case(name, size, device, warmup, steps):
     """One case in this process; returns its result dict (the JSON line gpu_step_time.py prints)."""
     device = torch.device(device)
     if device.type == "cuda":
+        if device.index is None:  # "cuda" alone: set_device needs an index
+            device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
         torch.backends.cuda.matmul.allow_tf32 = False  # as PLATFORM §8's torch timings: fp32 is fp32
         torch.backends.cudnn.allow_tf32 = False

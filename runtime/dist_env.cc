@@ -51,6 +51,11 @@ std::chrono::milliseconds timeoutFrom(const DistOptions& options, const EnvLooku
 
 }  // namespace
 
+at::Device collectiveDevice(const c10d::ProcessGroup& pg) {
+  // No index: a tensor made for at::kCUDA lands on the current device, the one NCCL was set up on.
+  return pg.getBackendName() == "nccl" ? at::Device(at::kCUDA) : at::Device(at::kCPU);
+}
+
 std::shared_ptr<DistContext> init_distributed(DistOptions options) {
   EnvLookup lookup = options.env ? options.env : processEnv();
   auto ctx = std::make_shared<DistContext>();

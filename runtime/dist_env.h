@@ -39,6 +39,11 @@ struct DistContext {
   std::string backend;                             ///< the backend actually chosen
 };
 
+/// Where a tensor for `pg`'s collectives must live: the current CUDA device for NCCL (it reduces only
+/// device tensors: "No backend type associated with device type cpu"), the CPU for Gloo. For the small
+/// agreement flags of checkpoints and saves.
+at::Device collectiveDevice(const c10d::ProcessGroup& pg);
+
 /// Creates the store and process group. Blocks until every rank has joined rank 0's store (or the
 /// timeout expires). Throws c10::Error naming the missing/inconsistent variables, the unavailable
 /// backend, or the master address that could not be reached.

@@ -170,7 +170,8 @@ bool Engine::save_16bit_model(const std::string& saveDir, const std::string& fil
     }
   }
   // Every rank learns the outcome, so no rank reports success for a file rank 0 failed to write.
-  at::Tensor failed = at::full({1}, error.empty() ? 0.0f : 1.0f);
+  at::Tensor failed = at::full({1}, error.empty() ? 0.0f : 1.0f,
+                               at::TensorOptions().dtype(at::kFloat).device(collectiveDevice(*dist_->pg)));
   std::vector<at::Tensor> flag{failed};
   dist_->pg->allreduce(flag)->wait();
   TORCH_CHECK(error.empty(), "engine.save_16bit_model: ", error);

@@ -12,6 +12,7 @@
 #include "runtime/checkpoint/module_weights.h"
 #include "runtime/checkpoint/repartition.h"
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/dist_env.h"
 #include "runtime/zero/partitioned_strategy.h"
 
 namespace dsrt::checkpoint {
@@ -20,7 +21,8 @@ namespace {
 // Every rank learns whether any rank failed, instead of a barrier a failed rank would never reach;
 // the first failing rank's message travels with the failure so every rank throws something useful.
 void agree(const StrategyHandle& h, const std::string& localError, const std::string& what) {
-  at::Tensor flag = at::full({1}, localError.empty() ? 0.0f : float(h.rank + 1));
+  at::Tensor flag = at::full({1}, localError.empty() ? 0.0f : float(h.rank + 1),
+                             at::TensorOptions().dtype(at::kFloat).device(collectiveDevice(*h.pg)));
   std::vector<at::Tensor> v{flag};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::MAX;
