@@ -33,13 +33,15 @@ def ds_config(variant, world, micro_per_global=16, gas=2):
         zero["offload_optimizer"] = {"device": "cpu"}
     if offload_param:
         zero["offload_param"] = {"device": "cpu"}
+    # Without offload DeepSpeed's config Adam is its FusedAdam, a CUDA kernel: torch_adam makes it
+    # torch.optim.AdamW. With offload_optimizer it is DeepSpeedCPUAdam (JIT-built C++), which is the point.
+    adam = {"lr": 0.01, "betas": [0.9, 0.98], "eps": 1e-8, "weight_decay": 0.1}
+    if not offload_opt:
+        adam["torch_adam"] = True
     return {"train_batch_size": micro_per_global, "gradient_accumulation_steps": gas,
             "train_micro_batch_size_per_gpu": micro_per_global // (gas * world),
             "gradient_clipping": 0.5, "steps_per_print": 1000000,
-            # torch_adam: DeepSpeed's optimizer is torch.optim.AdamW (its FusedAdam is a CUDA kernel);
-            # with offload DeepSpeed uses its DeepSpeedCPUAdam whatever this says.
-            "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": [0.9, 0.98], "eps": 1e-8,
-                                                      "weight_decay": 0.1, "torch_adam": True}},
+            "optimizer": {"type": "AdamW", "params": adam},
             "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.001, "warmup_max_lr": 0.01,
                                                           "warmup_num_steps": 3, "warmup_type": "linear"}},
             "zero_optimization": zero}

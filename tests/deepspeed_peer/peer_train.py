@@ -72,6 +72,12 @@ def main():
         path, _ = engine.load_checkpoint(args.load, load_module_only=args.load_module_only)
         assert path, f"no checkpoint in {args.load}"
     rank, world = dist.get_rank(), dist.get_world_size()
+    if args.impl == "deepspeed" and rank == 0:
+        # What DeepSpeed really runs, so the test can check that offload is offload (its CPU Adam).
+        base = getattr(engine.optimizer, "optimizer", engine.optimizer)
+        print(f"deepspeed {type(engine.optimizer).__name__} over {type(base).__name__} offload_optimizer "
+              f"{engine.zero_offload_optimizer() is not None} offload_param {engine.zero_offload_param() is not None}",
+              flush=True)
     gas, micro = engine.gradient_accumulation_steps(), engine.train_micro_batch_size_per_gpu()
     for _ in range(args.steps):
         step = engine.global_steps

@@ -48,8 +48,12 @@ def one_process(tmp_path_factory):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_two_ranks_dsrt_equals_deepspeed(tmp_path, one_process, variant):
     cfg = write(tmp_path, variant, ds_config(variant, 2))
-    ds = losses(run_deepspeed(2, "--deepspeed_config", cfg).stdout)
-    ours = losses(run_dsrt(2, "--deepspeed_config", cfg).stdout)
+    ds_out = run_deepspeed(2, "--deepspeed_config", cfg).stdout
+    ds, ours = losses(ds_out), losses(run_dsrt(2, "--deepspeed_config", cfg).stdout)
+    # DeepSpeed really ran the variant: ZeRO's optimizer, and offload through its own CPU Adam.
+    _, offload_opt, offload_param = VARIANTS[variant]
+    assert (f"over {'DeepSpeedCPUAdam' if offload_opt else 'AdamW'} offload_optimizer {offload_opt} "
+            f"offload_param {offload_param}") in ds_out, ds_out[-2000:]
     ds_vs_one, ours_vs_one = max_rel_diff(ds, one_process), max_rel_diff(ours, one_process)
     print(f"{variant}: dsrt vs DeepSpeed {max_rel_diff(ours, ds):.3g}, DeepSpeed vs one process {ds_vs_one:.3g}, "
           f"dsrt vs one process {ours_vs_one:.3g}")
