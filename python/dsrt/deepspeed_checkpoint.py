@@ -172,9 +172,20 @@ def _write_file(path, meta, tensors):
             f.write(a.tobytes())
 
 
-def write(ds, out_dir, names, stage, client_state_json):
+def stage0_layout(params):
+    """Stage 0 (runtime/ddp): the parameters are views of one flat fp32 buffer in gradient-bucket order
+    (reverse registration order, bucket by bucket), and the optimizer state has the same layout. Returns each
+    parameter's offset in it and its size, or None when the parameters are not such views (16-bit models)."""
+    stores = [p.untyped_storage() if hasattr(p, "untyped_storage") else p.storage() for p in params]
+    if len({s.data_ptr() for s in stores}) != 1 or any(p.dtype != torch.float32 for p in params):
+        return None
+    return [p.storage_offset() for p in params], stores[0].nbytes() // 4
+
+
+def write(ds, out_dir, names, stage, client_state_json, layout0=None):
     """Writes what read() returned as dsrt checkpoint OUT_DIR/converted (ZeRO STAGE, DeepSpeed's world size);
-    ``names`` are the engine's parameter names (its flat order). Returns the tag."""
+    ``names`` are the engine's parameter names (the ZeRO flat order), ``layout0`` stage0_layout(). Returns
+    the tag."""
     missing = [n for n in names if n not in ds["params"]]
     if missing:
         raise RuntimeError(f"DeepSpeed checkpoint has no weights for {missing} (it holds {sorted(ds['params'])})")
@@ -196,6 +207,11 @@ def write(ds, out_dir, names, stage, client_state_json):
     tdir = Path(out_dir) / tag
     tdir.mkdir(parents=True, exist_ok=True)
     if stage == 0:
+        offsets, total = layout0
+        for k in ("exp_avg", "exp_avg_sq"):
+            flat[k] = torch.zeros(total)
+            for n, off in zip(names, offsets):
+                flat[k][off:off + moments[n][k].numel()] = moments[n][k].reshape(-1).float()
         meta["optimizer"] = {"step": ds["step"], "state_names": ["exp_avg", "exp_avg_sq"]}
         tensors += [("optimizer." + k, flat[k]) for k in ("exp_avg", "exp_avg_sq")]
     else:
@@ -247,7 +263,13 @@ def load(engine, tdir, **options):
     client = client_state(ds)
     if group_hyper_parameters(ds):
         client[_GROUPS_KEY] = group_hyper_parameters(ds)
+    stage = engine.zero_optimization_stage()
+    layout0 = stage0_layout(engine._params) if stage == 0 else None
+    if stage == 0 and layout0 is None and options["load_optimizer_states"] and not options["load_module_only"]:
+        raise _C.DsrtError(f"{tdir}: dsrt reads DeepSpeed's optimizer states into a stage-0 engine only for fp32 "
+                           "models, got a 16-bit model\n  hint: load_checkpoint(load_optimizer_states=False) "
+                           "loads the weights")
     with tempfile.TemporaryDirectory(prefix="dsrt-from-deepspeed-") as tmp:
-        tag = write(ds, tmp, names, engine.zero_optimization_stage(), encode_client_state(client))
+        tag = write(ds, tmp, names, stage, encode_client_state(client), layout0 or ([0] * len(names), 0))
         _, state = engine.load_checkpoint(tmp, tag, **options)
     return str(tdir), state

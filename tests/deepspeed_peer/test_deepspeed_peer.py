@@ -16,9 +16,7 @@ import json
 
 import pytest
 
-from peer_helpers import VARIANTS, ds_config, losses, max_rel_diff, require_deepspeed, run_deepspeed, run_dsrt
-
-TOL = 2e-5
+from peer_helpers import TOL, VARIANTS, ds_config, losses, max_rel_diff, require_deepspeed, run_deepspeed, run_dsrt
 
 # Variants where DeepSpeed 0.19.8 on 2 CPU ranks does NOT reproduce its own single process (there dsrt is
 # compared with one process instead). The test asserts each entry still differs, so a fixed DeepSpeed shows up.
