@@ -8,21 +8,21 @@ docs/deepspeed_peer.md). DeepSpeed's layout (deepspeed/runtime/engine.py, zero/s
   stage 3    zero_pp_rank_<r>_mp_rank_00_{model,optim}_states.pt: every parameter cut into world-size
              slices of ceil(numel / world) elements, rank r's slices back to back
 From these, full per-parameter fp32 weights and Adam moments are rebuilt and written as a dsrt checkpoint
-of the same world size, which the engine then loads (re-partitioning for its own world size and stage).
+of the same world size (deepspeed_checkpoint_write.py), which the engine then loads (re-partitioning for its
+own world size and stage).
 Only Adam/AdamW moments are read (not SGD momentum). ZeRO-3 optimizer moments are not read: weights only.
 """
 
 import importlib.abc
 import importlib.util
-import json
 import math
 import sys
 import types
-import zlib
 from pathlib import Path
 
-import numpy as np
 import torch
+
+from dsrt.deepspeed_checkpoint_write import stage0_layout, write
 
 # Keys of DeepSpeed's module file its load_checkpoint does not return as client_state (engine.py).
 _DEEPSPEED_KEYS = {"module", "buffer_names", "optimizer", "lr_scheduler", "csr_tensor_module_names",
@@ -100,14 +100,15 @@ def resolve(load_dir, tag):
     return None
 
 
-def _unflatten(names, shapes, flat, per_rank=None):
-    """{name: tensor} from a flat buffer of params back to back (per_rank: stage 3's [rank][flat])."""
+def _unflatten(names, shapes, flat, per_rank=None, pads=None):
+    """{name: tensor} from a flat buffer of params back to back, each followed by pads[i] elements of alignment
+    padding (stage 1/2's param_alignment_paddings), or (per_rank) from stage 3's per-rank flat buffers."""
     out, offset = {}, 0
-    for name in names:
+    for i, name in enumerate(names):
         numel = math.prod(shapes[name])
         if per_rank is None:
             out[name] = flat[offset:offset + numel].view(shapes[name])
-            offset += numel
+            offset += numel + (pads[i] if pads else 0)
         else:
             part = math.ceil(numel / len(per_rank))
             out[name] = torch.cat([r[offset:offset + part] for r in per_rank])[:numel].view(shapes[name])
@@ -129,6 +130,8 @@ def read(tdir, optimizer_names):
         opt = model.get("optimizer")
         if opt is not None and opt.get("state"):
             state = [opt["state"][i] for i in sorted(opt["state"])]
+            if len(state) != len(optimizer_names) or "exp_avg" not in state[0]:
+                return out  # not Adam over the same parameters: weights only
             out["moments"] = {n: {"exp_avg": s["exp_avg"], "exp_avg_sq": s["exp_avg_sq"]}
                               for n, s in zip(optimizer_names, state)}
             out["step"], out["groups"] = int(state[0]["step"]), opt["param_groups"]
@@ -144,94 +147,21 @@ def read(tdir, optimizer_names):
         return out
     out["params"], out["moments"] = {}, {n: {} for n in names}
     base = [o["base_optimizer_state"] for o in optim]
+    adam = isinstance(base[0], dict) and "exp_avg" in base[0].get("state", {}).get(0, {})
     for g, group in enumerate(model["param_shapes"]):
         gnames = list(group)
+        pads = (optim[0].get("param_alignment_paddings") or [None] * (g + 1))[g]
         out["params"].update(_unflatten(gnames, shapes, torch.cat([o["single_partition_of_fp32_groups"][g]
-                                                                   for o in optim])))
-        for key in ("exp_avg", "exp_avg_sq"):
+                                                                   for o in optim]), pads=pads))
+        for key in ("exp_avg", "exp_avg_sq") if adam else ():
             full = torch.cat([b["state"][g][key] for b in base])
-            for n, t in _unflatten(gnames, shapes, full).items():
+            for n, t in _unflatten(gnames, shapes, full, pads=pads).items():
                 out["moments"][n][key] = t
+    if not adam:  # SGD, or DeepSpeed's elastic (list) layout: weights only
+        out["moments"] = None
+        return out
     out["step"], out["groups"] = int(base[0]["state"][0]["step"]), base[0]["param_groups"]
     return out
-
-
-def _write_file(path, meta, tensors):
-    """dsrt's checkpoint file (runtime/checkpoint/checkpoint_file.h): magic, version 1, JSON header, raw
-    tensor bytes covered by a CRC-32 (zlib's, the same polynomial)."""
-    blobs = [(n, np.ascontiguousarray(t.detach().float().cpu().numpy())) for n, t in tensors]
-    table, offset, crc = [], 0, 0
-    for name, a in blobs:
-        table.append({"name": name, "dtype": "float32", "shape": list(a.shape), "offset": offset, "nbytes": a.nbytes})
-        offset += a.nbytes
-        crc = zlib.crc32(a.tobytes(), crc)
-    header = json.dumps({"meta": meta, "tensors": table, "payload_bytes": offset, "payload_crc32": crc}).encode()
-    with open(path, "wb") as f:
-        f.write(b"DSRTCKPT" + (1).to_bytes(4, "little") + len(header).to_bytes(8, "little") + header)
-        for _, a in blobs:
-            f.write(a.tobytes())
-
-
-def stage0_layout(params):
-    """Stage 0 (runtime/ddp): the parameters are views of one flat fp32 buffer in gradient-bucket order
-    (reverse registration order, bucket by bucket), and the optimizer state has the same layout. Returns each
-    parameter's offset in it and its size, or None when the parameters are not such views (16-bit models)."""
-    stores = [p.untyped_storage() if hasattr(p, "untyped_storage") else p.storage() for p in params]
-    if len({s.data_ptr() for s in stores}) != 1 or any(p.dtype != torch.float32 for p in params):
-        return None
-    return [p.storage_offset() for p in params], stores[0].nbytes() // 4
-
-
-def write(ds, out_dir, names, stage, client_state_json, layout0=None):
-    """Writes what read() returned as dsrt checkpoint OUT_DIR/converted (ZeRO STAGE, DeepSpeed's world size);
-    ``names`` are the engine's parameter names (the ZeRO flat order), ``layout0`` stage0_layout(). Returns
-    the tag."""
-    missing = [n for n in names if n not in ds["params"]]
-    if missing:
-        raise RuntimeError(f"DeepSpeed checkpoint has no weights for {missing} (it holds {sorted(ds['params'])})")
-    model, world, tag = ds["model"], ds["world"], "converted"
-    steps = int(model.get("global_steps", 0))
-    sched = model.get("lr_scheduler") or {}
-    engine = {"global_steps": steps, "global_samples": int(model.get("global_samples", 0)),
-              "last_batch_iteration": int(sched.get("last_batch_iteration", steps - 1)),
-              "train_batch_size": int((model.get("ds_config") or {}).get("train_batch_size", 0)),
-              "dp_world_size": world, "zero_stage": stage, "skipped_steps": int(model.get("skipped_steps", 0))}
-    moments = ds["moments"] or {n: {"exp_avg": torch.zeros_like(ds["params"][n]),
-                                    "exp_avg_sq": torch.zeros_like(ds["params"][n])} for n in names}
-    numels = [ds["params"][n].numel() for n in names]
-    meta = {"kind": "dsrt_model_states", "zero_stage": stage, "world_size": world, "param_names": list(names),
-            "engine": engine, "client_state": json.loads(client_state_json)}
-    tensors = [("module." + n, ds["params"][n]) for n in names]
-    flat = {k: torch.cat([moments[n][k].reshape(-1).float() for n in names]) for k in ("exp_avg", "exp_avg_sq")}
-    flat["fp32"] = torch.cat([ds["params"][n].reshape(-1) for n in names])
-    tdir = Path(out_dir) / tag
-    tdir.mkdir(parents=True, exist_ok=True)
-    if stage == 0:
-        offsets, total = layout0
-        for k in ("exp_avg", "exp_avg_sq"):
-            flat[k] = torch.zeros(total)
-            for n, off in zip(names, offsets):
-                flat[k][off:off + moments[n][k].numel()] = moments[n][k].reshape(-1).float()
-        meta["optimizer"] = {"step": ds["step"], "state_names": ["exp_avg", "exp_avg_sq"]}
-        tensors += [("optimizer." + k, flat[k]) for k in ("exp_avg", "exp_avg_sq")]
-    else:
-        # runtime/zero/partition_plan.h: back to back, padded to a multiple of world * alignment, cut evenly.
-        align = 2
-        padded = math.ceil(sum(numels) / (world * align)) * world * align
-        part = padded // world
-        plan = {"param_numels": numels, "alignment": align, "world_size": world, "partition_numel": part}
-        meta["partition"] = plan
-        flat = {k: torch.cat([v, v.new_zeros(padded - v.numel())]) for k, v in flat.items()}
-        for r in range(world):
-            cut = slice(r * part, (r + 1) * part)
-            _write_file(tdir / f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt",
-                        {"kind": "dsrt_optim_states", "rank": r, "zero_stage": stage, "partition": plan,
-                         "step": ds["step"], "state_names": ["exp_avg", "exp_avg_sq"]},
-                        [("fp32_flat_partition", flat["fp32"][cut]), ("optimizer.exp_avg", flat["exp_avg"][cut]),
-                         ("optimizer.exp_avg_sq", flat["exp_avg_sq"][cut])])
-    _write_file(tdir / "mp_rank_00_model_states.pt", meta, tensors)
-    (Path(out_dir) / "latest").write_text(tag)
-    return tag
 
 
 def client_state(ds):
@@ -270,6 +200,6 @@ def load(engine, tdir, **options):
                            "models, got a 16-bit model\n  hint: load_checkpoint(load_optimizer_states=False) "
                            "loads the weights")
     with tempfile.TemporaryDirectory(prefix="dsrt-from-deepspeed-") as tmp:
-        tag = write(ds, tmp, names, stage, encode_client_state(client), layout0 or ([0] * len(names), 0))
+        tag = write(ds, tmp, names, stage, encode_client_state(client), layout0)
         _, state = engine.load_checkpoint(tmp, tag, **options)
     return str(tdir), state
