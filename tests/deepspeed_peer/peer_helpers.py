@@ -6,6 +6,7 @@ interpreter is DSRT_DEEPSPEED_PYTHON, else the one running the tests (CTest: the
 for, which then imports both packages, as scripts/setup_torch2_env.sh's venv does).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -48,6 +49,13 @@ def ds_config(variant, world, micro_per_global=16, gas=2):
             "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.001, "warmup_max_lr": 0.01,
                                                           "warmup_num_steps": 3, "warmup_type": "linear"}},
             "zero_optimization": zero}
+
+
+def write_config(tmp_path, name, cfg):
+    """cfg as TMP_PATH/NAME.json; returns its path."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(cfg))
+    return path
 
 
 def require_deepspeed():

@@ -8,7 +8,6 @@ Stage 3: dsrt reads the weights only (compared with DeepSpeed's zero_to_fp32), a
 an error saying so. Same tolerance as test_deepspeed_peer.py.
 """
 
-import json
 import os
 import subprocess
 
@@ -16,14 +15,8 @@ import pytest
 import torch
 
 from peer_helpers import (DS_PYTHON, TOL, ds_config, losses, max_rel_diff, require_deepspeed, run_deepspeed,
-                          run_dsrt)
+                          run_dsrt, write_config)
 from peer_train import TiedLm
-
-
-def write(tmp_path, name, cfg):
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(cfg))
-    return path
 
 
 def resume_losses(out):
@@ -35,7 +28,8 @@ def resume_losses(out):
 @pytest.mark.parametrize("variant", ["z0", "z1", "z2", "z2_offload"])
 def test_dsrt_continues_from_a_deepspeed_checkpoint(tmp_path, variant):
     require_deepspeed()
-    cfg2, cfg1 = write(tmp_path, "w2", ds_config(variant, 2)), write(tmp_path, "w1", ds_config(variant, 1))
+    cfg2 = write_config(tmp_path, "w2", ds_config(variant, 2))
+    cfg1 = write_config(tmp_path, "w1", ds_config(variant, 1))
     ckpt = tmp_path / "ckpt"
     run_deepspeed(2, "--deepspeed_config", cfg2, "--save", ckpt)
     assert (ckpt / "latest").read_text().strip() == "global_step6"
@@ -61,7 +55,8 @@ def test_dsrt_loads_the_weights_of_a_deepspeed_zero3_checkpoint(tmp_path):
     the weights, engine.py reloads the bit16 partitions it already has, so it continues from its initial
     weights, measured: the same losses as a fresh run.) A full load is refused, saying why."""
     require_deepspeed()
-    cfg2, cfg1 = write(tmp_path, "w2", ds_config("z3", 2)), write(tmp_path, "w1", ds_config("z3", 1))
+    cfg2 = write_config(tmp_path, "w2", ds_config("z3", 2))
+    cfg1 = write_config(tmp_path, "w1", ds_config("z3", 1))
     ckpt = tmp_path / "ckpt"
     run_deepspeed(2, "--deepspeed_config", cfg2, "--save", ckpt)
     code = ("import sys, torch; from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint "

@@ -12,21 +12,14 @@ missed clip, a lost accumulation micro-batch, a wrong weight decay group) moves 
 (test_tolerance_detects_a_changed_lr checks that the tolerance notices the smallest of these).
 """
 
-import json
-
 import pytest
 
-from peer_helpers import TOL, VARIANTS, ds_config, losses, max_rel_diff, require_deepspeed, run_deepspeed, run_dsrt
+from peer_helpers import (TOL, VARIANTS, ds_config, losses, max_rel_diff, require_deepspeed, run_deepspeed,
+                          run_dsrt, write_config)
 
 # Variants where DeepSpeed 0.19.8 on 2 CPU ranks does NOT reproduce its own single process (there dsrt is
 # compared with one process instead). The test asserts each entry still differs, so a fixed DeepSpeed shows up.
 DEEPSPEED_DIFFERS = {}
-
-
-def write(tmp_path, name, cfg):
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(cfg))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +27,7 @@ def one_process(tmp_path_factory):
     """DeepSpeed's and dsrt's losses on one process (stage 0), the reference of every variant."""
     versions = require_deepspeed()
     tmp = tmp_path_factory.mktemp("one")
-    cfg = write(tmp, "z0_w1", ds_config("z0", 1))
+    cfg = write_config(tmp, "z0_w1", ds_config("z0", 1))
     ds = losses(run_deepspeed(1, "--deepspeed_config", cfg).stdout)
     ours = losses(run_dsrt(1, "--deepspeed_config", cfg).stdout)
     print(f"deepspeed/torch {versions}: one process, dsrt vs DeepSpeed max rel diff {max_rel_diff(ours, ds):.3g}")
@@ -45,7 +38,7 @@ def one_process(tmp_path_factory):
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_two_ranks_dsrt_equals_deepspeed(tmp_path, one_process, variant):
-    cfg = write(tmp_path, variant, ds_config(variant, 2))
+    cfg = write_config(tmp_path, variant, ds_config(variant, 2))
     ds_out = run_deepspeed(2, "--deepspeed_config", cfg).stdout
     ds, ours = losses(ds_out), losses(run_dsrt(2, "--deepspeed_config", cfg).stdout)
     # DeepSpeed really ran the variant: ZeRO's optimizer, and offload through its own CPU Adam.
@@ -67,5 +60,5 @@ def test_tolerance_detects_a_changed_lr(tmp_path, one_process):
     """The comparison can fail: the same run with warmup_max_lr 10% higher is far outside TOL."""
     cfg = ds_config("z0", 1)
     cfg["scheduler"]["params"]["warmup_max_lr"] *= 1.1
-    ours = losses(run_dsrt(1, "--deepspeed_config", write(tmp_path, "lr", cfg)).stdout)
+    ours = losses(run_dsrt(1, "--deepspeed_config", write_config(tmp_path, "lr", cfg)).stdout)
     assert max_rel_diff(ours, one_process) > 100 * TOL
