@@ -73,8 +73,9 @@ done
 
 echo "2 ranks, Gloo, Adam, fp32, 4 x Linear(H,H), 32 samples per rank, OMP_NUM_THREADS=$OMP_NUM_THREADS," \
   "$ROUNDS rounds x $STEPS steps, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "DeepSpeed $(DS_ACCELERATOR=cpu "$DS_PYTHON" -c 'import deepspeed, torch; print(deepspeed.__version__, "on torch", torch.__version__)' 2>/dev/null | tail -1);" \
-  "dsrt on torch $(PYTHONPATH=$BUILD_DIR/python "$PYTHON" -c 'import torch; print(torch.__version__)')"
+ds_version=$(DS_ACCELERATOR=cpu "$DS_PYTHON" -c 'import deepspeed, torch; print(deepspeed.__version__, "on torch",
+torch.__version__)' 2>/dev/null | tail -1)
+echo "DeepSpeed $ds_version; dsrt on torch $("$PYTHON" -c 'import torch; print(torch.__version__)')"
 printf '%-6s %-6s %14s %12s %12s\n' H stage "DeepSpeed ms" "dsrt ms" dsrt/DS
 for size in $SIZES; do
   for stage in $STAGES; do
