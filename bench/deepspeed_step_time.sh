@@ -61,13 +61,17 @@ run_once() {
   sed -e 's/^.*| //' "$out" | awk '/^rank 0 median_step_ms/ {print $4}'
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# Median of the numbers on stdin; a failed run (empty) is left out, and "-" when none succeeded.
+median() {
+  grep -E '^[0-9.]+$' | sort -g |
+    awk '{a[NR]=$1} END {if (!NR) print "-"; else print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
 
 cases=()
 for size in $SIZES; do for stage in $STAGES; do cases+=("deepspeed:$size:$stage" "dsrt:$size:$stage"); done; done
 for ((i = 1; i <= ROUNDS; i++)); do
   for c in "${cases[@]}"; do
-    echo "round $i $c: $(run_once "$c")" | tee -a "$tmp/runs"
+    echo "round $i $c: $(run_once "$c" || echo failed)" | tee -a "$tmp/runs"
   done
 done
 
@@ -76,12 +80,14 @@ echo "2 ranks, Gloo, Adam, fp32, 4 x Linear(H,H), 32 samples per rank, OMP_NUM_T
 ds_version=$(DS_ACCELERATOR=cpu "$DS_PYTHON" -c 'import deepspeed, torch; print(deepspeed.__version__, "on torch",
 torch.__version__)' 2>/dev/null | tail -1)
 echo "DeepSpeed $ds_version; dsrt on torch $("$PYTHON" -c 'import torch; print(torch.__version__)')"
+grep -q 'failed$' "$tmp/runs" && echo "failed runs (left out of the medians): $(grep -c 'failed$' "$tmp/runs")"
 printf '%-6s %-6s %14s %12s %12s\n' H stage "DeepSpeed ms" "dsrt ms" dsrt/DS
 for size in $SIZES; do
   for stage in $STAGES; do
     ds=$(awk -v c="deepspeed:$size:$stage:" '$3 == c {print $4}' "$tmp/runs" | median)
     ours=$(awk -v c="dsrt:$size:$stage:" '$3 == c {print $4}' "$tmp/runs" | median)
     awk -v h="$size" -v s="$stage" -v d="$ds" -v o="$ours" 'BEGIN {
-      printf "%-6s %-6s %14.1f %12.1f %12.2f\n", h, s, d, o, (d > 0) ? o / d : 0 }'
+      if (d == "-" || o == "-") printf "%-6s %-6s %14s %12s %12s\n", h, s, d, o, "-"
+      else printf "%-6s %-6s %14.1f %12.1f %12.2f\n", h, s, d, o, o / d }'
   done
 done
