@@ -10,6 +10,7 @@ all-reduce of the loss a training script logs; the median is over the steps afte
 Every rank prints `rank R median_step_ms MS peak_rss_mb MB` (peak resident memory of the whole process).
 """
 import argparse
+import importlib
 import os
 import resource
 import sys
@@ -55,7 +56,7 @@ def loss_of(a, model, x, y):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--impl", choices=["dsrt", "ddp", "zero1"], required=True)
+    p.add_argument("--impl", choices=["dsrt", "deepspeed", "ddp", "zero1"], required=True)
     p.add_argument("--model", choices=["mlp", "gpt"], required=True)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--micro_batch", type=int, default=32)
@@ -68,13 +69,14 @@ def main():
     p.add_argument("--n_embd", type=int, default=128)
     p.add_argument("--n_head", type=int, default=4)
     p.add_argument("--local_rank", type=int, default=-1)
-    p.add_argument("--deepspeed_config", default=None, help="dsrt only")
+    p.add_argument("--deepspeed_config", default=None, help="dsrt and deepspeed only")
     a = p.parse_args()
 
     torch.manual_seed(a.seed)
     model = make_model(a)
-    if a.impl == "dsrt":
-        import dsrt as deepspeed
+    if a.impl in ("dsrt", "deepspeed"):
+        # bench/deepspeed_step_time.sh runs this same code under real DeepSpeed (torchrun) and dsrt (dsrun).
+        deepspeed = importlib.import_module(a.impl)
         engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                                config=a.deepspeed_config)
         forward, backward, step = engine, engine.backward, engine.step
@@ -104,7 +106,7 @@ def main():
     tail = sorted(times[2:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(f"rank {rank} median_step_ms {tail[len(tail) // 2]:.3f} peak_rss_mb {rss_mb:.1f}", flush=True)
-    if a.impl != "dsrt":
+    if a.impl not in ("dsrt", "deepspeed"):
         # Without it a torch peer can abort at exit ("terminate called without an active exception", seen once
         # with ZeroRedundancyOptimizer), as bench/ddp_peer.py avoids the same way.
         dist.destroy_process_group()

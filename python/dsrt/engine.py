@@ -294,6 +294,13 @@ class DeepSpeedEngine(torch.nn.Module):
                          "dsrt loads the module weights itself, by parameter name; load_module_strict=False "
                          "tolerates missing or extra names, or read the weights with dsrt.utils.zero_to_fp32 "
                          "and map them onto the model before dsrt.initialize")
+        from dsrt import deepspeed_checkpoint
+        ds_dir = deepspeed_checkpoint.resolve(load_dir, tag)
+        if ds_dir is not None:  # written by DeepSpeed itself: converted, then loaded as below
+            return deepspeed_checkpoint.load(self, ds_dir, load_module_strict=load_module_strict,
+                                             load_optimizer_states=load_optimizer_states,
+                                             load_lr_scheduler_states=load_lr_scheduler_states,
+                                             load_module_only=load_module_only)
         path, client, saved = self._engine.load_checkpoint(
             str(load_dir), None if tag is None else str(tag), module_only=bool(load_module_only),
             optimizer_states=bool(load_optimizer_states), lr_scheduler_states=bool(load_lr_scheduler_states),
