@@ -30,7 +30,10 @@ fi
   -C cmake.define.DSRUN_BUILD_EXAMPLES=ON -C cmake.define.DSRUN_WERROR=ON \
   -C cmake.define.DSRUN_WITH_LAUNCHER=ON -C cmake.define.DSRUN_WITH_CUDA=ON -C cmake.define.DSRUN_REQUIRE_NCCL=ON
 
-(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE integration && ctest --output-on-failure -L integration)
+# The runtime's C++ tests and the Python package's one-process suites, then the DeepSpeed comparisons. The
+# multi-rank Python suites (label integration) run in the torch 1.13 leg; CI's 90 minutes do not hold both.
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE integration \
+  && ctest --output-on-failure -R '^deepspeed_peer_')
 
 # As installed: from a directory outside the tree, nothing on PYTHONPATH.
 work=$(mktemp -d)
