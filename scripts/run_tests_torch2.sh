@@ -25,10 +25,10 @@ if [ -n "$nccl_home" ] && [ -f "$nccl_home/include/nccl.h" ]; then
 fi
 
 "$PY" -m pip install --disable-pip-version-check --no-build-isolation --no-deps . \
-  -C build-dir="$BUILD_DIR" \
-  -C cmake.define.DSRUN_BUILD_TESTS=ON -C cmake.define.DSRUN_RUNTIME_TESTS_ONLY=ON \
-  -C cmake.define.DSRUN_BUILD_EXAMPLES=ON -C cmake.define.DSRUN_WERROR=ON \
-  -C cmake.define.DSRUN_WITH_LAUNCHER=ON -C cmake.define.DSRUN_WITH_CUDA=ON -C cmake.define.DSRUN_REQUIRE_NCCL=ON
+  --config-settings=build-dir="$BUILD_DIR" \
+  --config-settings=cmake.define.DSRUN_BUILD_TESTS=ON --config-settings=cmake.define.DSRUN_RUNTIME_TESTS_ONLY=ON \
+  --config-settings=cmake.define.DSRUN_BUILD_EXAMPLES=ON --config-settings=cmake.define.DSRUN_WERROR=ON \
+  --config-settings=cmake.define.DSRUN_WITH_LAUNCHER=ON --config-settings=cmake.define.DSRUN_WITH_CUDA=ON --config-settings=cmake.define.DSRUN_REQUIRE_NCCL=ON
 
 # The runtime's C++ tests and the Python package's one-process suites, then the DeepSpeed comparisons. The
 # multi-rank Python suites (label integration) run in the torch 1.13 leg; CI's 90 minutes do not hold both.
