@@ -6,6 +6,10 @@
 #  - PyPI's torch ships ProcessGroupGloo.hpp but not the <gloo/...> headers it includes; Debian's torch has
 #    them from libgloo-dev. Where the torch has none, the few headers it needs come from third_party/gloo
 #    (upstream gloo, BSD; only declarations reach libdsrt, which calls torch's compiled Gloo backend).
+#  - PyPI's CUDA torch finds its CUDA and NCCL libraries in site-packages/nvidia/*/lib through $ORIGIN run
+#    paths, which the linker does not follow when it links a program: it would take the system's libnccl (an
+#    older one from the CUDA toolkit: "libtorch_cuda.so: undefined reference to ncclCommGrow"). Those
+#    directories go to -rpath-link of everything that links libdsrt.
 function(dsrt_torch_compat target)
   set(_aten_header)
   foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
@@ -20,6 +24,14 @@ function(dsrt_torch_compat target)
       target_compile_features(${target} PUBLIC cxx_std_20)
     endif()
   endif()
+
+  file(GLOB _wheel_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  foreach(dir IN LISTS _wheel_lib_dirs)
+    if(IS_DIRECTORY "${dir}")
+      get_filename_component(dir "${dir}" REALPATH)
+      target_link_options(${target} PUBLIC "$<BUILD_INTERFACE:LINKER:-rpath-link,${dir}>")
+    endif()
+  endforeach()
 
   set(_has_gloo FALSE)
   foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
