@@ -102,6 +102,13 @@ std::shared_ptr<DistContext> init_distributed(DistOptions options) {
                                     glooOptions(env, lookup, timeout, options.glooThreads));
   } else {
 #ifdef DSRT_WITH_NCCL
+    // No GPU (or no driver): one line saying so rather than CUDA's own error from set_device.
+    const auto devices = c10::cuda::device_count();
+    TORCH_CHECK(devices > 0, "distributed init: backend 'nccl' unavailable: no CUDA device is visible to rank ",
+                env.rank, " (use backend gloo for a model on the CPU)");
+    TORCH_CHECK(env.localRank < devices, "distributed init: backend 'nccl': LOCAL_RANK ", env.localRank,
+                " has no device of its own, ", int(devices), " visible (one GPU per rank: check --num_gpus and "
+                "CUDA_VISIBLE_DEVICES)");
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.localRank));
 #endif
     ctx->pg = compat::makeNcclGroup(ctx->store, env.rank, env.worldSize, timeout);

@@ -4,6 +4,7 @@
 // case is a process under CTest, ~0.75 s to start with LibTorch.
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 #include <catch2/catch.hpp>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -59,6 +60,9 @@ at::Tensor flatRun(const at::Tensor& init, const OptimizerSpec& spec, dsrt::opti
   return p;
 }
 
+// The CPU Adam kernel was written to round exactly as torch 1.13's torch::optim does.
+constexpr bool kTorchOneRoundings = TORCH_VERSION_MAJOR < 2;
+
 }  // namespace
 
 TEST_CASE("FlatOptimizer Adam, AdamW and SGD follow torch::optim within float rounding", "[runtime][optim]") {
@@ -85,8 +89,11 @@ TEST_CASE("FlatOptimizer Adam, AdamW and SGD follow torch::optim within float ro
       const at::Tensor got = flatRun(init, spec);
       INFO("weight decay " << wd << " max relative difference " << maxRelDiff(got, want));
       CHECK(maxRelDiff(got, want) < 1e-5);
-      // Stronger than the contract: the kernel reproduces torch 1.13's CPU kernels' roundings exactly.
-      CHECK(at::equal(got, want));
+      // Stronger than the contract: the kernel reproduces torch 1.13's CPU kernels' roundings exactly
+      // (torch 2's C++ Adam orders its operations differently: there only the rounding bound holds).
+      if (kTorchOneRoundings) {
+        CHECK(at::equal(got, want));
+      }
       CHECK_FALSE(at::equal(got, init));
     }
   }
@@ -104,7 +111,9 @@ TEST_CASE("FlatOptimizer Adam, AdamW and SGD follow torch::optim within float ro
     const at::Tensor got = flatRun(init, spec);
     INFO("max relative difference " << maxRelDiff(got, want));
     CHECK(maxRelDiff(got, want) < 1e-5);
-    CHECK(at::equal(got, want));
+    if (kTorchOneRoundings) {
+      CHECK(at::equal(got, want));
+    }
     spec.kind = OptimizerKind::kAdam;
     spec.adamWMode = true;
     CHECK(at::equal(flatRun(init, spec), got));
@@ -119,7 +128,9 @@ TEST_CASE("FlatOptimizer Adam, AdamW and SGD follow torch::optim within float ro
     opt->step(p, g, 0.1);
     const at::Tensor m = 0.1 * g;
     const at::Tensor v = 0.001 * g * g;
-    CHECK(maxRelDiff(p, init - 0.1 * m / (v.sqrt() + 1e-8)) < 1e-5);
+    // allclose, not a relative bound alone: where p - update cancels to near zero, the reference's own
+    // float roundings (torch 2 vectorises sqrt and division differently from 1.13) dominate the ratio.
+    CHECK(at::allclose(p, init - 0.1 * m / (v.sqrt() + 1e-8), 1e-5, 1e-6));
   }
 
   SECTION("SGD with momentum, dampening, nesterov and weight decay matches torch::optim::SGD bit for bit") {
