@@ -4,8 +4,9 @@
 if(NOT SKBUILD)
   return()
 endif()
-set(CMAKE_INSTALL_LIBDIR dsrt/lib CACHE PATH "libdsrt inside the dsrt package")
-set(CMAKE_INSTALL_INCLUDEDIR dsrt/include CACHE PATH "libdsrt's headers inside the dsrt package")
-set(CMAKE_INSTALL_DATAROOTDIR dsrt/share CACHE PATH "data inside the dsrt package")
-set(DSRT_PYTHON_INSTALL_DIR . CACHE STRING "the dsrt package at the root of site-packages")
+# FORCE: a build folder configured before without pip (scripts/build.sh layouts) must not leak into a wheel.
+set(CMAKE_INSTALL_LIBDIR dsrt/lib CACHE PATH "libdsrt inside the dsrt package" FORCE)
+set(CMAKE_INSTALL_INCLUDEDIR dsrt/include CACHE PATH "libdsrt's headers inside the dsrt package" FORCE)
+set(CMAKE_INSTALL_DATAROOTDIR dsrt/share CACHE PATH "data inside the dsrt package" FORCE)
+set(DSRT_PYTHON_INSTALL_DIR . CACHE STRING "the dsrt package at the root of site-packages" FORCE)
 set(DSRUN_INSTALL_PROGRAM_DIR ${SKBUILD_SCRIPTS_DIR})
