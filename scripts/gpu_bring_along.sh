@@ -13,8 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${DSRUN_BRING_ALONG_DIR:-$PWD/third_party/gpu_bring_along}
-PYTHON=${PYTHON:-$PWD/.venv-torch2/bin/python}
-[ -x "$PYTHON" ] || PYTHON=/work/main/.venv-torch2/bin/python
+PYTHON=${PYTHON:-${DSRUN_TORCH2_VENV:-$PWD/.venv-torch2}/bin/python}
 WHEELS=1
 [ "${1:-}" = "--no-wheels" ] && WHEELS=0
 

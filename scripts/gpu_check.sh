@@ -101,7 +101,7 @@ configure() {
   command -v ninja >/dev/null && generator=(-G Ninja)
   local run=()
   [ "$DRY" = 1 ] && run=(echo "[dry]   ")
-  # Assumed from the lead's CMake (issue 20): DSRUN_WITH_LAUNCHER=OFF skips launcher/, agent/, tls/ and
+  # A runtime-only build: DSRUN_WITH_LAUNCHER=OFF skips launcher/, agent/, tls/ and
   # proto/ (Boost, protobuf, OpenSSL and libssh are not on the GPU machine); DSRUN_BUILD_EXAMPLES=OFF skips
   # examples/ and bench/'s compiled programs. Warnings are not errors here: a new compiler's first warning
   # must not cost the only GPU run (the CPU builds keep -Werror).
