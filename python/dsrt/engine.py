@@ -6,6 +6,7 @@ schedule, and saves/loads checkpoints. This class adapts calling conventions, no
 """
 
 import json
+import os
 import warnings
 
 import torch
@@ -374,8 +375,20 @@ class DeepSpeedEngine(torch.nn.Module):
                                             self._engine_schedules, client_scheduler)
 
     def save_16bit_model(self, save_dir, save_filename="pytorch_model.bin", exclude_frozen_parameters=False):
-        """Collective: rank 0 writes the full weights in the model's dtype; False when ZeRO-3 skips it."""
-        return self._engine.save_16bit_model(str(save_dir), save_filename)
+        """Collective, DeepSpeed's: rank 0 writes the module's full state dict in the model's dtype with
+        torch.save (plain torch.load and from_pretrained open it). At ZeRO-3 only with
+        stage3_gather_16bit_weights_on_model_save; without it nothing is written and every rank returns False."""
+        from dsrt.engine_state_dict import consolidated_16bit_state_dict
+        from dsrt.utils.logging import logger
+        path = os.path.join(str(save_dir), save_filename)
+        if self.zero_optimization_stage() == 3 and not self.zero_gather_16bit_weights_on_model_save():
+            logger.info(f"Did not save the model {path} because stage3_gather_16bit_weights_on_model_save is False")
+            return False
+        state = consolidated_16bit_state_dict(self, exclude_frozen_parameters)
+        if self.global_rank == 0:
+            os.makedirs(str(save_dir), exist_ok=True)
+            torch.save(state, path)
+        return True
 
     def zero_gather_16bit_weights_on_model_save(self) -> bool:
         """zero_optimization.stage3_gather_16bit_weights_on_model_save (DeepSpeed's name for the query)."""
