@@ -17,10 +17,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    from accelerate import Accelerator
+    from accelerate import Accelerator, PartialState
     from accelerate.utils import set_seed
 
     set_seed(0)
+    if not torch.cuda.is_available():
+        # Accelerate picks no process-group backend for DeepSpeed without an accelerator (it would run every
+        # rank as a world of one, for DeepSpeed itself too); Gloo first, as TrainingArguments(use_cpu=True) does.
+        PartialState(cpu=True)
     accelerator = Accelerator()  # the plugin comes from `accelerate launch` (ACCELERATE_DEEPSPEED_* variables)
     model = tiny_gpt2()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)

@@ -53,7 +53,7 @@ def tiny_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(0)
     cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=2, resid_pdrop=0.0,
-                     embd_pdrop=0.0, attn_pdrop=0.0)
+                     embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
     return GPT2LMHeadModel(cfg)
 
 
@@ -73,7 +73,7 @@ def trainer_for(name, out_dir, model):
                              learning_rate=1e-2, warmup_steps=1, weight_decay=0.01, max_grad_norm=1.0,
                              logging_steps=1, save_steps=2, save_strategy="steps", report_to=[], seed=0,
                              use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0,
-                             save_safetensors=True, disable_tqdm=True)
+                             disable_tqdm=True)
     losses = Losses()
     trainer = Trainer(model=model, args=args, train_dataset=Tokens(32, 16, 64, 1),
                       eval_dataset=Tokens(8, 16, 64, 2), callbacks=[losses])
@@ -92,8 +92,10 @@ def run(name, root):
     out_dir = os.path.join(root, name)
     trainer, first = trainer_for(name, out_dir, tiny_gpt2())
     trainer.train()
-    live = {k: v.detach().float().cpu().clone() for k, v in trainer.accelerator.get_state_dict(trainer.deepspeed).items()} \
-        if CONFIGS[name]["stage"] == 3 else {k: v.detach().float().cpu().clone() for k, v in trainer.model.state_dict().items()}
+    # The live weights: at ZeRO-3 gathered (a collective; rank 0 gets them, the others None, as in DeepSpeed).
+    state = trainer.accelerator.get_state_dict(trainer.deepspeed) if CONFIGS[name]["stage"] == 3 \
+        else trainer.model.state_dict()
+    live = {k: v.detach().float().cpu().clone() for k, v in (state or {}).items()}
     trainer.save_model(os.path.join(out_dir, "final"))
     eval_loss = trainer.evaluate()["eval_loss"]
     reset_accelerate()
@@ -104,10 +106,16 @@ def run(name, root):
 
     result = {"config": name, "losses": first.losses, "resumed": resumed.losses, "eval_loss": eval_loss}
     if int(os.environ.get("RANK", "0")) == 0:
+        # Loaded as a user loads the saved model for inference, on one process: without the Trainer's ZeRO-3
+        # config alive, from_pretrained would build it under zero.Init, which is collective.
+        from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+        unset_hf_deepspeed_config()
         loaded = GPT2LMHeadModel.from_pretrained(os.path.join(out_dir, "final"))
         diffs = {k: (loaded.state_dict()[k].float() - v).abs().max().item() for k, v in live.items()}
         result["saved_max_diff"] = max(diffs.values())
         result["saved_keys"] = len(diffs)
+        initial = tiny_gpt2().state_dict()
+        result["moved"] = max((v - initial[k].float()).abs().max().item() for k, v in live.items())
     return result
 
 
