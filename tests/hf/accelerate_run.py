@@ -16,6 +16,7 @@ from hf_trainer_run import Tokens, tiny_gpt2
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--save", required=True, help="where rank 0 torch.saves get_state_dict()'s weights")
     args = parser.parse_args()
     from accelerate import Accelerator, PartialState
     from accelerate.utils import set_seed
@@ -46,10 +47,12 @@ def main():
         live = {k: v.float() for k, v in state.items()}
         fresh = tiny_gpt2()
         missing = [k for k in fresh.state_dict() if k not in live and not k.endswith("attn.bias")]
+        moved = max((live[k] - v.float()).abs().max().item() for k, v in fresh.state_dict().items() if k in live)
+        torch.save(live, args.save)
         import deepspeed
         with open(args.out, "a") as f:
             f.write(json.dumps({"config": os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE", "?"), "losses": losses,
-                                "global_steps": model.global_steps, "state_keys": len(live), "missing": missing,
+                                "global_steps": model.global_steps, "state_keys": len(live), "missing": missing, "moved": moved,
                                 "deepspeed": deepspeed.__version__}) + "\n")
     accelerator.end_training()
 

@@ -97,6 +97,18 @@ def test_the_compat_distribution_is_what_hugging_face_detects():
     assert proc.returncode == 0 and "dsrun" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
+def test_import_refuses_real_deepspeed_beside_the_compat_distribution(tmp_path):
+    # DeepSpeed's dist-info visible on sys.path (another site directory, PYTHONPATH): import must fail, naming it.
+    info = tmp_path / "deepspeed-0.19.8.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: deepspeed\nVersion: 0.19.8\n")
+    proc = subprocess.run([sys.executable, "-c", "import deepspeed"], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])))
+    assert proc.returncode != 0
+    assert "DeepSpeed 0.19.8 is installed beside the dsrt compatibility package" in proc.stderr, proc.stderr[-2000:]
+    assert str(info) in proc.stderr
+
+
 def test_trainer_losses_resume_save_and_evaluate_match_real_deepspeed(tmp_path, peer_python):
     ours, theirs = tmp_path / "dsrt.jsonl", tmp_path / "deepspeed.jsonl"
     _run([DSRUN, "--num_gpus", "2", "--master_port", "29671", HERE / "hf_trainer_run.py", "--out", ours,
@@ -119,19 +131,30 @@ def test_trainer_losses_resume_save_and_evaluate_match_real_deepspeed(tmp_path, 
 
 
 def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_path, peer_python):
+    # ZeRO-3 (the 16-bit gathered state dict) and ZeRO-2 with CPU offload (Accelerate maps the torch AdamW onto
+    # DeepSpeedCPUAdam; DeepSpeed JIT-builds it once, tests/deepspeed_peer builds it too); stages 0 and 2 without
+    # offload go through the same Accelerate calls in the Trainer test above.
+    variants = {"3": ["--zero_stage", "3", "--zero3_save_16bit_model", "true"],
+                "2": ["--zero_stage", "2", "--offload_optimizer_device", "cpu"]}
     results = {}
     for impl, python in (("dsrt", sys.executable), ("deepspeed", peer_python)):
         out = tmp_path / f"{impl}.jsonl"
-        for stage in ("2", "3"):
+        for stage, flags in variants.items():
             launch = [python, "-m", "accelerate.commands.launch", "--use_deepspeed", "--num_processes", "2",
-                      "--num_machines", "1", "--main_process_port", "29673", "--zero_stage", stage,
+                      "--num_machines", "1", "--main_process_port", "29673", *flags,
                       "--gradient_accumulation_steps", "2", "--gradient_clipping", "1.0", "--mixed_precision", "no",
-                      "--zero3_save_16bit_model", "true", HERE / "accelerate_run.py", "--out", out]
+                      HERE / "accelerate_run.py", "--out", out, "--save", tmp_path / f"{impl}-{stage}.pt"]
             _run(launch, _env(DS_ACCELERATOR="cpu") if impl == "deepspeed" else _env())
         results[impl] = _results(out)
-    for stage in ("2", "3"):
+    import torch
+    for stage in variants:
         g, w = results["dsrt"][stage], results["deepspeed"][stage]
         assert g["deepspeed"] == "0.14.3" and w["deepspeed"] != "0.14.3"
         assert len(g["losses"]) == 4 and g["global_steps"] == w["global_steps"] == 4, (g, w)
         _close(dict(enumerate(g["losses"])), dict(enumerate(w["losses"])), f"accelerate zero {stage}: loss")
         assert not g["missing"] and g["state_keys"] == w["state_keys"], (g, w)
+        assert g["moved"] > 1e-3, f"accelerate zero {stage}: the weights did not train ({g['moved']})"
+        ours, theirs = (torch.load(tmp_path / f"{i}-{stage}.pt") for i in ("dsrt", "deepspeed"))
+        for k in theirs:
+            diff = (ours[k] - theirs[k]).abs().max().item()
+            assert diff <= 1e-4, f"accelerate zero {stage}: weight {k} differs from DeepSpeed's by {diff}"
