@@ -131,11 +131,11 @@ def test_trainer_losses_resume_save_and_evaluate_match_real_deepspeed(tmp_path, 
 
 
 def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_path, peer_python):
-    # ZeRO-3 (the 16-bit gathered state dict) and ZeRO-2 with CPU offload (Accelerate maps the torch AdamW onto
-    # DeepSpeedCPUAdam; DeepSpeed JIT-builds it once, tests/deepspeed_peer builds it too); stages 0 and 2 without
-    # offload go through the same Accelerate calls in the Trainer test above.
-    variants = {"3": ["--zero_stage", "3", "--zero3_save_16bit_model", "true"],
-                "2": ["--zero_stage", "2", "--offload_optimizer_device", "cpu"]}
+    # ZeRO-3 only (get_state_dict's gathered 16-bit state dict): each `accelerate launch` costs ~80 s here, and
+    # the Trainer test above drives the same Accelerate calls (DeepSpeedEngineWrapper, prepare, get_state_dict)
+    # at stages 0, 2, 3 and 2 + offload. ZeRO-2 + offload here (Accelerate's DeepSpeedCPUAdam mapping) passed too
+    # when run by hand.
+    variants = {"3": ["--zero_stage", "3", "--zero3_save_16bit_model", "true"]}
     results = {}
     for impl, python in (("dsrt", sys.executable), ("deepspeed", peer_python)):
         out = tmp_path / f"{impl}.jsonl"
