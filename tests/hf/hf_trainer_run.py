@@ -119,6 +119,27 @@ def run(name, root):
     return result
 
 
+def zero_init_broadcast():
+    """What from_pretrained does at ZeRO-3: a module built under zero.Init, rank 0 writes its weights inside
+    GatheredParameters(modifier_rank=0); every rank must then hold them. Returns the smallest weight sum over the
+    ranks (the sum rank 0 wrote when every rank has it)."""
+    import deepspeed
+    import torch.distributed as dist
+    deepspeed.init_distributed()
+    with deepspeed.zero.Init(config_dict_or_path={"train_micro_batch_size_per_gpu": 1,
+                                                  "zero_optimization": {"stage": 3}}):
+        torch.manual_seed(dist.get_rank())  # different values on each rank unless broadcast
+        module = torch.nn.Linear(4, 4)
+    with deepspeed.zero.GatheredParameters(list(module.parameters()), modifier_rank=0):
+        if dist.get_rank() == 0:
+            with torch.no_grad():
+                module.weight.copy_(torch.arange(16.0).view(4, 4))
+    with deepspeed.zero.GatheredParameters(list(module.parameters())):
+        total = torch.tensor([module.weight.detach().float().sum().item()])
+    dist.all_reduce(total, op=dist.ReduceOp.MIN)
+    return total.item()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -127,9 +148,11 @@ def main():
     parser.add_argument("configs", nargs="+", choices=sorted(CONFIGS))
     args = parser.parse_args()
     import deepspeed
+    broadcast_sum = zero_init_broadcast()
     for name in args.configs:
         result = run(name, args.root)
         result["deepspeed"] = deepspeed.__version__
+        result["zero_init_broadcast_sum"] = broadcast_sum
         if int(os.environ.get("RANK", "0")) == 0:
             with open(args.out, "a") as f:
                 f.write(json.dumps(result) + "\n")

@@ -126,6 +126,7 @@ def test_trainer_losses_resume_save_and_evaluate_match_real_deepspeed(tmp_path, 
         _close(g["resumed"], {s: g["losses"][s] for s in g["resumed"]}, f"{name}: resumed vs uninterrupted")
         assert abs(g["eval_loss"] - w["eval_loss"]) <= TOL * abs(w["eval_loss"]), (name, g["eval_loss"], w["eval_loss"])
         assert g["saved_max_diff"] == 0.0 and g["saved_keys"] == w["saved_keys"], (name, g, w)
+        assert g["zero_init_broadcast_sum"] == w["zero_init_broadcast_sum"] == 120.0, (g, w)  # sum(0..15)
         assert g["moved"] > 1e-3, f"{name}: the weights did not train ({g['moved']})"
         _close_weights(tmp_path / "dsrt" / name / "final", tmp_path / "ds" / name / "final", name)
 
@@ -153,6 +154,7 @@ def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_pa
         assert len(g["losses"]) == 4 and g["global_steps"] == w["global_steps"] == 4, (g, w)
         _close(dict(enumerate(g["losses"])), dict(enumerate(w["losses"])), f"accelerate zero {stage}: loss")
         assert not g["missing"] and g["state_keys"] == w["state_keys"], (g, w)
+        assert g["zero_init_broadcast_sum"] == w["zero_init_broadcast_sum"] == 120.0, (g, w)  # sum(0..15)
         assert g["moved"] > 1e-3, f"accelerate zero {stage}: the weights did not train ({g['moved']})"
         ours, theirs = (torch.load(tmp_path / f"{i}-{stage}.pt") for i in ("dsrt", "deepspeed"))
         for k in theirs:
