@@ -154,7 +154,6 @@ def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_pa
         assert len(g["losses"]) == 4 and g["global_steps"] == w["global_steps"] == 4, (g, w)
         _close(dict(enumerate(g["losses"])), dict(enumerate(w["losses"])), f"accelerate zero {stage}: loss")
         assert not g["missing"] and g["state_keys"] == w["state_keys"], (g, w)
-        assert g["zero_init_broadcast_sum"] == w["zero_init_broadcast_sum"] == 120.0, (g, w)  # sum(0..15)
         assert g["moved"] > 1e-3, f"accelerate zero {stage}: the weights did not train ({g['moved']})"
         ours, theirs = (torch.load(tmp_path / f"{i}-{stage}.pt") for i in ("dsrt", "deepspeed"))
         for k in theirs:
