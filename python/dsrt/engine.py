@@ -6,13 +6,19 @@ schedule, and saves/loads checkpoints. This class adapts calling conventions, no
 """
 
 import json
+import os
+import shutil
+import stat
 import warnings
 
 import torch
 
-from dsrt import _C
+from dsrt import _C, comm
 from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, encode_client_state
+from dsrt.config_blocks import client_blocks
 from dsrt.data import make_dataloader
+from dsrt.monitor import MonitorMaster
+from dsrt.profiling.flops_profiler import FlopsProfiler
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
 from dsrt.zero.hooks import Stage3Hooks
 
@@ -49,6 +55,15 @@ def _engine_optimizer(engine, params, groups, client_optimizer):
     view = [dict(g, params=[p for p in g["params"] if id(p) in trained]) for g in groups]
     check_groups(view, defaults, "initialize(model_parameters=...)")
     return EngineOptimizer(engine, view, defaults)
+
+
+def _copy_recovery_script(save_dir):
+    """DeepSpeed's _copy_recovery_script: SAVE_DIR/zero_to_fp32.py, executable, which turns the checkpoint
+    into weights plain torch loads (python SAVE_DIR/zero_to_fp32.py SAVE_DIR OUTPUT_DIR)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "utils", "zero_to_fp32.py")
+    target = os.path.join(os.fspath(save_dir), "zero_to_fp32.py")
+    shutil.copyfile(source, target)
+    os.chmod(target, os.stat(target).st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def _unsupported(what: str, hint: str):
@@ -98,6 +113,12 @@ class DeepSpeedEngine(torch.nn.Module):
             self.lr_scheduler = client_lr_scheduler
         self.training_dataloader = (self.deepspeed_io(training_data, collate_fn=collate_fn)
                                     if training_data is not None else None)
+        blocks = client_blocks(config, config_source)
+        self.monitor = MonitorMaster(blocks.monitor, self.global_rank)
+        self._summed_loss = None
+        comm.configure_comms_logger(blocks.comms_logger)
+        self._flops_profiler = (FlopsProfiler(model, blocks.flops_profiler, self.global_rank)
+                                if blocks.flops_profiler.enabled else None)
 
     def _convert_buffers(self):
         # DeepSpeed's module.half()/bfloat16() converts floating buffers too; the C++ engine did the params.
@@ -111,7 +132,14 @@ class DeepSpeedEngine(torch.nn.Module):
 
     # ---- the training loop ------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        """The module's forward, timed as the engine's forward phase."""
+        """The module's forward, timed as the engine's forward phase (and counted by the FLOP profiler
+        at its profile_step)."""
+        if self._flops_profiler is not None and self._flops_profiler.active(self.global_steps):
+            with self._flops_profiler.profile():
+                return self._forward(*inputs, **kwargs)
+        return self._forward(*inputs, **kwargs)
+
+    def _forward(self, *inputs, **kwargs):
         if self._zero3 is None:
             return self._engine.forward(lambda: self.module(*inputs, **kwargs))
         try:
@@ -131,6 +159,8 @@ class DeepSpeedEngine(torch.nn.Module):
             _unsupported("backward(scale_wrt_gas=False)", "the engine divides the loss by gradient_accumulation_steps")
         if not isinstance(loss, torch.Tensor):
             raise _C.DsrtError(f"engine.backward: loss must be a torch.Tensor, got {type(loss).__name__}")
+        if self.monitor.enabled:
+            self._record_loss(loss)
         self._engine.backward(loss)
         return loss
 
@@ -142,12 +172,19 @@ class DeepSpeedEngine(torch.nn.Module):
         if boundary:
             self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))
         skipped = self._engine.skipped_steps
+        profiling = self._flops_profiler is not None and self._flops_profiler.active(self.global_steps)
         self._engine.step()
         if not boundary:
             return
         self._step_applied = self._engine.skipped_steps == skipped
-        if not self._step_applied:
-            return
+        if self._step_applied:
+            self._after_applied_step(lr_kwargs)
+        if self.monitor.enabled:
+            self._write_step_events()
+        if profiling:
+            self._flops_profiler.print_model_profile(self.global_steps)
+
+    def _after_applied_step(self, lr_kwargs):
         self.optimizer.count_step()
         if self._engine_schedules:
             self._write_scheduled_lr()
@@ -157,6 +194,25 @@ class DeepSpeedEngine(torch.nn.Module):
             except TypeError:
                 # DeepSpeed's fallback for schedulers that take the step number (Megatron's).
                 self.lr_scheduler.step(self.global_steps)
+
+    def _write_step_events(self):
+        # DeepSpeed's engine.step(): at every boundary (an fp16 overflow included) the lr the next step
+        # uses, and the loss scale with fp16, at the samples seen so far.
+        self._summed_loss = None
+        if self.global_rank != 0:
+            return
+        events = [("Train/Samples/lr", self.get_lr()[0], self.global_samples)]
+        if self.fp16_enabled():
+            events.append(("Train/Samples/loss_scale", self.cur_scale, self.global_samples))
+        self.monitor.write_events(events)
+
+    def _record_loss(self, loss):
+        # DeepSpeed's backward: the loss / gradient_accumulation_steps summed over the window, written by
+        # rank 0 at the boundary's backward (the samples before this step).
+        part = loss.detach().float().mean() / self.gradient_accumulation_steps()
+        self._summed_loss = part if self._summed_loss is None else self._summed_loss + part
+        if self.is_gradient_accumulation_boundary() and self.global_rank == 0:
+            self.monitor.write_events([("Train/Samples/train_loss", self._summed_loss.item(), self.global_samples)])
 
     def _write_scheduled_lr(self):
         # DeepSpeed's schedulers write the lr into every param group; scripts read it from there.
@@ -266,6 +322,8 @@ class DeepSpeedEngine(torch.nn.Module):
         state.update(client_state or {})
         self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag), encode_client_state(state),
                                      save_latest=bool(save_latest))
+        if self.global_rank == 0:
+            _copy_recovery_script(save_dir)
         return True
 
     def _warn_frozen_not_saved(self):

@@ -1,0 +1,16 @@
+#pragma once
+// A state_dict file that plain torch opens: `torch.load(path)` returns {name: tensor} in the order given
+// (DeepSpeed's zero_to_fp32 output, pytorch_model.bin). Written with LibTorch's own pickler
+// (torch::jit::pickle_save, the zip format torch.save writes), so no reader of ours is needed.
+
+#include <string>
+
+#include "runtime/checkpoint/consolidate.h"
+
+namespace dsrt::checkpoint {
+
+/// Writes `tensors` (contiguous CPU copies) to `path` through `path`.tmp and a rename, so a crash never
+/// leaves a half-written file under the final name. Throws CheckpointError "<path>: <what>: <strerror>".
+void writeTorchStateDict(const std::string& path, const NamedTensors& tensors);
+
+}  // namespace dsrt::checkpoint
