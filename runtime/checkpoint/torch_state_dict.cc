@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "runtime/checkpoint/checkpoint_error.h"
 
@@ -35,6 +37,31 @@ void writeTorchStateDict(const std::string& path, const NamedTensors& tensors) {
     if (!out) ioFail(tmp, "write");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) ioFail(path, "rename");
+}
+
+NamedTensors readTorchStateDict(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ioFail(path, "open");
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(bytes);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(path + ": not a torch state_dict file, got '" +
+                          std::string(e.what_without_backtrace()).substr(0, 200) + "'");
+  }
+  if (!value.isGenericDict()) {
+    throw CheckpointError(path + ": expected a {name: tensor} dict, got '" + value.tagKind() + "'");
+  }
+  NamedTensors out;
+  for (const auto& item : value.toGenericDict()) {
+    if (!item.key().isString() || !item.value().isTensor()) {
+      throw CheckpointError(path + ": expected a {name: tensor} dict, got an entry of '" + item.value().tagKind() +
+                            "'");
+    }
+    out.emplace_back(item.key().toStringRef(), item.value().toTensor());
+  }
+  return out;
 }
 
 }  // namespace dsrt::checkpoint

@@ -13,4 +13,8 @@ namespace dsrt::checkpoint {
 /// leaves a half-written file under the final name. Throws CheckpointError "<path>: <what>: <strerror>".
 void writeTorchStateDict(const std::string& path, const NamedTensors& tensors);
 
+/// Reads a {name: tensor} file torch.save or writeTorchStateDict wrote, in its order. Throws
+/// CheckpointError naming the path when it is unreadable or not such a dict.
+NamedTensors readTorchStateDict(const std::string& path);
+
 }  // namespace dsrt::checkpoint
