@@ -202,3 +202,21 @@ def test_engine_monitor_exists_without_monitor_blocks():
                                  config={"train_batch_size": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.1}}})
     assert engine.monitor.enabled is False
     engine.monitor.write_events([("Train/Samples/lr", 0.1, 2)])  # DeepSpeed's call works, writes nothing
+
+
+def test_flops_profiler_prints_the_profile_of_its_step_or_says_why_not(tmp_path):
+    out = tmp_path / "flops.txt"
+    block = {"enabled": True, "profile_step": 1, "output_file": str(out)}
+    try:
+        from torch.utils.flop_counter import FlopCounterMode  # noqa: F401
+    except ImportError:
+        with pytest.warns(UserWarning, match=r"flops_profiler: this torch .* has no torch.utils.flop_counter"):
+            train(config(flops_profiler=block), steps=3)
+        assert not out.exists()
+        return
+    train(config(flops_profiler=block), steps=3)
+    text = out.read_text()
+    assert "DeepSpeed Flops Profiler" in text and "Profile Summary at step 2:" in text
+    # One micro-batch of 2 through Linear(8, 16) and Linear(16, 4): 2 * 2 * (8 * 16 + 16 * 4) flops.
+    assert [line.split()[-1] for line in text.splitlines() if line.startswith("fwd flops per GPU:")] == ["768"]
+    assert "0 (Linear): 144 params, 512 flops" in text and "2 (Linear): 68 params, 256 flops" in text

@@ -12,11 +12,11 @@
 
 #include "runtime/checkpoint/checkpoint_commit.h"
 #include "runtime/checkpoint/checkpoint_error.h"
-#include "runtime/checkpoint/torch_state_dict.h"
 #include "runtime/checkpoint/checkpoint_layout.h"
 #include "runtime/checkpoint/checkpoint_states.h"
 #include "runtime/checkpoint/consolidate.h"
 #include "runtime/checkpoint/repartition.h"
+#include "runtime/checkpoint/torch_state_dict.h"
 #include "tests/common/temp_dir.h"
 
 // After the torch headers: Catch's CHECK must replace glog's (as tests/runtime/zero do).
