@@ -140,7 +140,8 @@ def _timed(op, log_name, prof, tensor, call):
 
 
 def barrier(group=None, async_op=False, device_ids=None, prof=False, log_name="barrier"):
-    return _timed("barrier", log_name, prof, None, lambda: dist.barrier(group, async_op=async_op))
+    return _timed("barrier", log_name, prof, None,
+                  lambda: dist.barrier(group, async_op=async_op, device_ids=device_ids))
 
 
 def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False, prof=False, log_name="all_reduce"):

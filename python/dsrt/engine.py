@@ -6,9 +6,6 @@ schedule, and saves/loads checkpoints. This class adapts calling conventions, no
 """
 
 import json
-import os
-import shutil
-import stat
 import warnings
 
 import torch
@@ -18,8 +15,10 @@ from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, e
 from dsrt.config_blocks import client_blocks
 from dsrt.data import make_dataloader
 from dsrt.monitor import MonitorMaster
+from dsrt.monitor.training_events import TrainingEvents
 from dsrt.profiling.flops_profiler import FlopsProfiler
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
+from dsrt.utils.zero_to_fp32 import copy_recovery_script
 from dsrt.zero.hooks import Stage3Hooks
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -55,15 +54,6 @@ def _engine_optimizer(engine, params, groups, client_optimizer):
     view = [dict(g, params=[p for p in g["params"] if id(p) in trained]) for g in groups]
     check_groups(view, defaults, "initialize(model_parameters=...)")
     return EngineOptimizer(engine, view, defaults)
-
-
-def _copy_recovery_script(save_dir):
-    """DeepSpeed's _copy_recovery_script: SAVE_DIR/zero_to_fp32.py, executable, which turns the checkpoint
-    into weights plain torch loads (python SAVE_DIR/zero_to_fp32.py SAVE_DIR OUTPUT_DIR)."""
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "utils", "zero_to_fp32.py")
-    target = os.path.join(os.fspath(save_dir), "zero_to_fp32.py")
-    shutil.copyfile(source, target)
-    os.chmod(target, os.stat(target).st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def _unsupported(what: str, hint: str):
@@ -115,7 +105,7 @@ class DeepSpeedEngine(torch.nn.Module):
                                     if training_data is not None else None)
         blocks = client_blocks(config, config_source)
         self.monitor = MonitorMaster(blocks.monitor, self.global_rank)
-        self._summed_loss = None
+        self._events = TrainingEvents(self, self.monitor)
         comm.configure_comms_logger(blocks.comms_logger)
         self._flops_profiler = (FlopsProfiler(model, blocks.flops_profiler, self.global_rank)
                                 if blocks.flops_profiler.enabled else None)
@@ -160,7 +150,7 @@ class DeepSpeedEngine(torch.nn.Module):
         if not isinstance(loss, torch.Tensor):
             raise _C.DsrtError(f"engine.backward: loss must be a torch.Tensor, got {type(loss).__name__}")
         if self.monitor.enabled:
-            self._record_loss(loss)
+            self._events.before_backward(loss)
         self._engine.backward(loss)
         return loss
 
@@ -180,7 +170,7 @@ class DeepSpeedEngine(torch.nn.Module):
         if self._step_applied:
             self._after_applied_step(lr_kwargs)
         if self.monitor.enabled:
-            self._write_step_events()
+            self._events.after_step()
         if profiling:
             self._flops_profiler.print_model_profile(self.global_steps)
 
@@ -194,25 +184,6 @@ class DeepSpeedEngine(torch.nn.Module):
             except TypeError:
                 # DeepSpeed's fallback for schedulers that take the step number (Megatron's).
                 self.lr_scheduler.step(self.global_steps)
-
-    def _write_step_events(self):
-        # DeepSpeed's engine.step(): at every boundary (an fp16 overflow included) the lr the next step
-        # uses, and the loss scale with fp16, at the samples seen so far.
-        self._summed_loss = None
-        if self.global_rank != 0:
-            return
-        events = [("Train/Samples/lr", self.get_lr()[0], self.global_samples)]
-        if self.fp16_enabled():
-            events.append(("Train/Samples/loss_scale", self.cur_scale, self.global_samples))
-        self.monitor.write_events(events)
-
-    def _record_loss(self, loss):
-        # DeepSpeed's backward: the loss / gradient_accumulation_steps summed over the window, written by
-        # rank 0 at the boundary's backward (the samples before this step).
-        part = loss.detach().float().mean() / self.gradient_accumulation_steps()
-        self._summed_loss = part if self._summed_loss is None else self._summed_loss + part
-        if self.is_gradient_accumulation_boundary() and self.global_rank == 0:
-            self.monitor.write_events([("Train/Samples/train_loss", self._summed_loss.item(), self.global_samples)])
 
     def _write_scheduled_lr(self):
         # DeepSpeed's schedulers write the lr into every param group; scripts read it from there.
@@ -323,7 +294,7 @@ class DeepSpeedEngine(torch.nn.Module):
         self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag), encode_client_state(state),
                                      save_latest=bool(save_latest))
         if self.global_rank == 0:
-            _copy_recovery_script(save_dir)
+            copy_recovery_script(save_dir)
         return True
 
     def _warn_frozen_not_saved(self):

@@ -15,6 +15,8 @@ file into every checkpoint folder, as DeepSpeed does; it needs the dsrt package 
 import argparse
 import json
 import os
+import shutil
+import stat
 import sys
 from collections import OrderedDict
 
@@ -116,6 +118,14 @@ def load_state_dict_from_zero_checkpoint(model, checkpoint_dir, tag=None):
     model = model.cpu()
     model.load_state_dict(state, strict=False)
     return model
+
+
+def copy_recovery_script(save_dir):
+    """DeepSpeed's _copy_recovery_script: SAVE_DIR/zero_to_fp32.py (this file), executable, which turns the
+    checkpoint into weights plain torch loads (python SAVE_DIR/zero_to_fp32.py SAVE_DIR OUTPUT_DIR)."""
+    target = os.path.join(os.fspath(save_dir), "zero_to_fp32.py")
+    shutil.copyfile(os.path.abspath(__file__), target)
+    os.chmod(target, os.stat(target).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def main(argv=None):
