@@ -1,7 +1,10 @@
 #include "runtime/checkpoint/torch_state_dict.h"
 
 #include <ATen/core/Dict.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -27,15 +30,29 @@ void writeTorchStateDict(const std::string& path, const NamedTensors& tensors) {
     // A view would drag its whole storage into the file; torch.save writes the same for a clone.
     dict.insert(name, t.detach().to(at::kCPU).contiguous().clone());
   }
-  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  // torch::jit::pickle_save's steps, with tag_aggregates off: a tagged dict names the global
+  // torch.jit._pickle.restore_type_tag, which torch.load(weights_only=True) (torch >= 2.6's default)
+  // refuses. Untagged, the file holds only what torch.save writes for a dict of tensors.
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle.insert(pickle.end(), buf, buf + n); },
+                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(c10::IValue(dict));
+  pickler.stop();
   const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) ioFail(tmp, "open");
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) ioFail(tmp, "open");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) ioFail(tmp, "write");
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) -> size_t {
+      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+      return out ? n : 0;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
   }
+  out.flush();
+  if (!out) ioFail(tmp, "write");
+  out.close();
   if (std::rename(tmp.c_str(), path.c_str()) != 0) ioFail(path, "rename");
 }
 

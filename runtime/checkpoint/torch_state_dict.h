@@ -1,7 +1,7 @@
 #pragma once
 // A state_dict file that plain torch opens: `torch.load(path)` returns {name: tensor} in the order given
-// (DeepSpeed's zero_to_fp32 output, pytorch_model.bin). Written with LibTorch's own pickler
-// (torch::jit::pickle_save, the zip format torch.save writes), so no reader of ours is needed.
+// (DeepSpeed's zero_to_fp32 output, pytorch_model.bin), also with weights_only=True. Written with LibTorch's
+// own pickler and zip writer (the format torch.save writes), so no format of ours is involved.
 
 #include <string>
 

@@ -38,6 +38,11 @@ def assert_live(state, live):
         assert torch.equal(tensor, live[name]), name
 
 
+def load(path):
+    """torch.load as a cautious user calls it (torch >= 2.6's default): only tensors and plain containers."""
+    return torch.load(path, weights_only=True)
+
+
 def run_python(*args):
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
@@ -51,7 +56,7 @@ def test_the_functions_return_and_write_the_live_weights(checkpoint, tmp_path):
     assert_live(get_fp32_state_dict_from_zero_checkpoint(ckpt), live)
     written = convert_zero_checkpoint_to_fp32_state_dict(ckpt, tmp_path / "out")
     assert written == [str(tmp_path / "out" / "pytorch_model.bin")]
-    assert_live(torch.load(written[0]), live)
+    assert_live(load(written[0]), live)
     model = __import__("zero_to_fp32_worker").Tied()
     load_state_dict_from_zero_checkpoint(model, ckpt)
     assert torch.equal(model.out.weight, live["embed.weight"])
@@ -61,10 +66,10 @@ def test_python_m_writes_pytorch_model_bin_or_the_named_file(checkpoint, tmp_pat
     ckpt, live = checkpoint
     proc = run_python("-m", "dsrt.utils.zero_to_fp32", ckpt, tmp_path / "dir")
     assert proc.returncode == 0, proc.stderr
-    assert_live(torch.load(tmp_path / "dir" / "pytorch_model.bin"), live)
+    assert_live(load(tmp_path / "dir" / "pytorch_model.bin"), live)
     proc = run_python("-m", "dsrt.utils.zero_to_fp32", ckpt, tmp_path / "model.bin", "-t", "global_step3")
     assert proc.returncode == 0, proc.stderr
-    assert_live(torch.load(tmp_path / "model.bin"), live)
+    assert_live(load(tmp_path / "model.bin"), live)
 
 
 def test_the_script_in_the_checkpoint_folder_converts_it(checkpoint, tmp_path):
@@ -73,7 +78,7 @@ def test_the_script_in_the_checkpoint_folder_converts_it(checkpoint, tmp_path):
     assert os.access(script, os.X_OK)
     proc = run_python(script, ckpt, tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
-    assert_live(torch.load(tmp_path / "out" / "pytorch_model.bin"), live)
+    assert_live(load(tmp_path / "out" / "pytorch_model.bin"), live)
 
 
 def test_ds_to_fp32_writes_a_file_torch_loads(checkpoint, tmp_path):
@@ -83,7 +88,7 @@ def test_ds_to_fp32_writes_a_file_torch_loads(checkpoint, tmp_path):
         pytest.fail(f"{tool} not built")
     proc = subprocess.run([str(tool), str(ckpt), str(tmp_path / "w.bin")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert_live(torch.load(tmp_path / "w.bin"), live)
+    assert_live(load(tmp_path / "w.bin"), live)
 
 
 def test_safe_serialization_writes_safetensors(checkpoint, tmp_path):
