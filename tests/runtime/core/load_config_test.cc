@@ -1,7 +1,5 @@
 // dsrt::loadConfig (runtime/initialize.cc): the config's warnings reach stderr from rank 0 only (every rank
 // still records them), and a C++ program is told which enabled blocks only the Python package carries out.
-#include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -9,6 +7,9 @@
 
 #include "runtime/config/config_warnings.h"
 #include "runtime/runtime.h"
+
+// After the torch headers: Catch's CHECK must replace glog's.
+#include <catch2/catch.hpp>
 
 namespace {
 
