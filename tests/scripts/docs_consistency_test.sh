@@ -1,6 +1,7 @@
 #!/bin/bash
 # The documentation hangs together: docs/index.md lists every page of docs/, every relative link in
-# README.md and docs/*.md points to a file that exists, and README.md gives the command .ci/run runs.   docs_consistency_test.sh SOURCE_DIR
+# README.md and docs/*.md points to a file that exists, and README.md gives the command .ci/run runs.
+#   docs_consistency_test.sh SOURCE_DIR
 set -u
 SRC=${1:?usage: docs_consistency_test.sh SOURCE_DIR}
 n=0; failed=0
