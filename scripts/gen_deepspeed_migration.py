@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes docs/deepspeed_migration.md, "Coming from DeepSpeed", from the code's own tables.
 
-The config half reads the C++ ds_config parser (runtime/config/*.cc and elastic/elastic_config.cc): every key
+The launcher half reads dsrun's option table (launcher/options.cc) and checks each flag of DeepSpeed's
+runner listed below against it. The config half reads the C++ ds_config parser (runtime/config/*.cc and elastic/elastic_config.cc): every key
 it reads, accepts without effect, ignores with a warning, refuses or calls deprecated, block by block. The
 Python half reads python/dsrt with `ast` (nothing is imported, so neither torch nor a build is needed) and
 checks each name of DeepSpeed's public API listed below against what dsrt defines.
@@ -365,6 +366,53 @@ def _exported(path):
     return []
 
 
+# ---- launcher flags ----------------------------------------------------------------------------------------
+
+# The flags of DeepSpeed's runner (deepspeed/launcher/runner.py), with a note where dsrun differs; a third
+# field overrides the status of a flag dsrun parses only to refuse it.
+DEEPSPEED_FLAGS = [
+    ("-H, --hostfile", ""), ("-i, --include", ""), ("-e, --exclude", ""), ("--num_nodes", ""),
+    ("--num_gpus, --num_accelerators", ""), ("--min_elastic_nodes", ""), ("--max_elastic_nodes", ""),
+    ("--master_port", "`0` picks a free port (local and agent backends)"),
+    ("--master_addr", "also honoured without a hostfile"), ("--node_rank", ""),
+    ("--launcher", "adds `ssh` (libssh) and `agent` (dsrun-agent); unknown names are refused at once"),
+    ("--launcher_args", ""), ("--module", ""), ("--no_python", ""), ("--no_local_rank", ""),
+    ("--no_ssh_check", ""), ("--no_ssh", ""), ("--force_multi", ""), ("--save_pid", "the file is removed at exit"),
+    ("--enable_each_rank_log", ""),
+    ("--autotuning", "not supported: error", "the autotuner is DeepSpeed's: run it with DeepSpeed's launcher"),
+    ("--elastic_training", "dsrun re-forms the world itself, on the agent and ssh backends "
+                           "([elastic training](elastic_training.md))"),
+    ("--bind_cores_to_rank", "`sched_setaffinity`, no numactl"), ("--bind_core_list", ""), ("--ssh_port", ""),
+    ("--venv_script", ""), ("--comment", "Slurm pass-through"), ("--account", "Slurm pass-through"),
+]
+
+_OPTION = re.compile(r'\(\s*"([a-z_0-9]+)(?:,([A-Za-z]))?"\s*,\s*(?:text\(\)|po::[a-z_]+\(\)[^,]*)\s*,\s*'
+                     r'((?:"(?:[^"\\]|\\.)*"\s*)+)\)')
+
+
+def launcher_flags():
+    """[(flag, status, note)]: DeepSpeed's runner flags against dsrun's option table, then dsrun's own."""
+    text = (ROOT / "launcher" / "options.cc").read_text()
+    deepspeed_part, _, own_part = text.partition("po::options_description own(")
+    if not own_part:
+        sys.exit("launcher/options.cc: no 'own' options block; update launcher_flags() in "
+                 + pathlib.Path(__file__).name)
+    known = {m.group(1) for m in _OPTION.finditer(text)}
+    rows = []
+    for spelling, *rest in DEEPSPEED_FLAGS:
+        status, note = (rest[0], rest[1]) if len(rest) == 2 else ("supported", rest[0])
+        names = [w.lstrip("-") for w in spelling.split(", ") if w.startswith("--")]
+        present = all(n in known for n in names)
+        rows.append((spelling, status if present else "not supported", note if present else ""))
+    for m in _OPTION.finditer(own_part):
+        name, short, helptext = m.group(1), m.group(2), "".join(_STRING.findall(m.group(3)))
+        if name in ("help", "version"):
+            continue
+        flag = (f"-{short}, " if short else "") + f"--{name}"
+        rows.append((flag, "dsrun only", helptext.replace("|", "\\|")))
+    return rows
+
+
 # ---- page ---------------------------------------------------------------------------------------------------
 
 INTRO = """# Coming from DeepSpeed
@@ -377,6 +425,7 @@ A DeepSpeed job moves to dsrun in two changes:
 
 This page lists what carries over. It is generated from the code by `scripts/gen_deepspeed_migration.py`, and
 a test fails when the page and the code disagree, so the lists below are exact:
+- the launcher flags come from dsrun's option table (`launcher/options.cc`);
 - the config keys come from the C++ config parser (`runtime/config/`);
 - the Python names come from the `dsrt` package (`python/dsrt/`).
 
@@ -396,8 +445,10 @@ keys are written with dots (`zero_optimization.mics_shard_size`). A key that app
 implement is listed here. A value of `"auto"` (as Hugging Face's Trainer writes) or `null` counts as absent.
 Wrong values, such as a negative size or an unknown choice, are errors that name the key and the allowed
 values. [config](config.md) explains the batch arithmetic and each block.
+"""
 
-## Config keys
+FLAGS_INTRO = """`dsrun` takes the flags of DeepSpeed's runner, with the same defaults, and adds its own. The flags are
+checked against dsrun's option table (`launcher/options.cc`); [launcher](launcher.md) describes each one.
 """
 
 PY_INTRO = """
@@ -410,7 +461,9 @@ The names a DeepSpeed training script uses, module by module. In the first colum
 
 def render():
     keys = config_keys()
-    out = [INTRO]
+    out = [INTRO, "\n## Launcher flags\n", FLAGS_INTRO, "| flag | status | notes |\n|---|---|---|"]
+    out.extend(f"| `{flag}` | {status} | {note} |" for flag, status, note in launcher_flags())
+    out.append("\n## Config keys\n")
     order = sorted(keys, key=lambda b: (b != "", b))
     for block in order:
         name, _, qualifier = block.partition(" (")
