@@ -70,14 +70,14 @@ KEY_NOTES = {
     ("", "zero_optimization"): ("read", "an object; DeepSpeed's old boolean form is deprecated (true is stage 1)"),
     ("", "allgather_size"): (None, "only with the old boolean `zero_optimization`"),
     ("", "bfloat16"): (None, "use bf16; ignored when bf16 is given too"),
-    ("optimizer", "type"): (None, "Adam, AdamW or SGD (any case); DeepSpeed's other optimizers (Lamb, OneBitAdam, "
+    ("optimizer", "type"): ("different", "Adam, AdamW or SGD (any case); DeepSpeed's other optimizers (Lamb, OneBitAdam, "
                                   "Adagrad, Lion, ...) are an error that names the choices"),
     ("scheduler", "type"): (None, "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle or LRRangeTest (any case)"),
     ("zero_optimization.offload_optimizer / offload_param", "device"): ("read", "none or cpu; nvme is an error"),
     ("zero_optimization.offload_optimizer / offload_param", "ratio"):
         (None, "offload_optimizer only; below 1 needs stage 3"),
     ("scheduler.params (WarmupLR, WarmupDecayLR)", "warmup_type"):
-        (None, "log or linear; another value is an error (DeepSpeed warns and uses log)"),
+        ("different", "log or linear; another value is an error (DeepSpeed warns and uses log)"),
     ("optimizer.params (Adam, AdamW)", "amsgrad"):
         ("read", "false only: true is an error (DeepSpeed's FusedAdam refuses it too)"),
 }
@@ -215,6 +215,7 @@ PRIORITY = ["refused", "deprecated", "read", "ignored", "accepted"]
 
 STATUS_TEXT = {
     "read": "supported",
+    "different": "different",
     "accepted": "accepted, no effect",
     "ignored": "not supported: warns and ignores",
     "deprecated": "deprecated: warns, still read",
@@ -374,15 +375,15 @@ DEEPSPEED_FLAGS = [
     ("-H, --hostfile", ""), ("-i, --include", ""), ("-e, --exclude", ""), ("--num_nodes", ""),
     ("--num_gpus, --num_accelerators", ""), ("--min_elastic_nodes", ""), ("--max_elastic_nodes", ""),
     ("--master_port", "`0` picks a free port (local and agent backends)"),
-    ("--master_addr", "also honoured without a hostfile"), ("--node_rank", ""),
-    ("--launcher", "adds `ssh` (libssh) and `agent` (dsrun-agent); unknown names are refused at once"),
+    ("--master_addr", "different", "honoured without a hostfile too (DeepSpeed replaces it by 127.0.0.1)"), ("--node_rank", ""),
+    ("--launcher", "different", "adds `ssh` (libssh) and `agent` (dsrun-agent); an unknown name is refused at once"),
     ("--launcher_args", ""), ("--module", ""), ("--no_python", ""), ("--no_local_rank", ""),
-    ("--no_ssh_check", ""), ("--no_ssh", ""), ("--force_multi", ""), ("--save_pid", "the file is removed at exit"),
+    ("--no_ssh_check", ""), ("--no_ssh", ""), ("--force_multi", ""), ("--save_pid", "different", "the file is removed at exit"),
     ("--enable_each_rank_log", ""),
     ("--autotuning", "not supported: error", "the autotuner is DeepSpeed's: run it with DeepSpeed's launcher"),
-    ("--elastic_training", "dsrun re-forms the world itself, on the agent and ssh backends "
-                           "([elastic training](elastic_training.md))"),
-    ("--bind_cores_to_rank", "`sched_setaffinity`, no numactl"), ("--bind_core_list", ""), ("--ssh_port", ""),
+    ("--elastic_training", "different", "dsrun re-forms the world itself, on the agent and ssh backends "
+                                        "([elastic training](elastic_training.md))"),
+    ("--bind_cores_to_rank", "different", "`sched_setaffinity`, no numactl and no memory binding"), ("--bind_core_list", ""), ("--ssh_port", ""),
     ("--venv_script", ""), ("--comment", "Slurm pass-through"), ("--account", "Slurm pass-through"),
 ]
 
@@ -433,11 +434,14 @@ What the statuses mean:
 
 | status | meaning |
 |---|---|
-| supported | read and acted on as DeepSpeed does (notes say where dsrt differs) |
+| supported | read and acted on as DeepSpeed does |
+| different | supported, with the difference the notes give |
 | accepted, no effect | a valid DeepSpeed key that changes nothing here (NVMe tuning with offload to cpu) |
 | deprecated: warns, still read | DeepSpeed's old spelling: a warning names the new key, then the value is used |
 | not supported: warns and ignores | a warning, then training goes on without it |
-| not supported: error | `initialize` fails with a message naming the key |
+| not supported: error | `initialize` (or dsrun, for a flag) stops with a message naming the key |
+| not supported | absent: an unknown flag for dsrun, an `AttributeError` in Python |
+| dsrun only | dsrun's or dsrt's own addition |
 
 Warnings look like `[dsrt] warning: ds_config.json: tensorboard: not supported by libdsrt, ignored`. Nested
 keys are written with dots (`zero_optimization.mics_shard_size`). A key that appears nowhere below gets
