@@ -441,7 +441,7 @@ What the statuses mean:
 | not supported: warns and ignores | a warning, then training goes on without it |
 | not supported: error | `initialize` (or dsrun, for a flag) stops with a message naming the key |
 | not supported | absent: an unknown flag for dsrun, an `AttributeError` in Python |
-| dsrun only | dsrun's or dsrt's own addition |
+| dsrun only, dsrt only | dsrun's or dsrt's own addition |
 
 Warnings look like `[dsrt] warning: ds_config.json: tensorboard: not supported by libdsrt, ignored`. Nested
 keys are written with dots (`zero_optimization.mics_shard_size`). A key that appears nowhere below gets
