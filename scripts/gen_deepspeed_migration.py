@@ -485,7 +485,7 @@ def render():
             out.append(f"\n### `{module}`\n\n| name | status | notes |\n|---|---|---|")
             current = module
         out.append(f"| `{name}` | {status} | {note} |")
-    return "\n".join(out) + "\n"
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)) + "\n"
 
 
 def main():
