@@ -165,7 +165,7 @@ def config_keys():
                 for m in _CALL.finditer(stmt):
                     recv, verb = m.group(1), m.group(2)
                     strings = _string_list(stmt, m.start(2))
-                    if verb == "raw" or not strings and verb not in ("has",):
+                    if verb == "raw" or (not strings and verb != "has"):
                         continue
                     key_of = (path.name, func, recv)
                     if key_of + (verb,) in READERS:
@@ -178,9 +178,10 @@ def config_keys():
                     if block is None:
                         continue
                     if verb == "has" and not strings:
-                        # `for (const char* key : {...}) block.has(key)`: the keys are the loop's list.
+                        # `for (const char* key : {...}) block.has(key)` marks the list's keys as known; a key
+                        # also read by a get*/opt* call (fp16's loss-scale keys) is "read", which ranks higher.
                         for key in loop_keys:
-                            put(block, key, "accepted" if func == "parseOffload" else "read")
+                            put(block, key, "accepted")
                         continue
                     if verb == "ignore":
                         for key in strings:
@@ -188,17 +189,18 @@ def config_keys():
                     elif verb == "deprecated":
                         put(block, strings[0], "deprecated", "use " + strings[1])
                     elif verb in ("fail", "failValue"):
-                        if "not supported" in strings[1] if len(strings) > 1 else False:
+                        # Only failures that say so are refusals; the rest reject bad values of supported keys.
+                        if len(strings) > 1 and "not supported" in strings[1]:
                             put(block, strings[0].split(".")[0], "refused", strings[1])
                     elif verb == "has":
-                        put(block, strings[0], "accepted" if func == "parseOffload" else "read")
+                        put(block, strings[0], "read")
                     elif verb == "optChoice":
                         put(block, strings[0], "read", ", ".join(strings[1:]))
                     else:
                         put(block, strings[0], "read")
     for block, key, status, note in EXTRA_KEYS:
         put(block, key, status, note)
-    # The elasticity block is parsed by the elastic library DeepSpeed's elastic agent shares.
+    # The elasticity block is parsed in elastic/, which ds_elastic and the launcher share with libdsrt.
     elastic = (ROOT / "elastic" / "elastic_config.cc").read_text()
     for key in re.findall(r'(?:integerKey\(block, |block\.value\(|block\.find\(|integerValue\(\*\w+, )"(\w+)"',
                           elastic):
