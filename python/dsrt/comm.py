@@ -185,6 +185,17 @@ def all_to_all_single(output, tensor, output_split_sizes=None, input_split_sizes
                                                  async_op=async_op))
 
 
+def configure(deepspeed_config=None, enabled=None, prof_all=None, prof_ops=None, verbose=None, debug=None):
+    """deepspeed.comm.configure(): the comms logger's switches; ``deepspeed_config`` (a ds_config dict) sets
+    them from its comms_logger block, then each argument that is not None overrides one."""
+    if isinstance(deepspeed_config, dict):
+        configure_comms_logger(deepspeed_config.get("comms_logger"))
+    for name, value in (("enabled", enabled), ("prof_all", prof_all), ("prof_ops", prof_ops), ("verbose", verbose),
+                        ("debug", debug)):
+        if value is not None:
+            setattr(comms_logger, name, list(value) if name == "prof_ops" else bool(value))
+
+
 def log_summary(show_straggler=False, return_dict=False):
     """deepspeed.comm.log_summary(): rank 0 prints the comms_logger's table (ops issued through this
     module); collective, between two barriers as DeepSpeed's. show_straggler is accepted and ignored."""

@@ -75,3 +75,12 @@ def test_bandwidth_formulas_are_deepspeeds(monkeypatch):
 
 def test_sizes_print_as_deepspeeds():
     assert [convert_size(n) for n in (0, 1, 1024, 1536, 3 << 20)] == ["0B", "1.0 B", "1.0 KB", "1.5 KB", "3.0 MB"]
+
+
+def test_configure_switches_the_logger_as_deepspeeds_does():
+    comm.configure({"comms_logger": {"enabled": True, "prof_all": False}}, prof_ops=["barrier"])
+    try:
+        assert comm.comms_logger.enabled and not comm.comms_logger.prof_all
+        assert comm.comms_logger.wants("barrier") and not comm.comms_logger.wants("all_reduce")
+    finally:
+        comm.configure_comms_logger({})
