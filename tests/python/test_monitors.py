@@ -42,7 +42,8 @@ def train(cfg, steps=STEPS, close=True):
         window = []
         samples_before = engine.global_samples
         for _ in range(GAS):
-            loss = engine(torch.randn(MICRO, 8, generator=gen)).pow(2).mean()
+            x = torch.randn(MICRO, 8, generator=gen).to(model[0].weight.dtype)  # fp16 converted the model
+            loss = engine(x).float().pow(2).mean()
             window.append(loss.item())
             engine.backward(loss)
             engine.step()
