@@ -5,8 +5,6 @@ package. Writers whose package is absent are skipped with the reason (pytest -rs
 
 import csv
 import importlib.util
-import json
-import os
 import subprocess
 import sys
 
@@ -193,7 +191,8 @@ def test_a_missing_writer_package_is_named_with_its_pip_command(tmp_path):
             "        print('ERROR', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     for package in ("tensorboard", "wandb"):
-        assert f"ERROR ds_config \"{package}\" is enabled but the {package} package is not importable" in out.stdout, out
+        expected = f"ERROR ds_config \"{package}\" is enabled but the {package} package is not importable"
+        assert expected in out.stdout, out
         assert f"pip install {package}" in out.stdout
 
 

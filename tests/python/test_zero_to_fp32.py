@@ -104,5 +104,5 @@ def test_safe_serialization_writes_safetensors(checkpoint, tmp_path):
 def test_a_missing_checkpoint_fails_with_its_path(tmp_path):
     proc = run_python("-m", "dsrt.utils.zero_to_fp32", tmp_path / "nope", tmp_path / "out")
     assert proc.returncode == 1
-    assert f"zero_to_fp32: " in proc.stderr and str(tmp_path / "nope") in proc.stderr
+    assert "zero_to_fp32: " in proc.stderr and str(tmp_path / "nope") in proc.stderr
     assert not (tmp_path / "out").exists()
