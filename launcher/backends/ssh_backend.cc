@@ -86,6 +86,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   SshJob::Settings settings;
   settings.killGraceS = options.launch.killGraceS;
   settings.exitTimeoutS = options.launch.exitTimeoutS;
+  settings.program = options.userScript;
   settings.heartbeatMs = options.agentHeartbeatMs;
   settings.heartbeatMisses = options.agentHeartbeatMisses;
   const auto target = [&options](const std::string& host) { return targetFor(host, options); };
