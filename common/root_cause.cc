@@ -53,12 +53,13 @@ std::vector<std::string> rootCauseBlock(const RootCause& c) {
   std::vector<std::string> about;
   if (c.pid >= 0) about.push_back(strCat("pid: ", c.pid));
   // A signal is named in full (the code alone reads as an exit code to most users).
-  if (c.cause.find("signal") != std::string::npos) about.push_back(c.cause);
+  if (c.cause.find("signal") != std::string::npos) about.push_back(startsWith(c.cause, "was ") ? c.cause.substr(4) : c.cause);
   if (!about.empty()) code += strCat(" (", join(about, ", "), ")");
   lines.push_back(code);
   if (!c.logFile.empty()) lines.push_back(strCat("  log file : ", c.logFile));
   if (!c.stderrTail.empty()) {
-    lines.push_back(strCat("  stderr   : its last ", c.stderrTail.size(), " line", c.stderrTail.size() == 1 ? "" : "s",
+    lines.push_back(strCat("  ", c.logFile.empty() ? "stderr   : " : "output   : ",
+                           c.stderrTail.size() == 1 ? "its last line" : strCat("its last ", c.stderrTail.size(), " lines"),
                            c.logFile.empty() ? "" : " (from its log file)"));
     for (const std::string& line : c.stderrTail) lines.push_back("    " + line);
   } else if (c.logFile.empty()) {
