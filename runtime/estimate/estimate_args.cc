@@ -92,6 +92,8 @@ EstimateArgs parseEstimateArgs(const std::vector<std::string>& args) {
       size_t start = 0;
       while (start <= list.size()) {
         size_t comma = std::min(list.find(',', start), list.size());
+        // An empty entry ("1,,2", a trailing comma) is named by the whole list: quoting '' would say nothing.
+        if (comma == start) bad(flag, "expected a parameter count in every comma-separated entry", list);
         const int64_t n = parseCount(list.substr(start, comma - start), flag);
         total += n;
         largest = std::max(largest, n);

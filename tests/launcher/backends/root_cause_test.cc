@@ -57,14 +57,14 @@ TEST_CASE("rootCauseBlock spells out a signal and points to the log file", "[lau
   c.logFile = "logs/20260101000000_rank0.log";
   const std::vector<std::string> block = dsrun::rootCauseBlock(c);
   CHECK(block[1] == "dsrun: the job FAILED");
-  CHECK(block[4] == "dsrun:   exitcode : 137 (pid: 9, killed by signal 9 (SIGKILL))");
-  CHECK(block[5] == "dsrun:   log file : logs/20260101000000_rank0.log");
-  CHECK(block.size() == 7);  // no tail: the log file is where to look
+  CHECK(block[5] == "dsrun:   exitcode : 137 (pid: 9, killed by signal 9 (SIGKILL))");
+  CHECK(block[6] == "dsrun:   log file : logs/20260101000000_rank0.log");
+  CHECK(block.size() == 8);  // no tail: the log file is where to look
 
   c.logFile.clear();
-  CHECK(dsrun::rootCauseBlock(c)[5] == "dsrun:   stderr   : (it wrote nothing)");
+  CHECK(dsrun::rootCauseBlock(c)[6] == "dsrun:   stderr   : (it wrote nothing)");
   c.stderrCaptured = false;
-  CHECK(dsrun::rootCauseBlock(c)[5] == "dsrun:   stderr   : not captured by this backend; see its lines above");
+  CHECK(dsrun::rootCauseBlock(c)[6] == "dsrun:   stderr   : not captured by this backend; see its lines above");
 }
 
 TEST_CASE("keepTailLine keeps the last lines, each cut to a bounded length", "[launcher][root_cause]") {

@@ -62,7 +62,8 @@ TEST_CASE("parseEstimateArgs names the flag and value it rejects", "[estimate]")
       {{"--bogus"}, "command line: unknown flag (see ds_estimate --help), got '--bogus'"},
       {{"--stage", "2"}, "--params (or --layer_params) is required"},
       {{"--params", "10"}, "stage 3 needs --largest_layer_params"},
-      {{"--layer_params", "1,,2"}, "--layer_params: expected a parameter count"}}));
+      {{"--layer_params", "1,,2"}, "--layer_params: expected a parameter count in every comma-separated entry, got '1,,2'"},
+      {{"--layer_params", "1,x"}, "--layer_params: expected a parameter count such as 1300000000, 1.3e9 or 1.3B, got 'x'"}}));
   INFO(args.size());
   REQUIRE_THROWS_WITH(parseEstimateArgs(args), Contains(message));
   // main() prefixes "ds_estimate: "; the message must not say it again, nor quote an empty value.
