@@ -42,7 +42,7 @@ set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_NAME dsrun-deepspeed)
 set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_DEPENDS "dsrun (= ${PROJECT_VERSION})")
-set(CPACK_DEBIAN_DEEPSPEED_DESCRIPTION "the deepspeed command name for dsrun
+set(CPACK_DEBIAN_DEEPSPEED_DESCRIPTION "deepspeed command name for dsrun
 Job scripts written for DeepSpeed call 'deepspeed [options] train.py'. This
 package makes that command run dsrun, which takes DeepSpeed's launcher flags.
 It is separate from dsrun so that installing dsrun never puts a 'deepspeed'
@@ -91,7 +91,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debia
   ${CMAKE_CURRENT_BINARY_DIR}/debian/runtime/postinst ${CMAKE_CURRENT_BINARY_DIR}/debian/runtime/postrm)
 
 string(TIMESTAMP DSRUN_DEB_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
-foreach(component launcher runtime)
+foreach(component launcher deepspeed runtime)
   string(TOUPPER ${component} _upper)
   set(DSRUN_DEB_PACKAGE ${CPACK_DEBIAN_${_upper}_PACKAGE_NAME})
   set(_doc ${CMAKE_CURRENT_BINARY_DIR}/debian/doc-${DSRUN_DEB_PACKAGE})
