@@ -37,11 +37,17 @@ printf '#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' "$ST" > "$WORK/ssh
 
 # Without --master_addr, a launch asks the first host over ssh (`hostname -I`), with the backend's own ssh
 # settings: here PDSH_SSH_ARGS_APPEND, without which the host key check fails. (--dry_run contacts no host.)
+# The same launch sources DeepSpeed's --venv_script on every node before its ranks start.
+printf 'VENV_MARK="sourced on $(hostname)"; export VENV_MARK\n' > "$WORK/venv.sh"
 mout=$(PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" timeout -s KILL 60 "$DSRUN" -H "$WORK/hostfile" --launcher pdsh \
-  --no_python --no_local_rank /bin/sh -c 'echo "master=$MASTER_ADDR"' 2>"$WORK/master.err")
-if [ "$(printf '%s\n' "$mout" | grep -c 'master=10.77.0.11$')" = 8 ]; then
+  --venv_script "$WORK/venv.sh" --no_python --no_local_rank /bin/sh -c 'echo "master=$MASTER_ADDR $VENV_MARK"' \
+  2>"$WORK/master.err")
+if [ "$(printf '%s\n' "$mout" | grep -c 'master=10.77.0.11 ')" = 8 ]; then
   ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND"
 else not_ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND" "$mout" "$(cat "$WORK/master.err")"; fi
+if [ "$(printf '%s\n' "$mout" | grep -cE '^dsn([1-4]): master=10.77.0.11 sourced on dsn\1$')" = 8 ]; then
+  ok "pdsh: --venv_script is sourced on each node before its ranks start"
+else not_ok "pdsh: --venv_script is sourced on each node before its ranks start" "$mout"; fi
 
 NASTY_ARG=$(printf 'sp ace "dq" '"'"'sq'"'"' $HOME %%n %%h `x` \\ ;|& \nnl \303\274nic\303\270de')
 NASTY_ENV=$(printf 'v "q" '"'"'s'"'"' $PATH %%h\nline2 \303\274')
