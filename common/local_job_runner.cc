@@ -34,10 +34,6 @@ constexpr double kDrainLimitS = 5;
 /// handler runs): one batch of USR1, USR1, USR2 arrived as one USR1 and one USR2 on the test cluster.
 constexpr double kControlGapS = 0.1;
 
-}  // namespace
-
-namespace {
-
 // The last lines of a rank's log file (stdout and stderr together there): its end is read, not all of it.
 std::vector<std::string> tailOfFile(const std::string& path) {
   constexpr off_t kTailBytes = 8192;
