@@ -65,7 +65,7 @@ po::options_description describe() {
   po::options_description own("dsrun options");
   own.add_options()
       ("python", text(), "interpreter for the ranks (default $DSRUN_PYTHON, else the one dsrt was built for)")
-      ("dry_run", po::bool_switch(), "print the resolved plan as JSON and launch nothing")
+      ("dry_run", po::bool_switch(), "print the resolved plan as indented JSON; contacts no host, launches nothing")
       ("tag_output", po::bool_switch(), "prefix each output line with 'host:rank | '")
       ("kill_grace_s", text(), "seconds between SIGTERM and SIGKILL when stopping ranks (default 30)")
       ("exit_timeout_s", text(), "seconds the other ranks may run after the first clean exit "
