@@ -77,8 +77,9 @@ void applyLogLevel(const Options& options) {
   setLogLevel(levels.at(options.logLevel));
 }
 
-// DeepSpeed passes --comment and --account to srun only; other backends have nowhere to put them.
-std::vector<std::string> ignoredSlurmFlags(const Options& options, const WorldPlan& plan) {
+// DeepSpeed passes --comment and --account to srun only, and sources --venv_script in its pdsh runner only;
+// the other backends have nowhere to put them.
+std::vector<std::string> ignoredBackendFlags(const Options& options, const WorldPlan& plan) {
   std::vector<std::string> notes;
   if (plan.launcher == "slurm") return notes;
   for (const auto& [flag, value] : {std::pair{"--comment", &options.comment}, std::pair{"--account", &options.account}}) {
@@ -98,6 +99,24 @@ std::string inferredMasterAddr(const Options& options, const std::string& host) 
     return strCat("<inferred at launch: the address the agent on ", host, " answers on>");
   }
   return strCat("<inferred at launch: the first address of 'hostname -I' on ", host, ">");
+}
+
+// MASTER_ADDR from plan.masterAddrHost, as DeepSpeed infers it: the backend checks it can reach that host
+// first (so the first error is about reaching it, DeepSpeed's order), then says where the address comes from.
+void inferMasterAddr(WorldPlan& plan, LaunchContext& ctx, const BackendRegistry& registry, Machine& machine) {
+  MasterAddrSource source;
+  if (!ctx.options.noSsh) {
+    source = registry.create(ctx.options.launcher)->preflightFirstHost(plan.masterAddrHost, ctx);
+    ctx.firstHostChecked = true;
+  }
+  switch (source.kind) {
+    case MasterAddrSource::Kind::Known: setMasterAddr(plan, source.address); break;
+    case MasterAddrSource::Kind::FromAgent: setMasterAddr(plan, ""); break;  // the agent's Welcome tells it
+    case MasterAddrSource::Kind::Ssh:
+      // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
+      setMasterAddr(plan, machine.resolveMasterAddr(plan.masterAddrHost, sshOptionsFor(ctx.options, ctx.launcherEnv)));
+      break;
+  }
 }
 
 }  // namespace
@@ -157,7 +176,7 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
   // checks that every host has an address before asking the first one for its own.
   WorldPlan plan = planWorld(options, inputs, [&](const std::string& host) { return inferredMasterAddr(options, host); });
   for (const std::string& note : plan.notes) DSRUN_LOG(INFO) << note;
-  for (const std::string& note : ignoredSlurmFlags(options, plan)) DSRUN_LOG(WARN) << note;
+  for (const std::string& note : ignoredBackendFlags(options, plan)) DSRUN_LOG(WARN) << note;
   checkHostsResolve(plan, options, inputs.hostfile ? &*inputs.hostfile : nullptr, inputs.launcherEnv, machine);
 
   const std::unique_ptr<Backend> backend = registry.create(plan.launcher);
@@ -167,21 +186,8 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
     return 0;
   }
   if (!plan.masterAddrHost.empty()) {
-    MasterAddrSource source;
-    if (!options.noSsh) {
-      checkBackend(options.launcher);
-      // Reachability first (DeepSpeed's order), so the first error is about ssh, not about the address.
-      source = registry.create(options.launcher)->preflightFirstHost(plan.masterAddrHost, ctx);
-      ctx.firstHostChecked = true;
-    }
-    switch (source.kind) {
-      case MasterAddrSource::Kind::Known: setMasterAddr(plan, source.address); break;
-      case MasterAddrSource::Kind::FromAgent: setMasterAddr(plan, ""); break;
-      case MasterAddrSource::Kind::Ssh:
-        // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
-        setMasterAddr(plan, machine.resolveMasterAddr(plan.masterAddrHost, sshOptionsFor(options, inputs.launcherEnv)));
-        break;
-    }
+    if (!options.noSsh) checkBackend(options.launcher);
+    inferMasterAddr(plan, ctx, registry, machine);
   }
   checkBackend(plan.launcher);
   if (plan.launcher == "local") {
