@@ -173,25 +173,10 @@ std::string RealMachine::resolveMasterAddr(const std::string& host, const std::v
   return first;
 }
 
-std::optional<std::string> RealMachine::hostLookupError(const std::string& host, bool viaSsh,
-                                                        const std::vector<std::string>& sshOptions) {
-  std::string name = host;
-  if (viaSsh) {
-    // `ssh -G` prints the configuration it would use, "hostname NAME" among it, and connects to nothing.
-    std::vector<std::string> argv = {"ssh", "-G"};
-    argv.insert(argv.end(), sshOptions.begin(), sshOptions.end());
-    argv.push_back(host);
-    try {
-      const CapturedRun run = runCaptured(Command{argv, env_, ""});
-      if (WIFEXITED(run.waitStatus) && WEXITSTATUS(run.waitStatus) == 0) {
-        for (const std::string& line : split(run.output, '\n')) {
-          if (startsWith(line, "hostname ")) name = trim(line.substr(9));
-        }
-      }
-    } catch (const IoError&) {
-      // No OpenSSH client here: the backend's own check will say so; resolve the name as written.
-    }
-  }
+namespace {
+
+/// getaddrinfo(3)'s complaint about NAME, or nothing when it resolves.
+std::optional<std::string> resolveError(const std::string& name) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -201,8 +186,37 @@ std::optional<std::string> RealMachine::hostLookupError(const std::string& host,
     ::freeaddrinfo(found);
     return std::nullopt;
   }
-  const std::string why = rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc);
-  return name == host ? why : strCat(why, " (ssh configuration maps it to '", name, "')");
+  return rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc);
+}
+
+}  // namespace
+
+std::optional<std::string> RealMachine::hostLookupError(const std::string& host, bool viaSsh,
+                                                        const std::vector<std::string>& sshOptions) {
+  // The name as written first: one resolver call per host, where `ssh -G` is a process per host (seconds on a
+  // thousand-node hostfile). Only a name the resolver does not know is looked up in ssh's configuration, where
+  // a `Host` alias may map it to a real one.
+  std::optional<std::string> why = resolveError(host);
+  if (!why || !viaSsh) return why;
+  std::string name = host;
+  // `ssh -G` prints the configuration it would use, "hostname NAME" among it, and connects to nothing.
+  std::vector<std::string> argv = {"ssh", "-G"};
+  argv.insert(argv.end(), sshOptions.begin(), sshOptions.end());
+  argv.push_back(host);
+  try {
+    const CapturedRun run = runCaptured(Command{argv, env_, ""});
+    if (WIFEXITED(run.waitStatus) && WEXITSTATUS(run.waitStatus) == 0) {
+      for (const std::string& line : split(run.output, '\n')) {
+        if (startsWith(line, "hostname ")) name = trim(line.substr(9));
+      }
+    }
+  } catch (const IoError&) {
+    // No OpenSSH client here: the backend's own check will say so; the name as written stays unresolved.
+  }
+  if (name == host) return why;
+  why = resolveError(name);
+  if (!why) return std::nullopt;
+  return strCat(*why, " (ssh configuration maps it to '", name, "')");
 }
 
 int RealMachine::pid() const { return static_cast<int>(getpid()); }
