@@ -396,7 +396,9 @@ DEEPSPEED_FLAGS = [
     ("--elastic_training", "different", "dsrun re-forms the world itself, on the agent and ssh backends "
                                         "([elastic training](elastic_training.md))"),
     ("--bind_cores_to_rank", "different", "`sched_setaffinity`, no numactl and no memory binding"), ("--bind_core_list", ""), ("--ssh_port", ""),
-    ("--venv_script", ""), ("--comment", "Slurm pass-through"), ("--account", "Slurm pass-through"),
+    ("--venv_script", "different", "sourced before each node's launch on pdsh and ssh (DeepSpeed: pdsh only)"),
+    ("--comment", "Slurm pass-through"), ("--account", "Slurm pass-through"),
+    ("--log_level", "dsrun's own messages"), ("-q, --quiet", "`--log_level error`"),
 ]
 
 _OPTION = re.compile(r'\(\s*"([a-z_0-9]+)(?:,([A-Za-z]))?"\s*,\s*(?:text\(\)|po::[a-z_]+\(\)[^,]*)\s*,\s*'
