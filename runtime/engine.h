@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,11 +44,17 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Times `fn()` as the forward pass (wall_clock_breakdown) and returns its result.
+  /// Times `fn()` as the forward pass (wall_clock_breakdown) and returns its result. With fp16 on a device
+  /// whose torch lacks a Half kernel the model needs, the c10::Error names the remedy (bf16).
   template <typename Fn>
   auto forward(Fn&& fn) -> decltype(fn()) {
     auto scope = timers_.scope(EngineTimers::kForward);
-    return fn();
+    try {
+      return fn();
+    } catch (const std::exception& e) {  // c10::Error, or a Python model's error passing through
+      explainForwardError(e.what());
+      throw;
+    }
   }
 
   /// Backpropagates loss / gradient_accumulation_steps; at a boundary the strategy finishes the
@@ -139,6 +146,12 @@ class Engine {
   void set_param_names(std::vector<std::string> names) { paramNames_ = std::move(names); }
 
  private:
+  /// Throws the fp16 refusal (half_kernels.h) when `what` is a missing-Half-kernel error under fp16;
+  /// returns for any other error, which the caller rethrows unchanged.
+  void explainForwardError(const std::string& what) const;
+  /// Rank 0, fp16 only: one warning when this torch lacks float16 matrix multiplies on the parameters' device.
+  void warnMissingHalfKernels() const;
+  c10::Device paramDevice() const;
   void logProgress();
   /// fp16: whether any rank's gradients overflowed (allreduce MAX of the local flags).
   bool anyRankOverflowed();

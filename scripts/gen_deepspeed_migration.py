@@ -25,7 +25,7 @@ PAGE = ROOT / "docs" / "deepspeed_migration.md"
 
 # (file, function, receiver) -> the ds_config block that receiver reads; "" is the top level.
 READERS = {
-    ("deepspeed_config.cc", "ignoreUnsupportedTopLevelKeys", "root"): "",
+    ("deepspeed_config.cc", "readUnparsedTopLevelKeys", "root"): "",  # the keys: top_level_keys.cc's table
     ("deepspeed_config.cc", "parsePrecision", "root"): "",
     ("deepspeed_config.cc", "parseConfig", "root"): "",
     ("zero_config.cc", "aliasedInt", "zero"): None,  # reads keys its caller names; see CALL_HELPERS
@@ -198,6 +198,14 @@ def config_keys():
                         put(block, strings[0], "read", ", ".join(strings[1:]))
                     else:
                         put(block, strings[0], "read")
+    # The top-level keys the parser leaves alone: one table (runtime/config/top_level_keys.cc).
+    table = (ROOT / "runtime" / "config" / "top_level_keys.cc").read_text()
+    rows = re.findall(r'\{"(\w+)", K::(NotSupported|PythonPackage), "((?:[^"\\]|\\.)*)"\}', table)
+    if not rows:
+        problems.append("top_level_keys.cc: no {\"key\", K::..., \"note\"} rows found; update "
+                        + pathlib.Path(__file__).name)
+    for key, support, note in rows:
+        put("", key, "python" if support == "PythonPackage" else "ignored", note.replace('\\"', '"'))
     for block, key, status, note in EXTRA_KEYS:
         put(block, key, status, note)
     # The elasticity block is parsed in elastic/, which ds_elastic and the launcher share with libdsrt.
@@ -213,10 +221,11 @@ def config_keys():
     return out
 
 
-PRIORITY = ["refused", "deprecated", "read", "ignored", "accepted"]
+PRIORITY = ["refused", "deprecated", "read", "python", "ignored", "accepted"]
 
 STATUS_TEXT = {
     "read": "supported",
+    "python": "supported by the Python package",
     "different": "different",
     "accepted": "accepted, no effect",
     "ignored": "not supported: warns and ignores",
@@ -255,7 +264,8 @@ DEEPSPEED_API = {
         ("ReduceOp", ""), ("reduce_scatter", ""), ("reduce", ""), ("all_gather_into_tensor", ""),
         ("reduce_scatter_tensor", ""), ("all_to_all_single", ""), ("send", ""), ("recv", ""), ("isend", ""),
         ("irecv", ""), ("new_group", ""), ("destroy_process_group", ""), ("monitored_barrier", ""),
-        ("log_summary", "comms logger"), ("configure", "comms logger"),
+        ("log_summary", "the ops issued through deepspeed.comm; the engine's own run in C++ (monitoring.md)"),
+        ("configure", "the comms logger's switches"),
     ],
     "deepspeed.zero": [
         ("Init", ""), ("GatheredParameters", ""), ("register_external_parameter", ""),
@@ -442,12 +452,14 @@ What the statuses mean:
 | different | supported, with the difference the notes give |
 | accepted, no effect | a valid DeepSpeed key that changes nothing here (NVMe tuning with offload to cpu) |
 | deprecated: warns, still read | DeepSpeed's old spelling: a warning names the new key, then the value is used |
-| not supported: warns and ignores | a warning, then training goes on without it |
+| supported by the Python package | the `dsrt` package carries it out (monitors, comms logger, FLOP profiler: [monitoring.md](monitoring.md)); a C++ program is told that it ignores it |
+| not supported: warns and ignores | a warning from rank 0 (none for a block with `"enabled": false`), then training goes on without it |
 | not supported: error | `initialize` (or dsrun, for a flag) stops with a message naming the key |
 | not supported | absent: an unknown flag for dsrun, an `AttributeError` in Python |
 | dsrun only, dsrt only | dsrun's or dsrt's own addition |
 
-Warnings look like `[dsrt] warning: ds_config.json: tensorboard: not supported by libdsrt, ignored`. Nested
+Warnings look like `[dsrt] warning: ds_config.json: pipeline: not supported by libdsrt, ignored (data parallel
+only)`. Nested
 keys are written with dots (`zero_optimization.mics_shard_size`). A key that appears nowhere below gets
 `<key>: unknown key, ignored`. Such a key is usually a typo, because every DeepSpeed key that dsrt does not
 implement is listed here. A value of `"auto"` (as Hugging Face's Trainer writes) or `null` counts as absent.

@@ -37,5 +37,8 @@ fi
 # pybind11 is installed because users have it: dsrt must build with torch's own pybind11 regardless.
 pip install "scikit-build-core>=0.10" "pybind11>=2.12" pytest numpy "torch==$TORCH_VERSION" \
   "deepspeed==$DEEPSPEED_VERSION"
+# The writers the ds_config's monitor blocks use and the tests read back (tests/python/test_monitors.py),
+# and safetensors for zero_to_fp32 --safe_serialization; pinned to what was tested.
+pip install "tensorboard==2.21.0" "wandb==0.30.0" "safetensors==0.8.0"
 echo "setup_torch2_env.sh: $VENV has torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)') and" \
   "deepspeed $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("deepspeed"))')"
