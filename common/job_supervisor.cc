@@ -70,6 +70,7 @@ void JobSupervisor::onExit(pid_t pid, int waitStatus, double now) {
       }
     }
     carryOut(decision);
+    if (!firstFailure_) firstFailure_ = FirstFailure{index, pid, how, exitCodeOf(waitStatus)};
     notices_.push_back(strCat("dsrun: ", who(index), " ", how,
                               decision.ranks > 0 ? "; terminated " + plural(decision.ranks, "other rank") : ""));
   } else if (decision.exitTimeoutArmed && options_.announceCleanExit) {

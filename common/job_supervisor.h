@@ -61,6 +61,15 @@ class JobSupervisor {
   size_t runningCount() const { return controller_.runningCount(); }
   /// The job's exit code (see the rules above); meaningful once done().
   int exitCode() const { return controller_.exitCode(); }
+  /// The rank whose failure stopped the job: its index in `ranks`, pid, how it ended and its exit code.
+  struct FirstFailure {
+    size_t index = 0;   ///< in `ranks`
+    pid_t pid = -1;     ///< its pid
+    std::string how;    ///< "exited with code 1", "was killed by signal 9 (SIGKILL)[: out of memory ...]"
+    int exitCode = 1;   ///< shell-style
+  };
+  /// Set once a rank's failure stopped the job (not for signals, exit timeouts or spawn errors).
+  const std::optional<FirstFailure>& firstFailure() const { return firstFailure_; }
   /// The spawn failure that stopped the job, if any.
   const std::optional<IoError>& spawnError() const { return spawnError_; }
   /// Lines for the user (one per decision, e.g. the failure summary), oldest first; clears them.
@@ -78,6 +87,7 @@ class JobSupervisor {
   std::vector<pid_t> pids_;             ///< parallel to ranks_, -1 until started
   size_t started_ = 0;                  ///< number of start() calls that succeeded
   std::optional<IoError> spawnError_;   ///< see spawnError()
+  std::optional<FirstFailure> firstFailure_;  ///< see firstFailure()
   std::vector<std::string> notices_;    ///< see takeNotices()
 };
 

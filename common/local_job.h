@@ -19,6 +19,12 @@ struct LocalJobOptions {
   int savePid = 0;             ///< non-zero: DeepSpeed's --save_pid file /tmp/<savePid>.deepspeed (see PidFile)
   bool announceCleanExit = false;  ///< print "dsrun: rank R (HOST pid P) finished cleanly" (dsrun-launch, so
                                    ///< that dsrun can run --exit_timeout_s job-wide)
+  /// How a failed job ends (docs/launcher.md "When a job fails"): false (dsrun on one machine): the root-cause
+  /// block (common/root_cause.h) as its last lines; true (dsrun-launch on a node of a larger job): the failing
+  /// rank's stderr tail and log file as "dsrun: rank R (HOST) stderr| LINE" / "... log file: PATH" lines, which
+  /// dsrun collects from every node and quotes in its own block (launcher/failure_line.h).
+  bool rootCauseAsLines = false;
+  std::string program;  ///< the user's script, named in the root-cause block's title
   /// Readable descriptors carrying control lines (common/control_line.h), owned by the caller: each line
   /// acts as that signal received; end of file on one acts as SIGTERM (the controller is gone).
   std::vector<int> controlFds;

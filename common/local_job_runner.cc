@@ -1,5 +1,6 @@
 #include "common/local_job_runner.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include "common/orphan_sweeper.h"
 #include "common/pid_file.h"
 #include "common/rank_log.h"
+#include "common/root_cause.h"
+#include "common/strings.h"
 
 namespace dsrun {
 namespace {
@@ -30,6 +33,25 @@ constexpr double kDrainLimitS = 5;
 /// handled the previous one of its kind is merged with it by the kernel (Python even merges across
 /// handler runs): one batch of USR1, USR1, USR2 arrived as one USR1 and one USR2 on the test cluster.
 constexpr double kControlGapS = 0.1;
+
+// The last lines of a rank's log file (stdout and stderr together there): its end is read, not all of it.
+std::vector<std::string> tailOfFile(const std::string& path) {
+  constexpr off_t kTailBytes = 8192;
+  std::vector<std::string> tail;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return tail;
+  const off_t size = ::lseek(fd.get(), 0, SEEK_END);
+  const off_t start = size > kTailBytes ? size - kTailBytes : 0;
+  std::string text(static_cast<size_t>(size - start), '\0');
+  const ssize_t n = ::pread(fd.get(), text.data(), text.size(), start);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  std::vector<std::string> lines = split(text, '\n');
+  if (start > 0 && !lines.empty()) lines.erase(lines.begin());  // cut in the middle
+  for (const std::string& line : lines) {
+    if (!line.empty()) keepTailLine(tail, line);
+  }
+  return tail;
+}
 
 }  // namespace
 
@@ -64,6 +86,7 @@ int LocalJobRunner::run() {
   sweeper.sweep();
   drainOutput();
   printNotices();
+  printRootCause();
   if (supervisor_.spawnError()) throw *supervisor_.spawnError();
   return supervisor_.exitCode();
 }
@@ -71,11 +94,22 @@ int LocalJobRunner::run() {
 void LocalJobRunner::startRanks() {
   // Log files are opened before anything starts, so a bad directory leaves nothing to clean up.
   std::vector<UniqueFd> logs;
+  tails_.assign(ranks_.size(), {});
+  logPaths_.assign(ranks_.size(), "");
   if (!options_.eachRankLogDir.empty()) {
     prepareRankLogDir(options_.eachRankLogDir);
     std::string prefix = rankLogPrefix(std::time(nullptr));
-    for (const RankSpec& spec : ranks_) {
-      logs.push_back(openRankLog(rankLogPath(options_.eachRankLogDir, prefix, spec.rank), spec.rank));
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      logPaths_[i] = rankLogPath(options_.eachRankLogDir, prefix, ranks_[i].rank);
+      logs.push_back(openRankLog(logPaths_[i], ranks_[i].rank));
+    }
+    // Said once at the start: with the output in files, the terminal would otherwise stay silent.
+    if (!ranks_.empty()) {
+      const std::string host = ranks_.front().host.empty() ? "localhost" : ranks_.front().host;
+      std::string pattern = rankLogPath(options_.eachRankLogDir, prefix, 0);
+      pattern.replace(pattern.size() - std::string("0.log").size(), std::string::npos, "<RANK>.log");
+      stderr_.write("", strCat("dsrun: ranks ", ranks_.front().rank, "-", ranks_.back().rank, " on ", host,
+                               " write their output to ", pattern));
     }
   }
   // A rank in its own process group that reads the terminal would be stopped by SIGTTIN forever.
@@ -94,8 +128,8 @@ void LocalJobRunner::startRanks() {
       const RankSpec& spec = ranks_[i];
       std::string prefix =
           options_.tagOutput ? strCat(spec.host.empty() ? "localhost" : spec.host, ":", spec.rank, " | ") : "";
-      streams_.push_back(Stream{std::move(child->stdoutFd), LineBuffer(), &stdout_, prefix});
-      streams_.push_back(Stream{std::move(child->stderrFd), LineBuffer(), &stderr_, prefix});
+      streams_.push_back(Stream{std::move(child->stdoutFd), LineBuffer(), &stdout_, prefix, i, false});
+      streams_.push_back(Stream{std::move(child->stderrFd), LineBuffer(), &stderr_, prefix, i, true});
     }
     handleSignals();  // a SIGTERM during a long start-up stops the remaining spawns
   }
@@ -153,7 +187,7 @@ bool LocalJobRunner::readStream(Stream& stream) {
     if (n > 0) {
       bytesRead_ += static_cast<uint64_t>(n);
       stream.lines.feed(std::string_view(buffer, static_cast<size_t>(n)),
-                        [&](std::string_view line) { stream.sink->write(stream.prefix, line); });
+                        [&](std::string_view line) { forward(stream, line); });
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -202,8 +236,36 @@ void LocalJobRunner::deliverControlSignals() {
 }
 
 void LocalJobRunner::closeStream(Stream& stream) {
-  stream.lines.finish([&](std::string_view line) { stream.sink->write(stream.prefix, line); });
+  stream.lines.finish([&](std::string_view line) { forward(stream, line); });
   stream.fd.reset();
+}
+
+void LocalJobRunner::forward(Stream& stream, std::string_view line) {
+  stream.sink->write(stream.prefix, line);
+  if (stream.isStderr) keepTailLine(tails_[stream.slot], line);
+}
+
+void LocalJobRunner::printRootCause() {
+  const std::optional<JobSupervisor::FirstFailure>& failure = supervisor_.firstFailure();
+  if (!failure) return;
+  const RankSpec& spec = ranks_[failure->index];
+  RootCause cause;
+  cause.rank = spec.rank;
+  cause.localRank = spec.localRank;
+  cause.host = spec.host.empty() ? "localhost" : spec.host;
+  cause.pid = failure->pid;
+  cause.cause = failure->how;
+  cause.exitCode = failure->exitCode;
+  cause.program = options_.program;
+  cause.logFile = logPaths_[failure->index];
+  cause.stderrTail = cause.logFile.empty() ? tails_[failure->index] : tailOfFile(cause.logFile);
+  if (!options_.rootCauseAsLines) {
+    for (const std::string& line : rootCauseBlock(cause)) stderr_.write("", line);
+    return;
+  }
+  const std::string who = strCat("dsrun: rank ", cause.rank, " (", cause.host, ")");
+  if (!cause.logFile.empty()) stderr_.write("", strCat(who, " log file: ", cause.logFile));
+  for (const std::string& line : cause.stderrTail) stderr_.write("", strCat(who, " stderr| ", line));
 }
 
 void LocalJobRunner::drainOutput() {

@@ -33,6 +33,8 @@ class LocalJobRunner {
     LineBuffer lines;    ///< bytes waiting for their '\n'
     LineSink* sink;      ///< dsrun's stdout or stderr
     std::string prefix;  ///< "host:rank | " with tagOutput, else empty
+    size_t slot = 0;     ///< the rank's index in ranks_
+    bool isStderr = false;  ///< its lines also feed tails_[slot]
   };
 
   /// One control descriptor (LocalJobOptions::controlFds) still open.
@@ -51,6 +53,10 @@ class LocalJobRunner {
   void closeStream(Stream& stream);
   void drainOutput();
   void printNotices();
+  /// Forwards one line of `stream` (and keeps it in the rank's stderr tail).
+  void forward(Stream& stream, std::string_view line);
+  /// The root-cause lines of a failed job (LocalJobOptions::rootCauseAsLines says which kind).
+  void printRootCause();
   int pollTimeoutMs() const;
 
   const std::vector<RankSpec>& ranks_;  ///< the job
@@ -66,6 +72,8 @@ class LocalJobRunner {
   std::deque<int> controlSignals_;      ///< signals from control lines not yet acted on, in order
   double nextControlAt_ = 0;            ///< when the next of them may be acted on (see kControlGapS)
   uint64_t bytesRead_ = 0;              ///< read from every rank pipe so far (drain progress)
+  std::vector<std::vector<std::string>> tails_;  ///< per rank: the last lines of its stderr
+  std::vector<std::string> logPaths_;   ///< per rank: its --enable_each_rank_log file (empty without)
 };
 
 /// Seconds on a monotonic clock (the time the supervisor is given).

@@ -35,4 +35,40 @@ std::string rootCauseLine(const std::vector<TimedFailure>& failures, size_t term
                 more > 0 ? strCat(" and ", more, " more") : "");
 }
 
+void keepTailLine(std::vector<std::string>& tail, std::string_view line) {
+  constexpr size_t kMaxLineBytes = 400;
+  if (tail.size() == kRootCauseTailLines) tail.erase(tail.begin());
+  tail.emplace_back(line.substr(0, kMaxLineBytes));
+}
+
+std::vector<std::string> rootCauseBlock(const RootCause& c) {
+  const std::string rule(64, '=');
+  std::vector<std::string> lines = {rule, strCat(c.program.empty() ? "the job" : c.program, " FAILED"),
+                                    "Root Cause (first observed failure):"};
+  if (c.rank >= 0) {
+    lines.push_back(strCat("  rank     : ", c.rank, c.localRank >= 0 ? strCat(" (local_rank: ", c.localRank, ")") : ""));
+  }
+  lines.push_back(strCat("  host     : ", c.host));
+  std::string code = strCat("  exitcode : ", c.exitCode);
+  std::vector<std::string> about;
+  if (c.pid >= 0) about.push_back(strCat("pid: ", c.pid));
+  // A signal is named in full (the code alone reads as an exit code to most users).
+  if (c.cause.find("signal") != std::string::npos) about.push_back(startsWith(c.cause, "was ") ? c.cause.substr(4) : c.cause);
+  if (!about.empty()) code += strCat(" (", join(about, ", "), ")");
+  lines.push_back(code);
+  if (!c.logFile.empty()) lines.push_back(strCat("  log file : ", c.logFile));
+  if (!c.stderrTail.empty()) {
+    lines.push_back(strCat("  ", c.logFile.empty() ? "stderr   : " : "output   : ",
+                           c.stderrTail.size() == 1 ? "its last line" : strCat("its last ", c.stderrTail.size(), " lines"),
+                           c.logFile.empty() ? "" : " (from its log file)"));
+    for (const std::string& line : c.stderrTail) lines.push_back("    " + line);
+  } else if (c.logFile.empty()) {
+    lines.push_back(c.stderrCaptured ? "  stderr   : (it wrote nothing)"
+                                     : "  stderr   : not captured by this backend; see its lines above");
+  }
+  lines.push_back(rule);
+  for (std::string& line : lines) line = "dsrun: " + line;
+  return lines;
+}
+
 }  // namespace dsrun

@@ -59,7 +59,14 @@ ActiveResources resolveActiveResources(const Options& options, const std::option
     for (const HostEntry& entry : hostfile->entries) pool.push_back(HostSlots{entry.name, firstSlots(entry.slots)});
     poolSource = "in " + hostfile->source;
   } else {
-    const int slots = options.numGpus > 0 ? options.numGpus : std::max(gpuCount, 1);
+    int slots = options.numGpus > 0 ? options.numGpus : std::max(gpuCount, 1);
+    if (gpuCount == 0 && !options.include.empty()) {
+      // Without GPUs a slot is only a rank's number, as with --num_gpus N: `--include localhost:0,1` asks
+      // for two ranks, and is not refused for naming slot 1 of a one-slot machine.
+      for (const HostSlots& spec : parseNodeSpecs(options.include, "--include")) {
+        for (int slot : spec.slots) slots = std::max(slots, slot + 1);
+      }
+    }
     pool.push_back(HostSlots{kLocalHost, firstSlots(slots)});
     poolSource = "available without a hostfile";
     if (options.numNodes > 1) {

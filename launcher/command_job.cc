@@ -70,6 +70,7 @@ class Runner {
       result_.exitCode = controller_.exitCode();
       if (result_.failure) {
         err_.write("", strCat("dsrun: ", describeFailure(*result_.failure), "; stopped the job on every host"));
+        for (const std::string& line : rootCauses_.block(*result_.failure, spec_.program)) err_.write("", line);
       }
     } else {
       result_.exitCode = exitCodeOf(mainStatus_);
@@ -173,6 +174,8 @@ class Runner {
     char buffer[65536];
     const ssize_t n = ::read(s.fd.get(), buffer, sizeof buffer);
     const auto emit = [&](std::string_view line) {
+      // A node's root-cause lines arrive after the stop; dsrun quotes them in its closing block instead.
+      if (rootCauses_.take(line)) return;
       s.sink->write("", line);
       // Once the job is being stopped, ranks dying of that stop are not failures (the controller's
       // recordFailuresWhileStopping), so their lines need no parsing.
@@ -260,6 +263,7 @@ class Runner {
   double deadline_ = 0;                 ///< next step of the escalation once stopping (grace + slack)
   std::string cleanExit_;               ///< "rank 3 on dsn2", the first clean exit
   std::optional<OrphanGuard> guard_;    ///< runs the kill command if dsrun is killed
+  RootCauseCollector rootCauses_;       ///< the nodes' root-cause lines, for the closing block
   JobController controller_;            ///< decides; its one slot is the launcher command
   CommandJobResult result_;
 };

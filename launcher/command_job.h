@@ -33,6 +33,7 @@ struct CommandJobSpec {
   /// The ranks' settings; applied job-wide here: launch.killGraceS is how long the job may take to stop
   /// before SIGKILL, launch.exitTimeoutS runs from the first "finished cleanly" line on any node (<0: off).
   RankLaunchSettings launch;
+  std::string program;          ///< the user's script, named in the closing root-cause block
 };
 
 /// What happened.

@@ -26,9 +26,13 @@ std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& no
   Json commands = Json::array();
   for (const NodeCommand& c : nodeCommands) commands.push_back({{"host", c.host}, {"argv", c.argv}});
 
-  Json out = {{"world_info", worldInfo},          {"master_addr", plan.masterAddr},
-              {"master_port", plan.masterPort},    {"launcher", plan.launcher},
-              {"ranks", ranks},                    {"node_commands", commands}};
+  Json out = {{"world_info", worldInfo}, {"master_addr", plan.masterAddr}};
+  // A dry run contacts no host: an address a launch would infer is shown as the host it would come from.
+  if (!plan.masterAddrHost.empty()) out["master_addr_inferred_from"] = plan.masterAddrHost;
+  out["master_port"] = plan.masterPort;
+  out["launcher"] = plan.launcher;
+  out["ranks"] = ranks;
+  out["node_commands"] = commands;
   if (plan.elastic) {
     Json candidates = Json::object();
     for (const HostSlots& host : plan.elastic->candidates) candidates[host.host] = host.slots;
@@ -38,7 +42,8 @@ std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& no
                       {"timeout_s", plan.elastic->timeoutS},
                       {"candidates", candidates}};
   }
-  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+  // Indented: the plan is read by people first (a 4-host job is kilobytes of JSON); json.load reads it as well.
+  return out.dump(2, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace dsrun

@@ -9,10 +9,11 @@
 
 namespace dsrun {
 
-/// {"world_info": {HOST: [slot, ...]} (hostfile order), "master_addr", "master_port", "launcher",
-///  "ranks": [{"rank", "local_rank", "host", "slot", "env": {...}, "argv": [...], "cores": "0-3" (only with
-///  binding)}], "node_commands": [{"host", "argv"}]}, on one line. Invalid UTF-8 in a value is replaced by
-/// U+FFFD (JSON cannot carry raw bytes); everything else is verbatim.
+/// {"world_info": {HOST: [slot, ...]} (hostfile order), "master_addr", "master_addr_inferred_from" (only when a
+///  launch would infer it: the host), "master_port", "launcher", "ranks": [{"rank", "local_rank", "host", "slot",
+///  "env": {...}, "argv": [...], "cores": "0-3" (only with binding)}], "node_commands": [{"host", "argv"}]},
+/// indented by 2. Invalid UTF-8 in a value is replaced by U+FFFD (JSON cannot carry raw bytes); everything
+/// else is verbatim.
 std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands);
 
 }  // namespace dsrun

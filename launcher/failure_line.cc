@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "common/root_cause.h"
 #include "common/strings.h"
 
 namespace dsrun {
@@ -55,6 +56,45 @@ std::optional<RankFailure> parseCleanExitLine(std::string_view text) {
   f.cause = "finished cleanly";
   f.exitCode = 0;
   return f;
+}
+
+std::optional<RootCauseLine> parseRootCauseLine(std::string_view text) {
+  // Searched (not matched from the start): pdsh puts "HOST: " in front.
+  static const std::string_view kStart = "dsrun: rank ";
+  const size_t start = text.find(kStart);
+  if (start == std::string_view::npos) return std::nullopt;
+  const std::string line(text.substr(start));
+  static const std::regex tailLine(R"(^dsrun: rank (\d+) \(\S+\) (stderr\| |log file: )((.|\n)*)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, tailLine)) return std::nullopt;
+  return RootCauseLine{std::stoi(m[1]), m[2].str() == "log file: ", m[3]};
+}
+
+bool RootCauseCollector::take(std::string_view line) {
+  std::optional<RootCauseLine> parsed = parseRootCauseLine(line);
+  if (!parsed) return false;
+  if (parsed->isLog) {
+    logs_[parsed->rank] = parsed->text;
+  } else {
+    keepTailLine(tails_[parsed->rank], parsed->text);
+  }
+  return true;
+}
+
+std::vector<std::string> RootCauseCollector::block(const RankFailure& failure, const std::string& program) const {
+  RootCause cause;
+  cause.program = program;
+  cause.rank = failure.rank;
+  cause.host = failure.host;
+  cause.pid = failure.pid;
+  cause.cause = failure.cause;
+  cause.exitCode = failure.exitCode;
+  if (auto it = tails_.find(failure.rank); it != tails_.end()) cause.stderrTail = it->second;
+  if (auto it = logs_.find(failure.rank); it != logs_.end()) cause.logFile = it->second;
+  // dsrun-launch sends a tail only for the ranks it supervises itself (pdsh, ssh); an empty stderr is not
+  // told apart from one that never passed through it.
+  cause.stderrCaptured = !cause.stderrTail.empty() || !cause.logFile.empty();
+  return rootCauseBlock(cause);
 }
 
 std::string describeFailure(const RankFailure& f) {

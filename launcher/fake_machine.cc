@@ -24,6 +24,14 @@ std::string FakeMachine::resolveMasterAddr(const std::string& host, const std::v
   return it->second;
 }
 
+std::optional<std::string> FakeMachine::hostLookupError(const std::string& host, bool,
+                                                        const std::vector<std::string>&) {
+  lookedUp.push_back(host);
+  auto it = unresolvable.find(host);
+  if (it == unresolvable.end()) return std::nullopt;
+  return it->second;
+}
+
 void FakeMachine::checkPortBindable(int port) {
   auto it = heldPorts.find(port);
   if (it != heldPorts.end()) throw ConfigError(it->second);

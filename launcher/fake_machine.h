@@ -23,6 +23,8 @@ class FakeMachine : public Machine {
   int processId = 4242;                            ///< pid()
   std::map<int, std::string> heldPorts;            ///< port -> the ConfigError checkPortBindable() throws
   int freePort = 40123;                            ///< pickFreePort()
+  std::map<std::string, std::string> unresolvable; ///< host -> the message hostLookupError() returns
+  std::vector<std::string> lookedUp;               ///< hosts hostLookupError() was asked about
 
   const std::map<std::string, std::string>& environment() const override { return env; }
   std::optional<std::string> readFile(const std::string& path) const override;
@@ -31,6 +33,8 @@ class FakeMachine : public Machine {
   int gpuCount() const override { return gpus; }
   int physicalCoreCount() const override { return cores; }
   std::string resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) override;
+  std::optional<std::string> hostLookupError(const std::string& host, bool viaSsh,
+                                             const std::vector<std::string>& sshOptions) override;
   int pid() const override { return processId; }
   void checkPortBindable(int port) override;
   int pickFreePort() override { return freePort; }

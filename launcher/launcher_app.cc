@@ -1,6 +1,8 @@
 #include "launcher/launcher_app.h"
 
 #include <cerrno>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -10,6 +12,7 @@
 #include "common/strings.h"
 #include "launcher/backends/ssh_check.h"
 #include "launcher/dry_run.h"
+#include "launcher/host_lookup.h"
 #include "launcher/hostfile.h"
 #include "launcher/job_id.h"
 #include "tls/tls_directory.h"
@@ -22,11 +25,20 @@ namespace dsrun {
 
 PlanInputs gatherPlanInputs(const Options& options, const Machine& machine) {
   PlanInputs inputs;
-  const std::optional<std::string> text = machine.readFile(options.hostfile);
+  std::optional<std::string> text;
+  try {
+    text = machine.readFile(options.hostfile);
+  } catch (const IoError& e) {
+    // A hostfile named on the command line that cannot be read is bad input (exit 2, docs/launcher.md), as a
+    // missing one is; an unreadable default /job/hostfile is the machine's problem and stays an I/O error.
+    if (options.hostfileGiven) throw ConfigError(strCat(e.what(), " (the hostfile given with -H/--hostfile)"));
+    throw;
+  }
   if (text) {
     inputs.hostfile = parseHostfile(*text, options.hostfile);
   } else if (options.hostfileGiven) {
-    throw IoError(options.hostfile, "open", ENOENT, "reading the hostfile given with -H/--hostfile");
+    throw ConfigError(strCat(options.hostfile, ": open: ", std::strerror(ENOENT),
+                             " (reading the hostfile given with -H/--hostfile)"));
   }
   inputs.launcherEnv = machine.environment();
   inputs.cwd = machine.currentDir();
@@ -54,6 +66,57 @@ void preflightMasterPort(const Options& options, WorldPlan& plan, Machine& machi
   plan.masterPort = machine.pickFreePort();
   for (PlannedRank& rank : plan.ranks) rank.env[kEnvMasterPort] = std::to_string(plan.masterPort);
   DSRUN_LOG(INFO) << "--master_port 0: MASTER_PORT=" << plan.masterPort;
+}
+
+// DeepSpeed's --log_level names onto dsrun's levels (critical is as quiet as dsrun gets: errors only).
+void applyLogLevel(const Options& options) {
+  if (options.logLevel.empty()) return;
+  static const std::map<std::string, LogLevel> levels = {{"debug", LogLevel::DEBUG},  {"info", LogLevel::INFO},
+                                                         {"warning", LogLevel::WARN}, {"error", LogLevel::ERROR},
+                                                         {"critical", LogLevel::ERROR}};
+  setLogLevel(levels.at(options.logLevel));
+}
+
+// DeepSpeed passes --comment and --account to srun only, and sources --venv_script in its pdsh runner only;
+// the other backends have nowhere to put them.
+std::vector<std::string> ignoredBackendFlags(const Options& options, const WorldPlan& plan) {
+  std::vector<std::string> notes;
+  if (plan.launcher == "slurm") return notes;
+  for (const auto& [flag, value] : {std::pair{"--comment", &options.comment}, std::pair{"--account", &options.account}}) {
+    if (!value->empty()) notes.push_back(strCat(flag, " is passed to srun (--launcher slurm) only; ignored with launcher ",
+                                                plan.launcher));
+  }
+  if (!options.venvScript.empty() && plan.launcher != "pdsh" && plan.launcher != "ssh") {
+    notes.push_back(strCat("--venv_script is sourced on the nodes of pdsh and ssh launches only (as DeepSpeed's pdsh "
+                           "runner); ignored with launcher ", plan.launcher));
+  }
+  return notes;
+}
+
+// What --dry_run shows for a MASTER_ADDR that only a launch learns: how it would be found, never an address.
+std::string inferredMasterAddr(const Options& options, const std::string& host) {
+  if (!options.noSsh && options.launcher == "agent") {
+    return strCat("<inferred at launch: the address the agent on ", host, " answers on>");
+  }
+  return strCat("<inferred at launch: the first address of 'hostname -I' on ", host, ">");
+}
+
+// MASTER_ADDR from plan.masterAddrHost, as DeepSpeed infers it: the backend checks it can reach that host
+// first (so the first error is about reaching it, DeepSpeed's order), then says where the address comes from.
+void inferMasterAddr(WorldPlan& plan, LaunchContext& ctx, const BackendRegistry& registry, Machine& machine) {
+  MasterAddrSource source;
+  if (!ctx.options.noSsh) {
+    source = registry.create(ctx.options.launcher)->preflightFirstHost(plan.masterAddrHost, ctx);
+    ctx.firstHostChecked = true;
+  }
+  switch (source.kind) {
+    case MasterAddrSource::Kind::Known: setMasterAddr(plan, source.address); break;
+    case MasterAddrSource::Kind::FromAgent: setMasterAddr(plan, ""); break;  // the agent's Welcome tells it
+    case MasterAddrSource::Kind::Ssh:
+      // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
+      setMasterAddr(plan, machine.resolveMasterAddr(plan.masterAddrHost, sshOptionsFor(ctx.options, ctx.launcherEnv)));
+      break;
+  }
 }
 
 }  // namespace
@@ -99,6 +162,7 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
     return 0;
   }
 
+  applyLogLevel(options);
   const PlanInputs inputs = gatherPlanInputs(options, machine);
   // The master address of a multi-node job costs an ssh round trip: refuse an unusable backend first.
   auto checkBackend = [&](const std::string& name) {
@@ -108,29 +172,22 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
     }
   };
   LaunchContext ctx{options, inputs.launcherEnv, machine.pid()};
-  WorldPlan plan = planWorld(options, inputs, [&](const std::string& host) {
-    MasterAddrSource source;
-    if (!options.noSsh) {
-      if (!options.dryRun) checkBackend(options.launcher);
-      // Reachability first (DeepSpeed's order), so the first error is about ssh, not about the address.
-      source = registry.create(options.launcher)->preflightFirstHost(host, ctx);
-      ctx.firstHostChecked = true;
-    }
-    switch (source.kind) {
-      case MasterAddrSource::Kind::Known: return source.address;
-      case MasterAddrSource::Kind::FromAgent: return std::string();
-      case MasterAddrSource::Kind::Ssh: break;
-    }
-    // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
-    return machine.resolveMasterAddr(host, sshOptionsFor(options, inputs.launcherEnv));
-  });
+  // Planned first with a placeholder for an inferred MASTER_ADDR: a dry run contacts no host, and a launch
+  // checks that every host has an address before asking the first one for its own.
+  WorldPlan plan = planWorld(options, inputs, [&](const std::string& host) { return inferredMasterAddr(options, host); });
   for (const std::string& note : plan.notes) DSRUN_LOG(INFO) << note;
+  for (const std::string& note : ignoredBackendFlags(options, plan)) DSRUN_LOG(WARN) << note;
+  checkHostsResolve(plan, options, inputs.hostfile ? &*inputs.hostfile : nullptr, inputs.launcherEnv, machine);
 
   const std::unique_ptr<Backend> backend = registry.create(plan.launcher);
   if (options.dryRun) {
     const std::string json = dryRunJson(plan, backend->nodeCommands(plan, ctx));
     out << json << "\n" << std::flush;
     return 0;
+  }
+  if (!plan.masterAddrHost.empty()) {
+    if (!options.noSsh) checkBackend(options.launcher);
+    inferMasterAddr(plan, ctx, registry, machine);
   }
   checkBackend(plan.launcher);
   if (plan.launcher == "local") {

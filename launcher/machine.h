@@ -37,6 +37,13 @@ class Machine {
   /// (sshOptionsFor). Throws Error (with a --master_addr hint) when that fails.
   virtual std::string resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) = 0;
 
+  /// Why `host` has no address here (the resolver's message), or nullopt when it has one. With `viaSsh`, a
+  /// name the resolver does not know is then mapped through the OpenSSH client's configuration with
+  /// `sshOptions` (`ssh -G`: a `Host` alias may name a machine DNS does not know), as ssh and pdsh would reach
+  /// it. Consults /etc/hosts, DNS and ssh's configuration only: no host of the job is contacted.
+  virtual std::optional<std::string> hostLookupError(const std::string& host, bool viaSsh,
+                                                     const std::vector<std::string>& sshOptions) = 0;
+
   /// This process's pid (for the job id and --save_pid).
   virtual int pid() const = 0;
 

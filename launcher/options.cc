@@ -55,11 +55,17 @@ po::options_description describe() {
                                               "hosts of the hostfile (agent and ssh backends)")
       ("bind_cores_to_rank", po::bool_switch(), "bind each rank to its share of the cores")
       ("bind_core_list", text(), "cores to share out, e.g. 0,2-5 (default: all physical cores)")
-      ("ssh_port", text(), "ssh port for remote hosts");
+      ("ssh_port", text(), "ssh port for remote hosts")
+      ("venv_script", text(), "script each node sources before its launch, e.g. a venv's bin/activate "
+                              "(pdsh and ssh backends, as DeepSpeed's pdsh runner)")
+      ("comment", text(), "Slurm backend: passed to srun --comment (job metadata)")
+      ("account", text(), "Slurm backend: passed to srun --account")
+      ("log_level", text(), "dsrun's own messages: debug, info (default), warning, error or critical")
+      ("quiet,q", po::bool_switch(), "as quiet as possible: --log_level error");
   po::options_description own("dsrun options");
   own.add_options()
       ("python", text(), "interpreter for the ranks (default $DSRUN_PYTHON, else the one dsrt was built for)")
-      ("dry_run", po::bool_switch(), "print the resolved plan as JSON and launch nothing")
+      ("dry_run", po::bool_switch(), "print the resolved plan as indented JSON; contacts no host, launches nothing")
       ("tag_output", po::bool_switch(), "prefix each output line with 'host:rank | '")
       ("kill_grace_s", text(), "seconds between SIGTERM and SIGKILL when stopping ranks (default 30)")
       ("exit_timeout_s", text(), "seconds the other ranks may run after the first clean exit "
@@ -96,18 +102,30 @@ po::options_description describe() {
   return d;
 }
 
+// "--num-gpus" -> "--num_gpus", "--num-gpus=2" -> "--num_gpus=2": torchrun accepts both spellings of its
+// flags, and every dsrun flag is spelled with underscores (DeepSpeed's), so a dash inside a long flag's name
+// can only mean an underscore. Values are left alone.
+std::string underscoredFlag(const std::string& token) {
+  const size_t end = std::min(token.find('='), token.size());
+  std::string out = token;
+  std::replace(out.begin() + 2, out.begin() + static_cast<long>(end), '-', '_');
+  return out;
+}
+
 // Index of the user script in `args` (args.size() if there is none): the first token that is neither an
 // option nor an option's value, or the token after "--". Everything from there on belongs to the script
 // (argparse's REMAINDER), so it is kept away from Boost, which would otherwise parse the script's flags.
-size_t scriptIndex(const po::options_description& desc, const std::vector<std::string>& args, bool& sawDashDash) {
+// Long flags before it are rewritten with underscores (underscoredFlag) on the way.
+size_t scriptIndex(const po::options_description& desc, std::vector<std::string>& args, bool& sawDashDash) {
   sawDashDash = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& token = args[i];
-    if (token == "--") {
+    if (args[i] == "--") {
       sawDashDash = true;
       return i + 1;
     }
-    if (token.size() < 2 || token[0] != '-') return i;
+    if (args[i].size() < 2 || args[i][0] != '-') return i;
+    if (startsWith(args[i], "--")) args[i] = underscoredFlag(args[i]);
+    const std::string& token = args[i];
     std::string name;
     if (startsWith(token, "--")) {
       if (token.find('=') != std::string::npos) continue;  // --flag=value
@@ -127,6 +145,42 @@ size_t scriptIndex(const po::options_description& desc, const std::vector<std::s
     if (option != nullptr && option->semantic()->max_tokens() > 0) ++i;
   }
   return args.size();
+}
+
+// Edits (insert, delete, substitute, swap two neighbours) between `a` and `b`: optimal string alignment
+// distance. Boost.Program_options reports an unknown option but suggests nothing; git's help.c and clang rank
+// their "did you mean" candidates with this same measure.
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// " (did you mean --num_gpus?)" for an unknown `flag`, naming the known long flag fewest edits away when it
+// is close (at most a third of the name changed, as argparse's difflib cutoff of 0.6 roughly allows).
+std::string didYouMean(const po::options_description& desc, const std::string& flag) {
+  std::string name = flag;
+  while (!name.empty() && name.front() == '-') name.erase(name.begin());
+  name = name.substr(0, name.find('='));
+  std::string best;
+  size_t bestDistance = std::numeric_limits<size_t>::max();
+  for (const auto& option : desc.options()) {
+    const std::string& candidate = option->long_name();
+    const size_t distance = editDistance(name, candidate);
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  if (best.empty() || name.empty() || bestDistance * 3 > std::max(name.size(), best.size())) return "";
+  return strCat(" (did you mean --", best, "?)");
 }
 
 int toInt(const std::string& flag, const std::string& value) {
@@ -210,6 +264,18 @@ const std::map<std::string, Setter>& setters() {
       {"bind_cores_to_rank", [](Options& o, const std::string&) { o.launch.bindCoresToRank = true; }},
       {"bind_core_list", [](Options& o, const std::string& v) { o.launch.bindCoreList = v; }},
       {"ssh_port", [](Options& o, const std::string& v) { o.sshPort = toInt("ssh_port", v); }},
+      {"venv_script", [](Options& o, const std::string& v) { o.venvScript = v; }},
+      {"comment", [](Options& o, const std::string& v) { o.comment = v; }},
+      {"account", [](Options& o, const std::string& v) { o.account = v; }},
+      {"log_level",
+       [](Options& o, const std::string& v) {
+         static const std::vector<std::string> levels = {"debug", "info", "warning", "error", "critical"};
+         if (std::find(levels.begin(), levels.end(), v) == levels.end()) {
+           throw ParseError("--log_level", 0, strCat("expected one of ", join(levels, ", "), ", got '", v, "'"));
+         }
+         o.logLevel = v;
+       }},
+      {"quiet", [](Options& o, const std::string&) { o.logLevel = "error"; }},
       {"python", [](Options& o, const std::string& v) { o.launch.python = v; }},
       {"dry_run", [](Options& o, const std::string&) { o.dryRun = true; }},
       {"tag_output", [](Options& o, const std::string&) { o.launch.tagOutput = true; }},
@@ -314,10 +380,11 @@ Options parseOptions(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   try {
     bool sawDashDash = false;
-    const size_t script = scriptIndex(desc, args, sawDashDash);
+    std::vector<std::string> words = args;
+    const size_t script = scriptIndex(desc, words, sawDashDash);
     const size_t optionsEnd = sawDashDash ? script - 1 : script;
-    const std::vector<std::string> launcherArgs(args.begin(), args.begin() + static_cast<long>(optionsEnd));
-    positional.assign(args.begin() + static_cast<long>(std::min(script, args.size())), args.end());
+    const std::vector<std::string> launcherArgs(words.begin(), words.begin() + static_cast<long>(optionsEnd));
+    positional.assign(words.begin() + static_cast<long>(std::min(script, words.size())), words.end());
     const po::parsed_options parsed = po::command_line_parser(launcherArgs).options(desc).run();
     for (const po::option& opt : parsed.options) {
       const auto& table = setters();
@@ -325,6 +392,9 @@ Options parseOptions(const std::vector<std::string>& args) {
       if (it == table.end()) throw InternalError("no setter for option --" + opt.string_key);
       it->second(options, opt.value.empty() ? std::string() : opt.value.front());
     }
+  } catch (const po::unknown_option& e) {
+    throw ParseError("command line", 0, strCat(e.what(), didYouMean(desc, e.get_option_name()),
+                                               "\n  hint: run 'dsrun --help' for the options"));
   } catch (const po::error& e) {
     throw ParseError("command line", 0, strCat(e.what(), "\n  hint: run 'dsrun --help' for the options"));
   }

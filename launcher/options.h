@@ -43,6 +43,11 @@ struct Options {
   std::string autotuning;                   ///< --autotuning tune|run (accepted, not supported)
   bool elasticTraining = false;             ///< --elastic_training (agent, ssh; docs/elastic_training.md)
   std::optional<int> sshPort;               ///< --ssh_port
+  std::string venvScript;                   ///< --venv_script: sourced on each node before its launch (pdsh, ssh)
+  std::string comment;                      ///< --comment: srun --comment (Slurm backend; metadata only)
+  std::string account;                      ///< --account: srun --account (Slurm backend)
+  std::string logLevel;                     ///< --log_level debug|info|warning|error|critical (-q: error);
+                                            ///< empty: DSRUN_LOG_LEVEL decides (default info)
 
   // --- how each rank is started and stopped: --python, --module, --no_python, --no_local_rank,
   // --enable_each_rank_log, --bind_cores_to_rank, --bind_core_list, --tag_output, --kill_grace_s,
@@ -77,7 +82,8 @@ struct Options {
 };
 
 /// Parses `args` (without argv[0]). Both `--flag=value` and `--flag value` work; unique prefixes of long
-/// flags are accepted as argparse does. Throws ParseError naming the flag and the bad value.
+/// flags are accepted as argparse does, and so are dashed spellings (`--num-gpus`, as torchrun accepts both).
+/// Throws ParseError naming the flag and the bad value; an unknown flag's error suggests the closest known one.
 Options parseOptions(const std::vector<std::string>& args);
 
 /// options.launch completed with what only a launch knows: the planned job id and, with --save_pid, dsrun's

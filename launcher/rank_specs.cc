@@ -23,7 +23,9 @@ std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, cons
 
 LocalJobOptions localJobOptions(const Options& options, int launcherPid) {
   // No job id: LocalJobOptions has none (each rank carries it in DSRUN_JOB_ID).
-  return launchSettings(options, /*jobId=*/"", launcherPid).localJobOptions();
+  LocalJobOptions job = launchSettings(options, /*jobId=*/"", launcherPid).localJobOptions();
+  job.program = options.userScript;
+  return job;
 }
 
 }  // namespace dsrun

@@ -1,6 +1,7 @@
 #include "launcher/real_machine.h"
 
 #include <dirent.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <spawn.h>
@@ -19,6 +20,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/port_check.h"
+#include "launcher/backends/ssh_check.h"
 
 extern char** environ;
 
@@ -169,6 +171,52 @@ std::string RealMachine::resolveMasterAddr(const std::string& host, const std::v
     throw Error(strCat("cannot infer the master address: ", shown, " printed no address", hint));
   }
   return first;
+}
+
+namespace {
+
+/// getaddrinfo(3)'s complaint about NAME, or nothing when it resolves.
+std::optional<std::string> resolveError(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (rc == 0) {
+    ::freeaddrinfo(found);
+    return std::nullopt;
+  }
+  return rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc);
+}
+
+}  // namespace
+
+std::optional<std::string> RealMachine::hostLookupError(const std::string& host, bool viaSsh,
+                                                        const std::vector<std::string>& sshOptions) {
+  // The name as written first: one resolver call per host, where `ssh -G` is a process per host (seconds on a
+  // thousand-node hostfile). Only a name the resolver does not know is looked up in ssh's configuration, where
+  // a `Host` alias may map it to a real one.
+  std::optional<std::string> why = resolveError(host);
+  if (!why || !viaSsh) return why;
+  std::string name = host;
+  // `ssh -G` prints the configuration it would use, "hostname NAME" among it, and connects to nothing.
+  std::vector<std::string> argv = {"ssh", "-G"};
+  argv.insert(argv.end(), sshOptions.begin(), sshOptions.end());
+  argv.push_back(host);
+  try {
+    const CapturedRun run = runCaptured(Command{argv, env_, ""});
+    if (WIFEXITED(run.waitStatus) && WEXITSTATUS(run.waitStatus) == 0) {
+      for (const std::string& line : split(run.output, '\n')) {
+        if (startsWith(line, "hostname ")) name = trim(line.substr(9));
+      }
+    }
+  } catch (const IoError&) {
+    // No OpenSSH client here: the backend's own check will say so; the name as written stays unresolved.
+  }
+  if (name == host) return why;
+  why = resolveError(name);
+  if (!why) return std::nullopt;
+  return strCat(*why, " (ssh configuration maps it to '", name, "')");
 }
 
 int RealMachine::pid() const { return static_cast<int>(getpid()); }

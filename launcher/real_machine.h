@@ -18,6 +18,9 @@ class RealMachine : public Machine {
   int physicalCoreCount() const override;
   /// Runs `ssh [-p PORT] -o BatchMode=yes HOST hostname -I` (stdin from /dev/null, stderr passed through).
   std::string resolveMasterAddr(const std::string& host, const std::vector<std::string>& sshOptions) override;
+  /// getaddrinfo(3) of the name; when that fails and `viaSsh`, of the name `ssh -G` maps it to.
+  std::optional<std::string> hostLookupError(const std::string& host, bool viaSsh,
+                                             const std::vector<std::string>& sshOptions) override;
   int pid() const override;
   void checkPortBindable(int port) override;
   int pickFreePort() override;

@@ -139,7 +139,8 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   if (!options.masterAddr.empty()) {
     plan.masterAddr = options.masterAddr;
   } else if (active.fromHostfile && spansHosts) {
-    plan.masterAddr = resolveMasterAddr(plan.hosts.front().host);
+    plan.masterAddrHost = plan.hosts.front().host;
+    plan.masterAddr = resolveMasterAddr(plan.masterAddrHost);
   } else {
     plan.masterAddr = "127.0.0.1";
   }
@@ -148,6 +149,11 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   if (options.launch.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
   planRanks(plan, options);
   return plan;
+}
+
+void setMasterAddr(WorldPlan& plan, const std::string& address) {
+  plan.masterAddr = address;
+  for (PlannedRank& rank : plan.ranks) rank.env[kEnvMasterAddr] = address;
 }
 
 void planRanks(WorldPlan& plan, const Options& options) {

@@ -40,6 +40,7 @@ struct WorldPlan {
   ResourcePool hosts;               ///< active hosts in hostfile order with their slots (DeepSpeed world_info)
   std::vector<PlannedRank> ranks;   ///< all ranks of all hosts, in rank order (host by host)
   std::string masterAddr;           ///< MASTER_ADDR
+  std::string masterAddrHost;       ///< the host MASTER_ADDR was inferred from (empty: given or 127.0.0.1)
   int masterPort = 29500;           ///< MASTER_PORT
   std::string jobId;                ///< DSRUN_JOB_ID
   bool multiNode = false;           ///< true: a multi-node backend starts the ranks on their hosts
@@ -76,6 +77,10 @@ using MasterAddrResolver = std::function<std::string(const std::string& host)>;
 /// --no_python with --module, --no_ssh without a valid --node_rank, --bind_cores_to_rank with
 /// KMP_AFFINITY set or too few cores, --elastic_training off the agent backend or with bad bounds, --autotuning).
 WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const MasterAddrResolver& resolveMasterAddr);
+
+/// Sets MASTER_ADDR to `address` in the plan and in every rank's environment (an address inferred after
+/// planning: runDsrun plans first, then checks the hosts, then asks the first host).
+void setMasterAddr(WorldPlan& plan, const std::string& address);
 
 /// Fills plan.ranks for plan.hosts (contiguous ranks, host by host) from plan.masterAddr, masterPort, jobId,
 /// exports and coreList: the second half of planWorld, reused by the elastic controller for every new world.

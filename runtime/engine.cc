@@ -10,9 +10,11 @@
 #include <string>
 
 #include "runtime/backend_device_check.h"
+#include "runtime/config/config_warnings.h"
 #include "runtime/config/lr_schedule.h"
 #include "runtime/malloc_tuning.h"
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/precision/half_kernels.h"
 #include "runtime/precision/precision_plan.h"
 
 namespace dsrt {
@@ -80,9 +82,12 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.offloadParam = cfg.zero.stage == 3 && cfg.zero.offloadParam.device == config::OffloadDevice::Cpu;
   ctx.commDtype = precision::planPrecision(cfg).commDtype;
   if (ctx.commDtype == at::kBFloat16 && dist.backend == "gloo") {
-    // torch 1.13's Gloo has no bfloat16 reductions ("Invalid scalar type"); NCCL has.
-    TORCH_WARN_ONCE("communication_data_type: Gloo cannot reduce bfloat16, so libdsrt reduces bf16 gradients ",
-                    "as fp32 on Gloo (NCCL reduces them in bf16)");
+    // torch 1.13's Gloo has no bfloat16 reductions ("Invalid scalar type"); NCCL has. Said once, by rank 0,
+    // as the config's other warnings are (TORCH_WARN would go through glog, uninitialised in most programs).
+    if (dist.env.rank == 0) {
+      config::warnOnce(cfg.source + ": communication_data_type: Gloo cannot reduce bfloat16, so libdsrt "
+                       "reduces bf16 gradients as fp32 on Gloo (NCCL reduces them in bf16)");
+    }
     ctx.commDtype = at::kFloat;
   }
   ctx.offloadOptimizer = cfg.zero.offloadOptimizer.device == config::OffloadDevice::Cpu;
@@ -183,10 +188,33 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   strategy_ = makeGradStrategy(config_.zero.stage, std::move(ctx));
   strategy_->zeroGrad();
   applyScheduledMomentum();
+  warnMissingHalfKernels();
   lastPrint_ = std::chrono::steady_clock::now();
 }
 
 Engine::~Engine() = default;
+
+c10::Device Engine::paramDevice() const {
+  return params_.empty() ? c10::Device(c10::kCPU) : params_.front().device();
+}
+
+void Engine::warnMissingHalfKernels() const {
+  // Not a refusal: a model may compute around the missing kernels (dsrt::zero::linear does on the CPU,
+  // as do fp32-computing Python modules), so the engine warns here and refuses in the forward that needs one.
+  if (precision_.modelDtype != at::kHalf || dist_->env.rank != 0) return;
+  if (std::optional<std::string> missing = precision::missingHalfMatmul(paramDevice())) {
+    const std::string refusal = precision::fp16Refusal(config_.source, paramDevice(), *missing);
+    config::warnOnce(refusal.substr(0, refusal.find('\n')) + "; a model that runs torch's float16 kernels "
+                     "will fail in its forward (" + refusal.substr(refusal.find("hint: ") + 6) + ")");
+  }
+}
+
+void Engine::explainForwardError(const std::string& what) const {
+  if (precision_.modelDtype != at::kHalf) return;
+  if (std::optional<std::string> line = precision::missingHalfKernelLine(what)) {
+    TORCH_CHECK(false, precision::fp16Refusal(config_.source, paramDevice(), *line));
+  }
+}
 
 bool Engine::is_gradient_accumulation_boundary() const {
   if (boundaryOverride_) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,11 +44,17 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Times `fn()` as the forward pass (wall_clock_breakdown) and returns its result.
+  /// Times `fn()` as the forward pass (wall_clock_breakdown) and returns its result. With fp16 on a device
+  /// whose torch lacks a Half kernel the model needs, the c10::Error names the remedy (bf16).
   template <typename Fn>
   auto forward(Fn&& fn) -> decltype(fn()) {
     auto scope = timers_.scope(EngineTimers::kForward);
-    return fn();
+    try {
+      return fn();
+    } catch (const std::exception& e) {  // c10::Error, or a Python model's error passing through
+      explainForwardError(e.what());
+      throw;
+    }
   }
 
   /// Backpropagates loss / gradient_accumulation_steps (loss itself when `scaleWrtGas` is false: the
@@ -65,7 +72,7 @@ class Engine {
   bool is_gradient_accumulation_boundary() const;
   /// DeepSpeed's set_gradient_accumulation_boundary(): from now on the caller says which micro-step ends
   /// the window (Accelerate sets it before every backward and calls step() only when it is true), so
-  /// several backward() calls may precede one step(). Throws if a window is open and this reopens it.
+  /// several backward() calls may precede one step().
   void set_gradient_accumulation_boundary(bool isBoundary);
   /// The learning rate the next optimizer step will use.
   double get_lr() const;
@@ -145,6 +152,12 @@ class Engine {
   void set_param_names(std::vector<std::string> names) { paramNames_ = std::move(names); }
 
  private:
+  /// Throws the fp16 refusal (half_kernels.h) when `what` is a missing-Half-kernel error under fp16;
+  /// returns for any other error, which the caller rethrows unchanged.
+  void explainForwardError(const std::string& what) const;
+  /// Rank 0, fp16 only: one warning when this torch lacks float16 matrix multiplies on the parameters' device.
+  void warnMissingHalfKernels() const;
+  c10::Device paramDevice() const;
   void logProgress();
   /// fp16: whether any rank's gradients overflowed (allreduce MAX of the local flags).
   bool anyRankOverflowed();

@@ -90,18 +90,25 @@ class ModelEngine : public Engine {
   ModelPtr model_;
 };
 
+/// Who drives the engine. The Python package implements some config blocks itself (the monitors, the comms
+/// logger, the FLOP profiler: runtime/config/top_level_keys.h); a C++ program is told that it ignores them.
+enum class Frontend { Cpp, Python };
+
 /// Resolves the process group (options.dist or init_distributed()), then the config for its world size.
 /// Config errors (dsrt::config::ConfigError) are rethrown as c10::Error with the same one-line message.
+/// Config warnings go to stderr from `rank` 0 only (every rank still records them in cfg.warnings).
 std::shared_ptr<DistContext> resolveDist(const InitOptions& options);
-config::DeepSpeedConfig loadConfig(const std::string& path, int worldSize);
-config::DeepSpeedConfig loadConfig(const nlohmann::json& doc, int worldSize, const std::string& source = "<json>");
+config::DeepSpeedConfig loadConfig(const std::string& path, int worldSize, int rank = 0,
+                                   Frontend frontend = Frontend::Cpp);
+config::DeepSpeedConfig loadConfig(const nlohmann::json& doc, int worldSize, const std::string& source = "<json>",
+                                   int rank = 0, Frontend frontend = Frontend::Cpp);
 
 /// deepspeed.initialize(model=model, config=path): reads the ds_config file (JSON or YAML).
 template <typename ModelPtr>
 std::shared_ptr<ModelEngine<ModelPtr>> initialize(ModelPtr model, const std::string& configPath,
                                                   const InitOptions& options = {}) {
   auto dist = resolveDist(options);
-  auto cfg = loadConfig(configPath, dist->env.worldSize);
+  auto cfg = loadConfig(configPath, dist->env.worldSize, dist->env.rank);
   return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist));
 }
 
@@ -110,7 +117,7 @@ template <typename ModelPtr>
 std::shared_ptr<ModelEngine<ModelPtr>> initialize(ModelPtr model, const nlohmann::json& config,
                                                   const InitOptions& options = {}) {
   auto dist = resolveDist(options);
-  auto cfg = loadConfig(config, dist->env.worldSize);
+  auto cfg = loadConfig(config, dist->env.worldSize, "<json>", dist->env.rank);
   return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist));
 }
 

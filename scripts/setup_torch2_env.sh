@@ -38,6 +38,9 @@ fi
 # pybind11 is installed because users have it: dsrt must build with torch's own pybind11 regardless.
 pip install "scikit-build-core>=0.10" "pybind11>=2.12" pytest numpy "torch==$TORCH_VERSION" \
   "deepspeed==$DEEPSPEED_VERSION"
+# The writers the ds_config's monitor blocks use and the tests read back (tests/python/test_monitors.py),
+# and safetensors for zero_to_fp32 --safe_serialization; pinned to what was tested.
+pip install "tensorboard==2.21.0" "wandb==0.30.0" "safetensors==0.8.0"
 # The Hugging Face tests (tests/hf, docs/hf.md): transformers and Accelerate, pinned, beside real DeepSpeed in
 # $VENV (the peer) and in a second environment WITHOUT DeepSpeed, where scripts/run_tests_torch2.sh installs dsrt
 # and its `deepspeed` compatibility distribution (python/deepspeed_compat): the two `deepspeed`s cannot share one.

@@ -54,6 +54,7 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   auto ssl = tls::makeSslContext(o.tlsDir, tls::Role::Client);
   AgentJob::Settings s;
   s.port = o.agentPort;
+  s.program = o.userScript;
   s.launch = o.launch;  // no job id here: AgentJob sends its plan's (each elastic round has its own)
   s.agentBeatMs = static_cast<uint32_t>(o.agentHeartbeatMs);
   s.silentBeats = o.agentHeartbeatMisses;

@@ -10,8 +10,11 @@
 #include "common/error.h"
 #include "common/exit_status.h"
 #include "common/logging.h"
+#include "common/rank_log.h"
+#include "common/root_cause.h"
 #include "common/strings.h"
 #include "launcher/backends/stack_dump.h"
+#include "launcher/failure_line.h"
 #include "launcher/local_backend.h"
 #include "proto/rank_env.h"
 
@@ -152,6 +155,7 @@ int AgentJob::finish() {
   for (auto& node : nodes_) node->client->close();
   if (controller_.stopCause() == StopCause::Failure && !settings_.elasticRound) {
     notice(rootCauseLine(controller_.failures(), controller_.terminated()));
+    printRootCauseBlock();
   }
   // Everything the ranks wrote reaches the reader, however slow; a signal meanwhile ends the wait.
   while (!abandoned_ && !writer_.waitIdle(kFlushPoll)) io_.poll();
@@ -161,6 +165,27 @@ int AgentJob::finish() {
   outcome_.exitCode = controller_.exitCode();
   recordOutcome();
   return outcome_.exitCode;
+}
+
+void AgentJob::printRootCauseBlock() {
+  const TimedFailure& first = controller_.failures()[earliestFailure(controller_.failures())];
+  // A rank's failure is worded by who() + describeWaitStatus, the shape failure_line.h reads back.
+  const std::optional<RankFailure> failure = first.hostLost ? std::nullopt : parseFailureLine("dsrun: " + first.what);
+  if (!failure) return;
+  RootCause cause;
+  cause.program = settings_.program;
+  cause.rank = failure->rank;
+  cause.host = failure->host;
+  cause.pid = failure->pid;
+  cause.cause = failure->cause;
+  cause.exitCode = failure->exitCode;
+  if (auto it = ranks_.find(failure->rank); it != ranks_.end()) cause.stderrTail = it->second.tail;
+  if (!settings_.launch.eachRankLogDir.empty()) {
+    // The agent wrote it on its host (agent/process_table.cc names it as rankLogPath does).
+    cause.logFile = strCat(rankLogPath(settings_.launch.eachRankLogDir, settings_.logTag, failure->rank), " on ",
+                           failure->host);
+  }
+  for (const std::string& line : rootCauseBlock(cause)) notice(line);
 }
 
 void AgentJob::recordOutcome() {
@@ -255,6 +280,12 @@ void AgentJob::launchAll() {
   const std::string master = masterAddr();
   if (plan_.masterAddr.empty()) {
     DSRUN_LOG(INFO) << "MASTER_ADDR=" << master << " (the address of the agent on " << plan_.hosts.front().host << ")";
+  }
+  if (!settings_.launch.eachRankLogDir.empty() && !settings_.elasticRound) {
+    // Said once at the start: with the output in files on the hosts, the terminal would otherwise stay silent.
+    std::string pattern = rankLogPath(settings_.launch.eachRankLogDir, settings_.logTag, 0);
+    pattern.replace(pattern.size() - std::string("0.log").size(), std::string::npos, "<RANK>.log");
+    notice(strCat("dsrun: every rank writes its output to ", pattern, " on its host"));
   }
   for (auto& node : nodes_) {
     agent::Envelope e;
@@ -511,8 +542,10 @@ void AgentJob::onOutput(size_t nodeIndex, const agent::OutputChunk& chunk) {
   }
   RankState& r = it->second;
   std::string text;
-  (chunk.stream() == agent::STDERR ? r.err : r.out).feed(chunk.data(), [&](std::string_view line) {
+  const bool isStderr = chunk.stream() == agent::STDERR;
+  (isStderr ? r.err : r.out).feed(chunk.data(), [&](std::string_view line) {
     text.append(r.prefix).append(line).push_back('\n');
+    if (isStderr) keepTailLine(r.tail, line);
   });
   // The credit goes back once the writer has written these lines (a partial line is held by the
   // bounded LineBuffer and credited now, with the lines before it).
@@ -536,7 +569,10 @@ void AgentJob::notice(const std::string& line) { writer_.write(OutputWriter::Str
 void AgentJob::flushOutput(RankState& r) {
   std::string out, err;
   r.out.finish([&](std::string_view line) { out.append(r.prefix).append(line).push_back('\n'); });
-  r.err.finish([&](std::string_view line) { err.append(r.prefix).append(line).push_back('\n'); });
+  r.err.finish([&](std::string_view line) {
+    err.append(r.prefix).append(line).push_back('\n');
+    keepTailLine(r.tail, line);
+  });
   if (!out.empty()) writer_.write(OutputWriter::Stream::Out, std::move(out));
   if (!err.empty()) writer_.write(OutputWriter::Stream::Err, std::move(err));
 }

@@ -41,6 +41,7 @@ class AgentJob {
     /// the core binding are already in the plan's argv and cores; the job id is the plan's.
     RankLaunchSettings launch;
     std::string logTag;                                ///< each-rank log file prefix (one per job)
+    std::string program;                               ///< the user's script, named in the root-cause block
     std::string cwd;                                   ///< ranks' working directory on every node
     std::string clientName;                            ///< sent in Hello, shown in the agents' logs
     uint64_t outputWindowBytes = 2u << 20;             ///< per agent: output in flight or queued here
@@ -102,9 +103,12 @@ class AgentJob {
     std::string prefix;  ///< "host:rank | " with --tag_output
     int64_t step = -1;   ///< last step it reported (RankProgress), -1 before the first
     std::chrono::steady_clock::time_point moved;  ///< when `step` last changed
+    std::vector<std::string> tail;  ///< the last lines of its stderr (the root-cause block quotes them)
   };
 
   void connectAll();
+  /// The closing block for the job's first failure when it was a rank's (not a lost host or a spawn error).
+  void printRootCauseBlock();
   /// MASTER_PORT pre-flight on the first host (agent_port_preflight.cc): sets masterPort_, or returns the
   /// exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every client closed.
   std::optional<int> preflightMasterPort();

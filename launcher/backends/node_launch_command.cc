@@ -49,8 +49,10 @@ std::vector<std::string> rankLaunchArgv(const NodeSite& site, const WorldPlan& p
 }
 
 std::vector<std::string> remoteShellWords(const EnvMap& exports, const std::string& cwd,
-                                          const std::vector<std::string>& argv) {
+                                          const std::vector<std::string>& argv, const std::string& venvScript) {
   std::vector<std::string> words;
+  // First, as DeepSpeed's pdsh runner does ("source SCRIPT;"); '.' because the remote shell may be a POSIX sh.
+  if (!venvScript.empty()) words.push_back(strCat(". ", shellQuote(venvScript), ";"));
   for (const auto& [name, value] : exports) {
     if (!isShellName(name)) {
       throw ConfigError(strCat("cannot export '", name, "' to remote nodes: not a shell variable name",

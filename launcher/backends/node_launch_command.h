@@ -33,10 +33,10 @@ std::vector<std::string> nodeLaunchArgv(const NodeSite& site, const WorldPlan& p
 std::vector<std::string> rankLaunchArgv(const NodeSite& site, const WorldPlan& plan, const Options& options,
                                         const std::string& flavor);
 
-/// The remote shell words: "export K='V';" per variable, "cd 'CWD';", then every argv word quoted, so the
-/// line a remote POSIX shell runs delivers argv and values byte for byte. Throws ConfigError for a
-/// variable name a shell cannot export.
+/// The remote shell words: ". 'VENV_SCRIPT';" (--venv_script, when not empty), "export K='V';" per variable,
+/// "cd 'CWD';", then every argv word quoted, so the line a remote POSIX shell runs delivers argv and values
+/// byte for byte. Throws ConfigError for a variable name a shell cannot export.
 std::vector<std::string> remoteShellWords(const EnvMap& exports, const std::string& cwd,
-                                          const std::vector<std::string>& argv);
+                                          const std::vector<std::string>& argv, const std::string& venvScript = "");
 
 }  // namespace dsrun

@@ -38,7 +38,7 @@ Command PdshBackend::buildCommand(const WorldPlan& plan, const LaunchContext& ct
   c.argv = pdshPrefix(plan, ctx);
   const std::vector<std::string> launch =
       nodeLaunchArgv(site_.node, plan, ctx.options, ctx.launcherPid, kNodeRankMark, false);
-  for (const std::string& word : remoteShellWords(plan.exports, site_.node.cwd, launch)) {
+  for (const std::string& word : remoteShellWords(plan.exports, site_.node.cwd, launch, ctx.options.venvScript)) {
     c.argv.push_back(word == strCat("--node_rank=", kNodeRankMark) ? "--node_rank=%n" : escapePdshPercent(word));
   }
   c.env = pdshEnvironment(ctx);
@@ -83,6 +83,7 @@ Command PdshBackend::sshCheck(const WorldPlan& plan, const LaunchContext& ctx) c
 
 MasterAddrSource PdshBackend::preflightFirstHost(const std::string& host, const LaunchContext& ctx) {
   if (!ctx.options.noSshCheck) {
+    // Only a hostfile's first host is checked here (planWorld infers MASTER_ADDR from hostfile hosts only).
     checkPasswordlessSsh(host, sshCheckFor(host, ctx), ctx.options.hostfile, "PDSH_SSH_ARGS_APPEND", runCheck_);
   }
   return {};
@@ -90,8 +91,8 @@ MasterAddrSource PdshBackend::preflightFirstHost(const std::string& host, const 
 
 void PdshBackend::beforeLaunch(const WorldPlan& plan, const LaunchContext& ctx) {
   if (ctx.options.noSshCheck || ctx.firstHostChecked) return;
-  checkPasswordlessSsh(plan.hosts.front().host, sshCheck(plan, ctx), ctx.options.hostfile, "PDSH_SSH_ARGS_APPEND",
-                       runCheck_);
+  checkPasswordlessSsh(plan.hosts.front().host, sshCheck(plan, ctx), plan.hostsFromHostfile ? ctx.options.hostfile : "",
+                       "PDSH_SSH_ARGS_APPEND", runCheck_);
 }
 
 }  // namespace dsrun

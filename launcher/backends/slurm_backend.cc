@@ -25,6 +25,9 @@ Command SlurmBackend::buildCommand(const WorldPlan& plan, const LaunchContext& c
   // Always the hostfile's active hosts: without it srun places ranks wherever Slurm likes (DeepSpeed passes
   // nothing unless --include is given, and its ranks can land on hosts the hostfile does not name).
   if (plan.hostsFromHostfile && !userSetNodes) c.argv.push_back("--nodelist=" + hostList(plan));
+  // DeepSpeed's Slurm pass-through: job metadata and the account to charge.
+  if (!o.comment.empty()) c.argv.push_back("--comment=" + o.comment);
+  if (!o.account.empty()) c.argv.push_back("--account=" + o.account);
   if (o.numNodes > 0) c.argv.push_back(strCat("--nodes=", o.numNodes));
   if (o.numGpus > 0) c.argv.push_back(strCat("--gpus=", o.numGpus));
   bool uniform = true;

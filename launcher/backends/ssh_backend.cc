@@ -38,14 +38,14 @@ std::vector<NodeCommand> SshBackend::nodeCommands(const WorldPlan& plan, const L
     std::vector<std::string> launch =
         nodeLaunchArgv(site_.node, plan, ctx.options, ctx.launcherPid, std::to_string(i), true);
     if (!plan.elastic) {
-      out.push_back({plan.hosts[i].host, remoteShellWords(plan.exports, site_.node.cwd, launch)});
+      out.push_back({plan.hosts[i].host, remoteShellWords(plan.exports, site_.node.cwd, launch, ctx.options.venvScript)});
       continue;
     }
     // An elastic round: the restart counter for this node, and heartbeats the node watches for.
     EnvMap exports = plan.exports;
     for (auto& [name, value] : elasticNodeExports(plan, static_cast<int>(i))) exports[name] = value;
     launch = withStdinTimeout(std::move(launch), ctx.options.agentHeartbeatMs * ctx.options.agentHeartbeatMisses);
-    out.push_back({plan.hosts[i].host, remoteShellWords(exports, site_.node.cwd, launch)});
+    out.push_back({plan.hosts[i].host, remoteShellWords(exports, site_.node.cwd, launch, ctx.options.venvScript)});
   }
   return out;
 }
@@ -86,6 +86,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   SshJob::Settings settings;
   settings.killGraceS = options.launch.killGraceS;
   settings.exitTimeoutS = options.launch.exitTimeoutS;
+  settings.program = options.userScript;
   settings.heartbeatMs = options.agentHeartbeatMs;
   settings.heartbeatMisses = options.agentHeartbeatMisses;
   const auto target = [&options](const std::string& host) { return targetFor(host, options); };

@@ -80,9 +80,12 @@ void checkPasswordlessSsh(const std::string& host, const Command& check, const s
   const std::string said = lines.empty() || lines.back().empty() ? "" : strCat(": ", trim(lines.back()));
   throw Error(strCat("passwordless ssh to '", host, "' failed: '", join(check.argv, " "), "' ",
                      describeWaitStatus(result.waitStatus), said,
-                     "\n  hint: host '", host, "' of ", hostfile, " must accept key-based ssh without a password ",
-                     "(ssh-copy-id ", host, ", known_hosts entry); set ssh options in ", settingsName,
-                     "; for a single node remove the hostfile; or skip this check with --no_ssh_check"));
+                     "\n  hint: host '", host, "' ", hostfile.empty() ? "(local mode: no hostfile)" : "of " + hostfile,
+                     " must accept key-based ssh without a password (ssh-copy-id ", host, ", known_hosts entry); "
+                     "set ssh options in ", settingsName, "; ",
+                     // Without a hostfile only --force_multi sends the job through ssh.
+                     hostfile.empty() ? "to run on this machine drop --force_multi" : "for a single node remove the hostfile",
+                     "; or skip this check with --no_ssh_check"));
 }
 
 }  // namespace dsrun

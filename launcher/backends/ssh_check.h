@@ -33,7 +33,8 @@ using CommandRunner = std::function<CapturedRun(const Command&)>;
 CapturedRun runCaptured(const Command& command);
 
 /// Runs the check for `host` with `run`; throws Error "passwordless ssh to 'HOST' failed: ..." with a
-/// hint naming the settings to fix (`settingsName`, e.g. "PDSH_SSH_ARGS_APPEND") and --no_ssh_check.
+/// hint naming the settings to fix (`settingsName`, e.g. "PDSH_SSH_ARGS_APPEND") and --no_ssh_check, and the
+/// hostfile that named `host` (empty: there is none, the job is local mode sent through ssh by --force_multi).
 void checkPasswordlessSsh(const std::string& host, const Command& check, const std::string& hostfile,
                           const std::string& settingsName, const CommandRunner& run);
 

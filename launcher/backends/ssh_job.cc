@@ -117,6 +117,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
   size_t starting = 0;  // hosts whose dsrun-launch said it is starting its ranks (elastic rounds)
   SshRoundFacts facts;
   std::optional<RankFailure> failure;
+  RootCauseCollector rootCauses;  // the nodes' root-cause lines, for the closing block
   std::optional<int> signalled;
   bool stopping = false;
   double hardDeadline = 0;
@@ -175,6 +176,8 @@ int SshJob::loop(std::vector<Node>& nodes) {
             }
             return;
           }
+          // A node's root-cause lines arrive after the stop; dsrun quotes them in its closing block instead.
+          if (rootCauses.take(line)) return;
           sink.write("", line);
           if (!failure && !stopping) {  // ranks dying of a stop are not failures
             failure = parseFailureLine(line);
@@ -254,6 +257,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
     if (failure) {
       if (!settings_.elasticRound) {
         stderrSink.write("", strCat("dsrun: ", describeFailure(*failure), "; stopped the job on every host"));
+        for (const std::string& line : rootCauses.block(*failure, settings_.program)) stderrSink.write("", line);
       }
       return failure->exitCode;
     }

@@ -30,6 +30,7 @@ class SshJob {
   struct Settings {
     double killGraceS = 30;    ///< --kill_grace_s: how long dsrun-launch waits before SIGKILL
     double exitTimeoutS = -1;  ///< --exit_timeout_s (<0: unlimited)
+    std::string program;       ///< the user's script, named in the closing root-cause block
     bool elasticRound = false; ///< see the file comment
     int heartbeatMs = 500;     ///< --agent_heartbeat_ms (elastic rounds)
     int heartbeatMisses = 5;   ///< --agent_heartbeat_misses (elastic rounds)

@@ -22,6 +22,7 @@
 #include "launcher/node_launch/rank_process.h"
 #include "launcher/node_launch/stdin_control.h"
 #include "launcher/real_machine.h"
+#include "launcher/python_interpreter.h"
 #include "launcher/world_plan.h"
 
 namespace {
@@ -42,6 +43,8 @@ int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
       return 128 + SIGTERM;
     }
   }
+  // Refused before any rank of this node starts, naming --python (dsrun forwards its value).
+  if (!args.launch.noPython) dsrun::checkPythonInterpreter(args.launch.python, machine.environment());
   const std::vector<dsrun::RankSpec> ranks =
       dsrun::nodeRankSpecs(args, machine.environment(), machine.physicalCoreCount());
   dsrun::LocalJobOptions options = dsrun::nodeJobOptions(args);

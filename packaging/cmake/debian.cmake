@@ -15,7 +15,7 @@ set(CPACK_PACKAGE_CONTACT "${DSRUN_DEB_MAINTAINER}")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL launcher)
+set(CPACK_COMPONENTS_ALL launcher deepspeed)
 if(TARGET dsrt)
   list(APPEND CPACK_COMPONENTS_ALL runtime)
 endif()
@@ -37,6 +37,17 @@ This package holds what every node needs: dsrun, dsrun-launch, dsrun-agent
 (with its systemd unit) and ds_elastic. It does not depend on LibTorch.")
 set(CPACK_DEBIAN_LAUNCHER_PACKAGE_RECOMMENDS "openssh-client, python3")
 set(CPACK_DEBIAN_LAUNCHER_PACKAGE_SUGGESTS "pdsh, openmpi-bin, mpich, slurm-client, dsrun-runtime")
+
+set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_NAME dsrun-deepspeed)
+set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_DEEPSPEED_PACKAGE_DEPENDS "dsrun (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_DEEPSPEED_DESCRIPTION "deepspeed command name for dsrun
+Job scripts written for DeepSpeed call 'deepspeed [options] train.py'. This
+package makes that command run dsrun, which takes DeepSpeed's launcher flags.
+It is separate from dsrun so that installing dsrun never puts a 'deepspeed'
+command in front of a real DeepSpeed; a DeepSpeed installed with pip in
+/usr/local/bin or a virtual environment still comes first on PATH.")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME dsrun-runtime)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
@@ -80,7 +91,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debia
   ${CMAKE_CURRENT_BINARY_DIR}/debian/runtime/postinst ${CMAKE_CURRENT_BINARY_DIR}/debian/runtime/postrm)
 
 string(TIMESTAMP DSRUN_DEB_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
-foreach(component launcher runtime)
+foreach(component launcher deepspeed runtime)
   string(TOUPPER ${component} _upper)
   set(DSRUN_DEB_PACKAGE ${CPACK_DEBIAN_${_upper}_PACKAGE_NAME})
   set(_doc ${CMAKE_CURRENT_BINARY_DIR}/debian/doc-${DSRUN_DEB_PACKAGE})

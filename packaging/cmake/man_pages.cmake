@@ -16,11 +16,15 @@ function(dsrun_man_page program component description)
     return()
   endif()
   set(page ${_man_dir}/${program}.1)
+  # The sections --help cannot carry (EXIT STATUS, ENVIRONMENT, FILES, EXAMPLES, SEE ALSO) are written by hand
+  # in packaging/man/PROGRAM.h2m, help2man's own include format, and merged into the generated page.
+  set(include ${PROJECT_SOURCE_DIR}/packaging/man/${program}.h2m)
   add_custom_command(OUTPUT ${page}.gz
     COMMAND ${DSRUN_HELP2MAN} --no-info --no-discard-stderr --version-string=${PROJECT_VERSION}
-            --name=${description} --section=1 --source=dsrun --manual=dsrun --output=${page} $<TARGET_FILE:${program}>
+            --name=${description} --section=1 --source=dsrun --manual=dsrun --include=${include}
+            --output=${page} $<TARGET_FILE:${program}>
     COMMAND gzip -9nf ${page}
-    DEPENDS ${program}
+    DEPENDS ${program} ${include}
     COMMENT "man page ${program}.1 from ${program} --help" VERBATIM)
   install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT ${component})
   set(_man_pages ${_man_pages} ${page}.gz PARENT_SCOPE)

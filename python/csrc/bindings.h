@@ -13,5 +13,6 @@ void bindEngine(pybind11::module_& m);      ///< engine.cc: dsrt::Engine
 void bindZero3(pybind11::module_& m);       ///< zero3.cc: ZeRO-3 gates for Python module hooks
 void bindCheckpoint(pybind11::module_& m);  ///< checkpoint.cc: zero_to_fp32 consolidation
 void bindLrSchedule(pybind11::module_& m);  ///< lr_schedule.cc: DeepSpeed's LR schedules for Python classes
+void bindConfigKeys(pybind11::module_& m);  ///< config_keys.cc: the ds_config document, unparsed-key table
 
 }  // namespace dsrt::python

@@ -86,7 +86,7 @@ void bindEngine(py::module_& m) {
           "from_file",
           [](std::vector<at::Tensor> params, std::vector<std::string> names, const std::string& path,
              std::shared_ptr<DistContext> dist, std::vector<int> groups) {
-            auto cfg = loadConfig(path, dist->env.worldSize);
+            auto cfg = loadConfig(path, dist->env.worldSize, dist->env.rank, Frontend::Python);
             return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups));
           },
           py::arg("params"), py::arg("names"), py::arg("path"), py::arg("dist"), py::arg("groups") = std::vector<int>{})
@@ -94,7 +94,8 @@ void bindEngine(py::module_& m) {
           "from_json",
           [](std::vector<at::Tensor> params, std::vector<std::string> names, const std::string& text,
              const std::string& source, std::shared_ptr<DistContext> dist, std::vector<int> groups) {
-            auto cfg = loadConfig(nlohmann::json::parse(text), dist->env.worldSize, source);
+            auto cfg = loadConfig(nlohmann::json::parse(text), dist->env.worldSize, source, dist->env.rank,
+                                  Frontend::Python);
             return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups));
           },
           py::arg("params"), py::arg("names"), py::arg("json"), py::arg("source"), py::arg("dist"),

@@ -8,4 +8,5 @@ PYBIND11_MODULE(_C, m) {
   dsrt::python::bindZero3(m);
   dsrt::python::bindCheckpoint(m);
   dsrt::python::bindLrSchedule(m);
+  dsrt::python::bindConfigKeys(m);
 }

@@ -7,6 +7,7 @@ metric) and the engine share one group.
 
 import atexit
 import os
+import time
 from datetime import timedelta
 
 import torch
@@ -14,6 +15,7 @@ import torch.distributed as dist
 from torch.distributed import ReduceOp  # noqa: F401  (deepspeed.comm.ReduceOp)
 
 from dsrt import _C
+from dsrt.utils.comms_logging import CommsLogger
 
 # DeepSpeed's default: 30 minutes, or DEEPSPEED_TIMEOUT minutes.
 _DEFAULT_TIMEOUT_MINUTES = 30
@@ -109,20 +111,102 @@ def get_local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
 
 
-def barrier(group=None):
-    return dist.barrier(group)
+# ---- collectives, timed by the comms_logger when its block is enabled (DeepSpeed's timed_op) ----------
+comms_logger = CommsLogger()
 
 
-def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
-    return dist.all_reduce(tensor, op=op, group=group, async_op=async_op)
+def configure_comms_logger(block):
+    """Applies the ds_config's comms_logger block (a dict; {} leaves the logger off)."""
+    comms_logger.configure(block or {})
 
 
-def broadcast(tensor, src, group=None, async_op=False):
-    return dist.broadcast(tensor, src, group=group, async_op=async_op)
+def _timed(op, log_name, prof, tensor, call):
+    """Runs call(); when the logger wants ``log_name``, records its latency (ms) and message bytes."""
+    if not comms_logger.wants(log_name, prof):
+        return call()
+    start = time.perf_counter()
+    try:
+        return call()
+    finally:
+        # DeepSpeed makes the op blocking for the measurement: the device's queue drains first.
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        latency = (time.perf_counter() - start) * 1000.0
+        if isinstance(tensor, (list, tuple)):
+            size = sum(t.element_size() * t.nelement() for t in tensor)
+        else:
+            size = 0 if tensor is None else tensor.element_size() * tensor.nelement()
+        comms_logger.append(op, log_name, latency, size, dist.get_world_size(), dist.get_rank())
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False):
-    return dist.all_gather(tensor_list, tensor, group=group, async_op=async_op)
+def barrier(group=None, async_op=False, device_ids=None, prof=False, log_name="barrier"):
+    return _timed("barrier", log_name, prof, None,
+                  lambda: dist.barrier(group, async_op=async_op, device_ids=device_ids))
+
+
+def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False, prof=False, log_name="all_reduce"):
+    return _timed("all_reduce", log_name, prof, tensor,
+                  lambda: dist.all_reduce(tensor, op=op, group=group, async_op=async_op))
+
+
+def broadcast(tensor, src, group=None, async_op=False, prof=False, log_name="broadcast"):
+    return _timed("broadcast", log_name, prof, tensor,
+                  lambda: dist.broadcast(tensor, src, group=group, async_op=async_op))
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False, prof=False, log_name="all_gather"):
+    return _timed("all_gather", log_name, prof, tensor,
+                  lambda: dist.all_gather(tensor_list, tensor, group=group, async_op=async_op))
+
+
+def reduce(tensor, dst, op=dist.ReduceOp.SUM, group=None, async_op=False, prof=False, log_name="reduce"):
+    return _timed("reduce", log_name, prof, tensor,
+                  lambda: dist.reduce(tensor, dst, op=op, group=group, async_op=async_op))
+
+
+def all_gather_into_tensor(output_tensor, tensor, group=None, async_op=False, prof=False,
+                           log_name="all_gather_into_tensor"):
+    gather = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base  # torch 1.13's name
+    return _timed("all_gather_into_tensor", log_name, prof, tensor,
+                  lambda: gather(output_tensor, tensor, group=group, async_op=async_op))
+
+
+def reduce_scatter_tensor(output_tensor, tensor, op=dist.ReduceOp.SUM, group=None, async_op=False, prof=False,
+                          log_name="reduce_scatter_tensor"):
+    scatter = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base  # torch 1.13's name
+    return _timed("reduce_scatter_tensor", log_name, prof, tensor,
+                  lambda: scatter(output_tensor, tensor, op=op, group=group, async_op=async_op))
+
+
+def all_to_all_single(output, tensor, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False,
+                      prof=False, log_name="all_to_all_single"):
+    return _timed("all_to_all_single", log_name, prof, tensor,
+                  lambda: dist.all_to_all_single(output, tensor, output_split_sizes, input_split_sizes, group=group,
+                                                 async_op=async_op))
+
+
+def configure(deepspeed_config=None, enabled=None, prof_all=None, prof_ops=None, verbose=None, debug=None):
+    """deepspeed.comm.configure(): the comms logger's switches; ``deepspeed_config`` (a ds_config dict) sets
+    them from its comms_logger block, then each argument that is not None overrides one."""
+    if isinstance(deepspeed_config, dict):
+        configure_comms_logger(deepspeed_config.get("comms_logger"))
+    for name, value in (("enabled", enabled), ("prof_all", prof_all), ("prof_ops", prof_ops), ("verbose", verbose),
+                        ("debug", debug)):
+        if value is not None:
+            setattr(comms_logger, name, list(value) if name == "prof_ops" else bool(value))
+
+
+def log_summary(show_straggler=False, return_dict=False):
+    """deepspeed.comm.log_summary(): rank 0 prints the comms_logger's table (ops issued through this
+    module); collective, between two barriers as DeepSpeed's. show_straggler is accepted and ignored."""
+    barrier(log_name="log_summary_barrier")
+    result = comms_logger.log_all(print_log=dist.get_rank() == 0, return_dict=return_dict)
+    barrier(log_name="log_summary_barrier")
+    return result
+
+
+def reset_log():
+    comms_logger.reset_data()
 
 
 def _dist_context(local_rank: int):

@@ -198,7 +198,7 @@ def load(engine, tdir, **options):
     if stage == 0 and layout0 is None and options["load_optimizer_states"] and not options["load_module_only"]:
         raise _C.DsrtError(f"{tdir}: dsrt reads DeepSpeed's optimizer states into a stage-0 engine only for fp32 "
                            "models, got a 16-bit model\n  hint: load_checkpoint(load_optimizer_states=False) "
-                           "loads the weights")
+                           "or load_module_only=True loads the weights alone")
     with tempfile.TemporaryDirectory(prefix="dsrt-from-deepspeed-") as tmp:
         tag = write(ds, tmp, names, stage, encode_client_state(client), layout0)
         _, state = engine.load_checkpoint(tmp, tag, **options)

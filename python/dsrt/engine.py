@@ -11,11 +11,16 @@ import warnings
 
 import torch
 
-from dsrt import _C
+from dsrt import _C, comm
 from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, encode_client_state
 from dsrt.config_values import finite_config, fp16_auto_cast
+from dsrt.config_blocks import client_blocks
 from dsrt.data import make_dataloader
+from dsrt.monitor import MonitorMaster
+from dsrt.monitor.training_events import TrainingEvents
+from dsrt.profiling.flops_profiler import FlopsProfiler
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
+from dsrt.utils.zero_to_fp32 import copy_recovery_script
 from dsrt.zero.broadcast import broadcast_from
 from dsrt.zero.hooks import Stage3Hooks
 
@@ -115,6 +120,12 @@ class DeepSpeedEngine(torch.nn.Module):
             self.lr_scheduler = client_lr_scheduler
         self.training_dataloader = (self.deepspeed_io(training_data, collate_fn=collate_fn)
                                     if training_data is not None else None)
+        blocks = client_blocks(config, config_source)
+        self.monitor = MonitorMaster(blocks.monitor, self.global_rank)
+        self._events = TrainingEvents(self, self.monitor)
+        comm.configure_comms_logger(blocks.comms_logger)
+        self._flops_profiler = (FlopsProfiler(model, blocks.flops_profiler, self.global_rank)
+                                if blocks.flops_profiler.enabled else None)
 
     def _prepare_frozen_parameters(self):
         # DeepSpeed broadcasts every parameter of the module from rank 0 (_broadcast_model) and converts the
@@ -142,9 +153,16 @@ class DeepSpeedEngine(torch.nn.Module):
 
     # ---- the training loop ------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        """The module's forward, timed as the engine's forward phase."""
+        """The module's forward, timed as the engine's forward phase (and counted by the FLOP profiler
+        at its profile_step)."""
         if self._auto_cast:  # fp16.auto_cast: DeepSpeed casts the positional inputs (not kwargs) to half
             inputs = _cast_half(inputs)
+        if self._flops_profiler is not None and self._flops_profiler.active(self.global_steps):
+            with self._flops_profiler.profile():
+                return self._forward(*inputs, **kwargs)
+        return self._forward(*inputs, **kwargs)
+
+    def _forward(self, *inputs, **kwargs):
         if self._zero3 is None:
             return self._engine.forward(lambda: self.module(*inputs, **kwargs))
         try:
@@ -165,6 +183,8 @@ class DeepSpeedEngine(torch.nn.Module):
             _unsupported("backward(retain_graph=True)", "call backward once per micro-step")
         if not isinstance(loss, torch.Tensor):
             raise _C.DsrtError(f"engine.backward: loss must be a torch.Tensor, got {type(loss).__name__}")
+        if self.monitor.enabled:
+            self._events.before_backward(loss)
         self._engine.backward(loss, bool(scale_wrt_gas))
         return loss
 
@@ -183,13 +203,20 @@ class DeepSpeedEngine(torch.nn.Module):
         if boundary:
             self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))
         skipped = self._engine.skipped_steps
+        profiling = self._flops_profiler is not None and self._flops_profiler.active(self.global_steps)
         self._engine.step()
         if not boundary:
             return
         self._step_applied = self._engine.skipped_steps == skipped
         self.optimizer.overflow = not self._step_applied  # DeepSpeed's optimizer.overflow (fp16 skipped step)
-        if not self._step_applied:
-            return
+        if self._step_applied:
+            self._after_applied_step(lr_kwargs)
+        if self.monitor.enabled:
+            self._events.after_step()
+        if profiling:
+            self._flops_profiler.print_model_profile(self.global_steps)
+
+    def _after_applied_step(self, lr_kwargs):
         self.optimizer.count_step()
         if self._engine_schedules:
             self._write_scheduled_lr()
@@ -322,6 +349,8 @@ class DeepSpeedEngine(torch.nn.Module):
         state.update(client_state or {})
         self._engine.save_checkpoint(str(save_dir), None if tag is None else str(tag), encode_client_state(state),
                                      save_latest=bool(save_latest))
+        if self.global_rank == 0:
+            copy_recovery_script(save_dir)
         return True
 
     def _warn_frozen_not_saved(self):

@@ -3,20 +3,27 @@
 #include "runtime/config/batch_arithmetic.h"
 #include "runtime/config/elasticity.h"
 #include "runtime/config/section_parsers.h"
+#include "runtime/config/top_level_keys.h"
 
 namespace dsrt::config {
 namespace {
 
-// Top-level keys DeepSpeed understands that libdsrt parses no further: a warning says they have no effect.
-void ignoreUnsupportedTopLevelKeys(JsonReader& root) {
-  root.ignore({"sparse_gradients", "disable_allgather", "dump_state", "vocabulary_size", "memory_breakdown",
-               "eigenvalue", "progressive_layer_drop", "checkpoint", "data_types", "amp", "sparse_attention",
-               "pipeline", "activation_checkpointing", "comms_logger", "tensorboard", "wandb", "csv_monitor",
-               "comet", "flops_profiler", "autotuning", "nebula", "compression_training",
-               "quantize_training", "data_efficiency", "curriculum_learning", "zero_allow_untested_optimizer",
-               "zero_force_ds_cpu_optimizer", "aio", "dataloader_drop_last", "weight_quantization", "timers",
-               "tensor_parallel", "hybrid_engine", "graph_harvesting", "seq_parallel_comm_data_type",
-               "use_data_before_expert_parallel_", "compile", "train_batch_size_per_gpu"});
+// Top-level keys DeepSpeed understands that libdsrt parses no further (top_level_keys.h): an enabled
+// unsupported block is a warning; an enabled block the Python package implements is recorded, so the C++
+// front end can say that it ignores it (runtime/initialize.cc). Disabled blocks are silent either way.
+void readUnparsedTopLevelKeys(JsonReader& root, const nlohmann::json& doc, DeepSpeedConfig& cfg) {
+  for (const TopLevelKey& k : unparsedTopLevelKeys()) {
+    root.has(k.key);  // known: finish() must not call it unknown
+    auto it = doc.find(k.key);
+    if (it == doc.end()) continue;
+    const bool python = k.support == KeySupport::PythonPackage;
+    if (!blockEnabled(*it, /*enabledByDefault=*/!python)) continue;
+    if (python) {
+      cfg.pythonPackageBlocks.push_back(k.key);
+    } else {
+      root.warn(std::string(k.key) + ": not supported by libdsrt, ignored (" + k.note + ")");
+    }
+  }
 }
 
 void parsePrecision(JsonReader& root, DeepSpeedConfig& cfg) {
@@ -86,7 +93,7 @@ DeepSpeedConfig parseConfig(const nlohmann::json& doc, int worldSize, const std:
   // first so that a typo elsewhere is still reported. A disabled block is ignored silently, as there.
   const bool elastic = elasticityEnabled(doc);
   root.has("elasticity");
-  ignoreUnsupportedTopLevelKeys(root);
+  readUnparsedTopLevelKeys(root, doc, cfg);
   root.finish();
 
   if (elastic) {

@@ -156,6 +156,8 @@ struct DeepSpeedConfig {
   int worldSize = 1;                              ///< the data-parallel world size the batch was resolved for
   std::string source;                             ///< where the config came from (for messages)
   std::vector<std::string> warnings;              ///< every warning this parse produced (also sent to stderr)
+  /// Enabled blocks only the Python package implements (tensorboard, csv_monitor, ...: top_level_keys.h).
+  std::vector<std::string> pythonPackageBlocks;
   /// With an enabled "elasticity" block: the world sizes the job may restart on (DeepSpeed's valid_gpus),
   /// and `batch` is the elastic batch for `worldSize`. Empty without elasticity.
   std::vector<int64_t> elasticValidWorldSizes;

@@ -12,6 +12,10 @@ namespace {
   throw std::invalid_argument(flag + ": " + what + ", got '" + got + "'");
 }
 
+// A command line that lacks something has no value to quote: the message says what is missing. main()
+// adds the program's name, so the text does not repeat it.
+[[noreturn]] void missing(const std::string& what) { throw std::invalid_argument(what); }
+
 // `shown` is what the error quotes (the flag's whole value, suffix included).
 double parseNumber(const std::string& text, const std::string& flag, const std::string& what,
                    const std::string& shown) {
@@ -68,7 +72,7 @@ EstimateArgs parseEstimateArgs(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) bad(flag, "expected a value", "");
+      if (i + 1 >= args.size()) missing(flag + ": expected a value after it, got the end of the command line");
       return args[++i];
     };
     if (flag == "--help" || flag == "-h") {
@@ -88,6 +92,8 @@ EstimateArgs parseEstimateArgs(const std::vector<std::string>& args) {
       size_t start = 0;
       while (start <= list.size()) {
         size_t comma = std::min(list.find(',', start), list.size());
+        // An empty entry ("1,,2", a trailing comma) is named by the whole list: quoting '' would say nothing.
+        if (comma == start) bad(flag, "expected a parameter count in every comma-separated entry", list);
         const int64_t n = parseCount(list.substr(start, comma - start), flag);
         total += n;
         largest = std::max(largest, n);
@@ -117,15 +123,15 @@ EstimateArgs parseEstimateArgs(const std::vector<std::string>& args) {
       if (v != "0" && v != "1") bad(flag, "expected one of 0, 1", v);
       out.zeroInit = v == "1";
     } else {
-      bad("ds_estimate", "unknown flag (see --help)", flag);
+      bad("command line", "unknown flag (see ds_estimate --help)", flag);
     }
   }
   if (out.help) return out;
-  if (!haveParams) bad("ds_estimate", "--params (or --layer_params) is required", "");
+  if (!haveParams) missing("command line: --params (or --layer_params) is required");
   if (out.stages.empty()) out.stages = {2, 3};
   const bool wantsStage3 = std::find(out.stages.begin(), out.stages.end(), 3) != out.stages.end();
   if (wantsStage3 && !haveLargest) {
-    bad("ds_estimate", "stage 3 needs --largest_layer_params (or --layer_params), or pass --stage 2", "");
+    missing("command line: stage 3 needs --largest_layer_params (or --layer_params), or pass --stage 2");
   }
   return out;
 }

@@ -21,7 +21,8 @@ struct EstimateArgs {
 };
 
 /// Parses argv[1..]. Counts accept 1300000000, 1.3e9 and 1.3B / 125M / 350K / 1T. Throws
-/// std::invalid_argument "<flag>: <what>, got '<value>'" for a bad flag or value.
+/// std::invalid_argument "<flag>: <what>, got '<value>'" for a bad flag or value, and "command line: <what is
+/// missing>" for a missing one (without the program's name: ds_estimate's main adds it).
 EstimateArgs parseEstimateArgs(const std::vector<std::string>& args);
 
 /// Parses a parameter count as above; `flag` names it in the error.

@@ -17,10 +17,12 @@
 #include "common/error.h"
 #include "common/local_job.h"
 #include "common/orphan_sweeper.h"
+#include "common/strings.h"
 #include "tests/common/temp_dir.h"
 
 using namespace dsrun;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 using Catch::Matchers::Equals;
 using Catch::Matchers::Matches;
 
@@ -130,8 +132,26 @@ TEST_CASE("runLocalJob returns the first failing rank's code or 128+signal", "[c
   }));
   Captured result = runCaptured({shellRank(0, "exec sleep 1000"), shellRank(1, script)}, {});
   CHECK(result.code == code);
-  CHECK_THAT(result.err, Matches(summary));
+  // The failure line, then the root-cause block as the last lines (common/root_cause.h words it).
+  CHECK_THAT(result.err, Matches(summary + "dsrun: =+\n(dsrun: .*\n)+dsrun: =+\n"));
+  CHECK_THAT(result.err, Contains(strCat("dsrun:   exitcode : ", code, " (pid: ")));
   CHECK(listChildren().empty());
+}
+
+TEST_CASE("runLocalJob ends a failed job with the failing rank's stderr: quoted, or as lines for dsrun",
+          "[common][local]") {
+  const std::vector<RankSpec> ranks = {shellRank(0, "exec sleep 1000"),
+                                       shellRank(1, "echo out; echo first >&2; echo second >&2; exit 4")};
+  Captured block = runCaptured(ranks, {});
+  CHECK(block.code == 4);
+  CHECK_THAT(block.err, Contains("dsrun:   stderr   : its last 2 lines\ndsrun:     first\ndsrun:     second\ndsrun: ==="));
+
+  dsrun::LocalJobOptions node;
+  node.rootCauseAsLines = true;  // dsrun-launch on a node: dsrun quotes them
+  Captured lines = runCaptured(ranks, node);
+  CHECK(lines.code == 4);
+  CHECK_THAT(lines.err, EndsWith("dsrun: rank 1 (localhost) stderr| first\ndsrun: rank 1 (localhost) stderr| second\n"));
+  CHECK_THAT(lines.err, !Contains("Root Cause"));
 }
 
 TEST_CASE("runLocalJob forwards a signal it receives to every rank", "[common][local]") {

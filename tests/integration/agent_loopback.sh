@@ -73,7 +73,7 @@ check "rank 3 ran on 127.0.0.2 as local rank 1 with argv intact" \
 cat >"$tmp/fail.sh" <<EOS
 #!/bin/sh
 echo \$DSRUN_JOB_ID > $tmp/jobid-fail
-[ "\$RANK" = 3 ] && { sleep 0.3; exit 7; }
+[ "\$RANK" = 3 ] && { sleep 0.3; echo "rank 3 gives up" >&2; exit 7; }
 exec sleep 30
 EOS
 chmod +x "$tmp/fail.sh"
@@ -81,6 +81,8 @@ run_dsrun agent-it-2 --no_python --no_local_rank "$tmp/fail.sh"
 check "dsrun exits with the failing rank's code" test "$rc" = 7
 check "the failure line names host, rank, pid and cause" \
   grep -qE "dsrun: rank 3 \(127\.0\.0\.2 pid [0-9]+\) exited with code 7; terminated 3 other ranks" "$tmp/err"
+check "the last lines are the root-cause block, quoting the rank's stderr" \
+  sh -c "tail -n 8 '$tmp/err' | grep -qx 'dsrun:   host     : 127.0.0.2' && tail -n 3 '$tmp/err' | grep -qx 'dsrun:     rank 3 gives up'"
 sleep 0.2
 check "no process of the failed job is left" test "$(job_procs "$(job_id_of fail)")" = 0
 

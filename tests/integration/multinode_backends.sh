@@ -35,12 +35,19 @@ ok "test cluster comes up (4 hosts)"
 "$CLUSTER" hostfile 4 2 > "$WORK/hostfile"
 printf '#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' "$ST" > "$WORK/ssh-wrap"; chmod +x "$WORK/ssh-wrap"
 
-# Without --master_addr, dsrun asks the first host over ssh (`hostname -I`), with the backend's own ssh
-# settings: here PDSH_SSH_ARGS_APPEND, without which the host key check fails.
-mjson=$(PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" "$DSRUN" -H "$WORK/hostfile" --launcher pdsh --dry_run \
-  --no_python /bin/true 2>"$WORK/master.err")
-if printf '%s' "$mjson" | grep -q '"master_addr": *"10.77.0.11"'; then ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND"
-else not_ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND" "$(cat "$WORK/master.err")"; fi
+# Without --master_addr, a launch asks the first host over ssh (`hostname -I`), with the backend's own ssh
+# settings: here PDSH_SSH_ARGS_APPEND, without which the host key check fails. (--dry_run contacts no host.)
+# The same launch sources DeepSpeed's --venv_script on every node before its ranks start.
+printf 'VENV_MARK="sourced on $(hostname)"; export VENV_MARK\n' > "$WORK/venv.sh"
+mout=$(PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" timeout -s KILL 60 "$DSRUN" -H "$WORK/hostfile" --launcher pdsh \
+  --venv_script "$WORK/venv.sh" --no_python --no_local_rank /bin/sh -c 'echo "master=$MASTER_ADDR $VENV_MARK"' \
+  2>"$WORK/master.err")
+if [ "$(printf '%s\n' "$mout" | grep -c 'master=10.77.0.11 ')" = 8 ]; then
+  ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND"
+else not_ok "pdsh: MASTER_ADDR inferred over ssh with PDSH_SSH_ARGS_APPEND" "$mout" "$(cat "$WORK/master.err")"; fi
+if [ "$(printf '%s\n' "$mout" | grep -cE '^dsn([1-4]): master=10.77.0.11 sourced on dsn\1$')" = 8 ]; then
+  ok "pdsh: --venv_script is sourced on each node before its ranks start"
+else not_ok "pdsh: --venv_script is sourced on each node before its ranks start" "$mout"; fi
 
 NASTY_ARG=$(printf 'sp ace "dq" '"'"'sq'"'"' $HOME %%n %%h `x` \\ ;|& \nnl \303\274nic\303\270de')
 NASTY_ENV=$(printf 'v "q" '"'"'s'"'"' $PATH %%h\nline2 \303\274')
@@ -139,6 +146,13 @@ for b in "$@"; do
   if [ "$rc" = 3 ] && grep -q "rank 5 on dsn3 (pid [0-9]*) exited with code 3" "$d/stderr"; then
     ok "$b: rank 5 on dsn3 exiting 3 ends dsrun with 3, naming host, rank, pid and cause"
   else not_ok "$b: rank 5 on dsn3 exiting 3 -> exit 3 naming it (got $rc)"; show "$d/stderr"; fi
+  # The closing root-cause block: rank, host, code, and (where dsrun-launch supervises the ranks) its stderr.
+  want_tail='^dsrun:     rank 5 gives up with 3$'
+  case $b in pdsh|ssh) ;; *) want_tail='^dsrun:   stderr   : not captured by this backend' ;; esac
+  if tail -n 9 "$d/stderr" | grep -q '^dsrun:   rank     : 5$' && tail -n 9 "$d/stderr" | grep -q '^dsrun:   host     : dsn3$' &&
+    tail -n 9 "$d/stderr" | grep -q '^dsrun:   exitcode : 3 (pid: [0-9]*)$' && tail -n 3 "$d/stderr" | grep -q "$want_tail"; then
+    ok "$b: the last lines are the root-cause block of rank 5"
+  else not_ok "$b: the last lines are the root-cause block of rank 5"; show "$d/stderr"; fi
   id=$(job_id_of "$d")
   if [ -n "$id" ] && wait_gone "$id"; then ok "$b: nothing of the failed job is left on any host"
   else not_ok "$b: nothing of the failed job ($id) is left" "left: $(job_id_left "$id")"; fi

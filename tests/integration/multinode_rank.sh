@@ -19,7 +19,9 @@ case "$mode" in
   wait) trap 'exit 143' TERM; idle ;;
   fail)
     trap 'exit 143' TERM
-    if [ "$r" = "${NCCL_FAIL_RANK:-5}" ]; then all_recorded; exit "${NCCL_FAIL_CODE:-3}"; fi
+    if [ "$r" = "${NCCL_FAIL_RANK:-5}" ]; then
+      all_recorded; echo "rank $r gives up with ${NCCL_FAIL_CODE:-3}" >&2; exit "${NCCL_FAIL_CODE:-3}"
+    fi
     idle ;;
   first_exits)
     trap 'exit 143' TERM

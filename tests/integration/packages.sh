@@ -19,14 +19,14 @@ show() { echo "#   --- $1:"; sed 's/^/#   | /' "$1" 2>/dev/null | tail -"${2:-25
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 
 if [ "$(id -u)" -ne 0 ]; then not_ok "the package test needs root for dpkg -i (CI runs as root); running as uid $(id -u)"; exit 1; fi
-for p in dsrun dsrun-runtime; do
+for p in dsrun dsrun-runtime dsrun-deepspeed; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -qv 'not-installed'; then
     not_ok "package $p is already known to dpkg on this machine; the test will not replace it (dpkg -P $p first)"; exit 1
   fi
 done
 WORK=$(mktemp -d /tmp/dsrun-packages.XXXXXX); chmod 755 "$WORK"
 purge() { installed dsrun-runtime || installed dsrun || dpkg -s dsrun >/dev/null 2>&1 || return 0
-          dpkg -P dsrun-runtime dsrun >"$WORK/purge.log" 2>&1; }
+          dpkg -P dsrun-deepspeed dsrun-runtime dsrun >"$WORK/purge.log" 2>&1; }
 trap 'purge; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
@@ -65,6 +65,14 @@ if dpkg -i "$launcher_deb" "$runtime_deb" >"$WORK/install.log" 2>&1; then ok "dp
 else not_ok "dpkg -i dsrun dsrun-runtime (missing dependencies? apt-get install -f)"; show "$WORK/install.log"; exit 1; fi
 hash -r
 unset DSRUN_LAUNCH
+# The `deepspeed` command name is a package of its own, installed only when asked for.
+alias_deb=$(ls "$WORK"/deb/dsrun-deepspeed_*.deb 2>/dev/null)
+if [ -f "$alias_deb" ] && [ ! -e /usr/bin/deepspeed ] && dpkg -i "$alias_deb" >"$WORK/alias.log" 2>&1 && hash -r &&
+  [ "$(readlink /usr/bin/deepspeed)" = dsrun ] && deepspeed --version | grep -q '^dsrun ' && [ -n "$(man -w deepspeed 2>/dev/null)" ] &&
+  dpkg -P dsrun-deepspeed >>"$WORK/alias.log" 2>&1 && [ ! -e /usr/bin/deepspeed ]; then
+  ok "dsrun-deepspeed (opt-in) adds the deepspeed command and its man page; dsrun alone does not"
+else not_ok "dsrun-deepspeed adds the deepspeed command" "deb: $alias_deb"; show "$WORK/alias.log"; fi
+hash -r
 missing=""
 for p in dsrun dsrun-launch dsrun-agent ds_elastic ds_estimate ds_to_fp32; do
   [ "$(command -v "$p")" = "/usr/bin/$p" ] || missing="$missing $p($(command -v "$p"))"

@@ -59,6 +59,10 @@ TEST_CASE("resolveActiveResources in local mode uses the GPUs, 1 without GPUs, o
       {{"--num_gpus", "16"}, 2, "localhost:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 "},
       {{"--num_gpus", "2"}, 8, "localhost:0,1 "},
       {{"-i", "localhost:1,3"}, 4, "localhost:1,3 "},
+      // Without GPUs the slots --include names are ranks, as --num_gpus N's are.
+      {{"-i", "localhost:0,1"}, 0, "localhost:0,1 "},
+      {{"-i", "localhost:2"}, 0, "localhost:2 "},
+      {{"-i", "localhost"}, 0, "localhost:0 "},
       {{"-e", "localhost:0"}, 4, "localhost:1,2,3 "},
       {{"--num_nodes", "1"}, 2, "localhost:0,1 "},
   }));

@@ -42,7 +42,8 @@ dsrun::WorldPlan twoHostPlan() {
 
 TEST_CASE("dryRunJson prints the documented object with keys and hosts in order", "[launcher][dry_run]") {
   const std::string text = dsrun::dryRunJson(twoHostPlan(), {{"worker-1", {"ssh", "worker-1", "x y"}}});
-  CHECK(text.find('\n') == std::string::npos);
+  // Indented by two: one key per line, so a person can read a multi-host plan.
+  CHECK(text.find("{\n  \"world_info\": {\n    \"worker-1\": [\n      0,") == 0);
   const Json j = Json::parse(text);
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
@@ -102,4 +103,17 @@ TEST_CASE("dryRunJson shows an elastic job's bounds and candidates after the doc
   CHECK(j["elastic"]["timeout_s"] == 30);
   CHECK(j["elastic"]["candidates"].size() == 3);
   CHECK(j["elastic"]["candidates"]["worker-2"] == Json::array({0}));
+}
+
+TEST_CASE("dryRunJson names the host an inferred MASTER_ADDR would come from", "[launcher][dry_run]") {
+  dsrun::WorldPlan plan = twoHostPlan();
+  CHECK_FALSE(Json::parse(dsrun::dryRunJson(plan, {})).contains("master_addr_inferred_from"));
+  plan.masterAddr = "<inferred at launch>";
+  plan.masterAddrHost = "worker-1";
+  const Json j = Json::parse(dsrun::dryRunJson(plan, {}));
+  std::vector<std::string> keys;
+  for (const auto& item : j.items()) keys.push_back(item.key());
+  CHECK(keys == std::vector<std::string>{"world_info", "master_addr", "master_addr_inferred_from", "master_port",
+                                         "launcher", "ranks", "node_commands"});
+  CHECK(j["master_addr_inferred_from"] == "worker-1");
 }

@@ -89,7 +89,7 @@ if [ $rc -eq 7 ]; then ok "exit code propagates"; else not_ok "exit code propaga
 printf 'worker-0 slots=2\nworker-1 slot=2\n' >"$tmp/bad_hosts"
 expect_fail "bad hostfile names file:line" 2 "$tmp/bad_hosts:2: expected 'slots=<N>' after host 'worker-1', got 'slot=2'" \
   -H "$tmp/bad_hosts" --dry_run x.py
-expect_fail "missing -H file" 1 "$tmp/nope: open: No such file or directory" -H "$tmp/nope" x.py
+expect_fail "missing -H file is bad input" 2 "$tmp/nope: open: No such file or directory" -H "$tmp/nope" x.py
 expect_fail "unknown host" 2 "--include 'ghost': host 'ghost' is not in $tmp/hosts (hosts: localhost)" \
   -H "$tmp/hosts" -i ghost --dry_run x.py
 expect_fail "conflicting flags" 2 "--num_gpus cannot be combined with --include" --num_gpus 1 -i localhost x.py
@@ -99,9 +99,100 @@ expect_fail "unknown launcher" 2 "unknown launcher 'torchrun' (choices: pdsh," -
 expect_fail "no script" 2 "missing the user script" --num_gpus 1
 expect_fail "spawn failure names the program" 1 "spawn '$tmp/missing': No such file or directory" \
   --no_python "$tmp/missing"
-printf 'worker-0 slots=2\nworker-1 slots=2\n' >"$tmp/two_hosts"
-expect_fail "an unreachable host fails the passwordless-ssh check by name" 1 "passwordless ssh to 'worker-0' failed" \
-  -H "$tmp/two_hosts" --master_addr 10.0.0.1 x.py
+printf '127.0.0.1 slots=2\n127.0.0.2 slots=2\n' >"$tmp/two_hosts"
+expect_fail "an unreachable host fails the passwordless-ssh check by name" 1 "passwordless ssh to '127.0.0.1' failed" \
+  -H "$tmp/two_hosts" --ssh_port 1 --master_addr 10.0.0.1 x.py
+expect_fail "--python names the flag its path came from" 2 "--python '$tmp/nope': No such file or directory" \
+  --python "$tmp/nope" x.py
+expect_fail "an unknown flag gets a suggestion" 2 "unrecognised option '--num_gpu_s' (did you mean --num_gpus?)" \
+  --num_gpu_s 2 x.py
+expect_fail "--force_multi without a hostfile does not blame /job/hostfile" 1 "(local mode: no hostfile)" \
+  --force_multi --ssh_port 1 x.py
+if grep -q '/job/hostfile' "$tmp/err"; then not_ok "--force_multi hint names no hostfile: $(cat "$tmp/err")"; fi
+
+# DeepSpeed's flags: dashed spellings (as torchrun accepts them), --venv_script sourced before the node's launch,
+# --comment and --account passed to srun.
+if out=$("$bin" --dry_run --num-gpus 2 --no-python /bin/true 2>"$tmp/err") &&
+  [ "$(printf '%s' "$out" | json_get 'len(j["ranks"])')" = 2 ]; then ok "dashed flag spellings"
+else not_ok "dashed flag spellings: $(cat "$tmp/err")"; fi
+got=$("$bin" --dry_run -H "$tmp/two_hosts" --venv_script /opt/venv/bin/activate --master_addr 10.0.0.1 x.py 2>"$tmp/err" |
+  json_get '" ".join(j["node_commands"][0]["argv"])')
+case $got in *"pdsh "*" . /opt/venv/bin/activate; export "*) ok "--venv_script is sourced first on each node" ;;
+  *) not_ok "--venv_script is sourced first on each node: $got $(cat "$tmp/err")" ;; esac
+got=$("$bin" --dry_run -H "$tmp/two_hosts" --launcher slurm --comment "run 7" --account proj --master_addr 10.0.0.1 \
+  x.py 2>"$tmp/err" | json_get 'j["node_commands"][0]["argv"]')
+case $got in *"'--comment=run 7', '--account=proj'"*) ok "--comment and --account reach srun" ;;
+  *) not_ok "--comment and --account reach srun: $got $(cat "$tmp/err")" ;; esac
+# Without GPUs a slot is a rank's number: --include names ranks as --num_gpus counts them (one GPU: nothing to check).
+gpus=$(ls /dev/nvidia[0-9]* 2>/dev/null | wc -l)
+if [ "$gpus" = 1 ]; then echo "# skipped --include localhost:0,1: this machine has exactly one GPU"
+elif [ "$("$bin" --dry_run --include localhost:0,1 x.py 2>"$tmp/err" | json_get 'len(j["ranks"])')" = 2 ]; then
+  ok "--include localhost:0,1 plans two ranks"
+else not_ok "--include localhost:0,1 plans two ranks: $(cat "$tmp/err")"; fi
+
+# --dry_run contacts no host (a recording ssh stands in for OpenSSH; only its offline 'ssh -G' may run), prints
+# indented JSON, shows where MASTER_ADDR would come from, and warns about each host without an address; the
+# launch itself refuses that host by file and line, before anything runs.
+mkdir -p "$tmp/fakebin"
+cat >"$tmp/fakebin/ssh" <<EOF
+#!/bin/sh
+echo "\$*" >>"$tmp/ssh_calls"
+for host; do :; done
+case " \$* " in *" -G "*) echo "hostname \$host"; exit 0 ;; esac
+exit 255
+EOF
+chmod +x "$tmp/fakebin/ssh"
+printf '127.0.0.1 slots=1\nno-such-host.invalid slots=1\n127.0.0.2 slots=1\n' >"$tmp/three_hosts"
+rm -f "$tmp/ssh_calls"
+out=$(PATH="$tmp/fakebin:$PATH" "$bin" --dry_run -H "$tmp/three_hosts" --no_python "$tmp/never_run.sh" 2>"$tmp/err")
+rc=$?
+if [ $rc -eq 0 ] && [ "$(printf '%s' "$out" | json_get 'j["master_addr_inferred_from"], len(j["ranks"])')" = '127.0.0.1 3' ] &&
+  [ "$(printf '%s\n' "$out" | sed -n 2p)" = '  "world_info": {' ] &&
+  grep -qF "$tmp/three_hosts:2: host 'no-such-host.invalid' cannot be resolved" "$tmp/err" &&
+  ! grep -vE -- '(^| )-G ' "$tmp/ssh_calls" >/dev/null 2>&1; then
+  ok "dry run contacts no host, warns about the unresolvable one, prints indented JSON"
+else
+  not_ok "dry run offline: rc=$rc out=$(printf '%s' "$out" | head -3) err=$(cat "$tmp/err") ssh=$(cat "$tmp/ssh_calls" 2>/dev/null)"
+fi
+rm -f "$tmp/ssh_calls"
+PATH="$tmp/fakebin:$PATH" expect_fail "an unresolvable host stops the launch by file and line" 2 \
+  "$tmp/three_hosts:2: host 'no-such-host.invalid' cannot be resolved" -H "$tmp/three_hosts" --no_python "$tmp/never_run.sh"
+if grep -vE -- '(^| )-G ' "$tmp/ssh_calls" >/dev/null 2>&1; then not_ok "nothing was contacted: $(cat "$tmp/ssh_calls")"; fi
+
+# The README's dry run in a network namespace with no network at all: it plans, and warns about each host.
+if unshare -n true 2>/dev/null; then
+  if out=$(unshare -n "$bin" -H "$src/hostfiles/two_nodes.example" -i 'worker-0@worker-1:0,2' --dry_run train.py 2>"$tmp/err") &&
+    [ "$(printf '%s' "$out" | json_get 'len(j["ranks"])')" = 10 ] && [ "$(grep -c 'cannot be resolved' "$tmp/err")" = 2 ]; then
+    ok "the README's dry run works with no network"
+  else not_ok "the README's dry run works with no network: $(cat "$tmp/err")"; fi
+else
+  echo "# SKIP the no-network dry run: 'unshare -n' needs root (CI runs as root); the recording-ssh check above still ran"
+fi
+
+# A failed job ends with the root-cause block: first failing rank, host, exit code or signal, its stderr's last
+# lines (a Python exception's traceback), or its log file with --enable_each_rank_log.
+py=$(command -v python3)
+printf 'import os, sys, time\nif os.environ["RANK"] == "1":\n    raise ValueError("boom in rank 1")\ntime.sleep(30)\n' >"$tmp/boom.py"
+"$bin" --num_gpus 2 --python "$py" "$tmp/boom.py" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && tail -n 1 "$tmp/err" | grep -q '^dsrun: =====' &&
+  tail -n 12 "$tmp/err" | grep -q '^dsrun: Root Cause (first observed failure):$' &&
+  tail -n 12 "$tmp/err" | grep -q '^dsrun:   rank     : 1 (local_rank: 1)$' &&
+  tail -n 12 "$tmp/err" | grep -q '^dsrun:   exitcode : 1 (pid: [0-9]*)$' &&
+  tail -n 3 "$tmp/err" | grep -q '^dsrun:     ValueError: boom in rank 1$'; then ok "root cause of a Python exception"
+else not_ok "root cause of a Python exception: rc=$rc $(cat "$tmp/err")"; fi
+"$bin" --num_gpus 2 --no_python --no_local_rank sh -c 'echo "rank $RANK going" >&2; [ "$RANK" = 0 ] && kill -9 $$; sleep 30' \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 137 ] && tail -n 8 "$tmp/err" | grep -q '^dsrun:   exitcode : 137 (pid: [0-9]*, killed by signal 9 (SIGKILL))$' &&
+  tail -n 3 "$tmp/err" | grep -q '^dsrun:     rank 0 going$'; then ok "root cause of a signal"
+else not_ok "root cause of a signal: rc=$rc $(cat "$tmp/err")"; fi
+"$bin" --num_gpus 2 --python "$py" --enable_each_rank_log "$tmp/logs" "$tmp/boom.py" >"$tmp/out" 2>"$tmp/err"
+log=$(ls "$tmp"/logs/*_rank1.log 2>/dev/null)
+if [ -n "$log" ] && head -n 1 "$tmp/err" | grep -qF "dsrun: ranks 0-1 on localhost write their output to $tmp/logs/" &&
+  grep -qF "dsrun:   log file : $log" "$tmp/err" && tail -n 3 "$tmp/err" | grep -q 'ValueError: boom in rank 1'; then
+  ok "rank logs announced at start and named in the root cause"
+else not_ok "rank logs announced at start and named in the root cause: $(cat "$tmp/err")"; fi
 
 # --help works without a script.
 if "$bin" --help | grep -q -- '--hostfile'; then ok "--help"; else not_ok "--help"; fi

@@ -92,16 +92,70 @@ TEST_CASE("dsrun reads the default /job/hostfile when it exists", "[launcher][ap
   REQUIRE(f.run({"--dry_run", "--launcher_args", "-v", "train.py"}) == 0);
   const Json j = f.json();
   CHECK(j["launcher"] == "pdsh");
-  CHECK(j["master_addr"] == "10.0.0.5");
-  CHECK(f.machine.resolved == Args{"worker-0"});
   CHECK(j["world_info"] == Json::parse(R"({"worker-0": [0, 1], "worker-1": [0, 1]})"));
   REQUIRE(j["node_commands"].size() == 2);
   CHECK(j["node_commands"][1]["argv"] == Json::array({"pdsh", "worker-1", "-v"}));
 }
 
+TEST_CASE("dsrun --dry_run contacts no host: an inferred MASTER_ADDR is shown as where it would come from",
+          "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = kTwoHosts;
+  f.machine.hostAddrs["worker-0"] = "10.0.0.5";
+  REQUIRE(f.run({"--dry_run", "train.py"}) == 0);
+  const Json j = f.json();
+  CHECK(f.machine.resolved.empty());
+  CHECK(j["master_addr_inferred_from"] == "worker-0");
+  CHECK_THAT(j["master_addr"].get<std::string>(),
+             Contains("<inferred at launch: the first address of 'hostname -I' on worker-0>"));
+  CHECK(j["ranks"][3]["env"]["MASTER_ADDR"] == j["master_addr"]);
+  CHECK(f.rec.runs.empty());
+
+  // The launch itself asks the first host, once, and every rank gets the answer.
+  REQUIRE(f.run({"train.py"}) == 0);
+  CHECK(f.machine.resolved == Args{"worker-0"});
+  REQUIRE(f.rec.runs.size() == 1);
+  CHECK(f.rec.runs[0].masterAddr == "10.0.0.5");
+  for (const auto& rank : f.rec.runs[0].ranks) CHECK(rank.env.at("MASTER_ADDR") == "10.0.0.5");
+}
+
+TEST_CASE("an unresolvable hostfile host stops the launch with its file and line; a dry run warns and plans",
+          "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = "worker-0 slots=2\n# spare\nno-such-host.invalid slots=2\n";
+  f.machine.hostAddrs["worker-0"] = "10.0.0.5";
+  f.machine.unresolvable["no-such-host.invalid"] = "Name or service not known";
+  REQUIRE_THROWS_AS(f.run({"train.py"}), dsrun::ConfigError);
+  REQUIRE_THROWS_WITH(f.run({"train.py"}),
+                      Contains("/job/hostfile:3: host 'no-such-host.invalid' cannot be resolved: Name or service "
+                               "not known\n  hint: ") &&
+                          Contains("--exclude no-such-host.invalid"));
+  CHECK(f.rec.runs.empty());
+  CHECK(f.machine.resolved.empty());  // nothing was asked of worker-0 either
+  CHECK(f.out.str().empty());
+
+  f.machine.lookedUp.clear();
+  REQUIRE(f.run({"--dry_run", "train.py"}) == 0);
+  CHECK(f.json()["world_info"].size() == 2);
+  CHECK(f.machine.lookedUp == Args{"worker-0", "no-such-host.invalid"});
+  CHECK(f.rec.runs.empty());
+
+  // Left out with --exclude, the rest runs.
+  REQUIRE(f.run({"--exclude", "no-such-host.invalid", "--force_multi", "train.py"}) == 0);
+  CHECK(f.rec.runs.size() == 1);
+}
+
+TEST_CASE("a local job looks up no host name", "[launcher][app]") {
+  Fixture f;
+  f.machine.unresolvable["localhost"] = "Name or service not known";
+  REQUIRE(f.run({"--num_gpus", "2", "train.py"}) == 0);
+  CHECK(f.machine.lookedUp.empty());
+}
+
 TEST_CASE("dsrun -H FILE that does not exist is an error; a single-host hostfile runs locally", "[launcher][app]") {
   Fixture f;
-  REQUIRE_THROWS_AS(f.run({"-H", "/nope/hosts", "train.py"}), dsrun::IoError);
+  // Bad input, so exit code 2 as docs/launcher.md promises (an I/O error would be 1).
+  REQUIRE_THROWS_AS(f.run({"-H", "/nope/hosts", "train.py"}), dsrun::ConfigError);
   REQUIRE_THROWS_WITH(f.run({"-H", "/nope/hosts", "train.py"}),
                       Contains("/nope/hosts: open: No such file or directory (reading the hostfile given with "
                                "-H/--hostfile)"));

@@ -221,6 +221,50 @@ TEST_CASE("parseOptions errors name the flag and the bad value", "[launcher][opt
   CHECK(dsrun::ParseError("s", 0, "w").exitCode() == 2);
 }
 
+TEST_CASE("parseOptions reads DeepSpeed's --venv_script, --comment, --account, --log_level and -q",
+          "[launcher][options]") {
+  Options o = parseOptions({"--venv_script", "/opt/venv/bin/activate", "--comment", "run 7", "--account=proj",
+                            "--log_level", "warning", "x"});
+  CHECK(o.venvScript == "/opt/venv/bin/activate");
+  CHECK(o.comment == "run 7");
+  CHECK(o.account == "proj");
+  CHECK(o.logLevel == "warning");
+  CHECK(parseOptions({"-q", "x"}).logLevel == "error");
+  CHECK(parseOptions({"--quiet", "x"}).logLevel == "error");
+  CHECK(parseOptions({"x"}).logLevel.empty());  // DSRUN_LOG_LEVEL decides
+  REQUIRE_THROWS_WITH(parseOptions({"--log_level", "loud", "x"}),
+                      Contains("--log_level: expected one of debug, info, warning, error, critical, got 'loud'"));
+}
+
+TEST_CASE("parseOptions accepts dashed spellings of long flags, as torchrun does, but not in the script's arguments",
+          "[launcher][options]") {
+  const Options o = parseOptions({"--num-gpus", "2", "--master-port=1234", "--no-local-rank", "--enable-each-rank-log",
+                                  "a-b", "--launcher-args", "--mca btl-tcp", "train.py", "--num-gpus", "3"});
+  CHECK(o.numGpus == 2);
+  CHECK(o.masterPort == 1234);
+  CHECK(o.launch.noLocalRank);
+  CHECK(o.launch.eachRankLogDir == "a-b");     // values keep their dashes
+  CHECK(o.launcherArgs == "--mca btl-tcp");
+  CHECK(o.userScript == "train.py");
+  CHECK(o.userArgs == Args{"--num-gpus", "3"});  // the script's own flags are untouched
+}
+
+TEST_CASE("an unknown flag's error suggests the closest known one", "[launcher][options]") {
+  auto [flag, suggestion] = GENERATE(table<std::string, std::string>({
+      {"--num_gpu_s", "did you mean --num_gpus?"},
+      {"--hostfiel", "did you mean --hostfile?"},
+      {"--enable_each_rank_logs", "did you mean --enable_each_rank_log?"},
+      {"--nproc_per_nodes", ""},  // torchrun's name: too far from anything dsrun has
+  }));
+  CAPTURE(flag);
+  REQUIRE_THROWS_WITH(parseOptions({flag, "x"}), Contains("unrecognised option '" + flag + "'"));
+  if (suggestion.empty()) {
+    REQUIRE_THROWS_WITH(parseOptions({flag, "x"}), !Contains("did you mean"));
+  } else {
+    REQUIRE_THROWS_WITH(parseOptions({flag, "x"}), Contains(suggestion));
+  }
+}
+
 TEST_CASE("usageText lists DeepSpeed's flags and dsrun's own", "[launcher][options]") {
   const std::string usage = dsrun::usageText();
   for (const char* flag : {"--hostfile", "--include", "--exclude", "--num_nodes", "--num_gpus", "--num_accelerators",
@@ -229,7 +273,8 @@ TEST_CASE("usageText lists DeepSpeed's flags and dsrun's own", "[launcher][optio
                            "--enable_each_rank_log", "--bind_cores_to_rank", "--bind_core_list", "--ssh_port",
                            "--python", "--dry_run", "--tag_output", "--kill_grace_s", "--exit_timeout_s",
                            "--agent_port", "--tls_dir", "--ssh_config", "--make_tls", "--make_node_cert",
-                           "--revoke_cert", "--renew_launcher_cert", "--mesh_probe"}) {
+                           "--revoke_cert", "--renew_launcher_cert", "--mesh_probe", "--venv_script", "--comment",
+                           "--account", "--log_level", "--quiet"}) {
     CAPTURE(flag);
     CHECK_THAT(usage, Contains(flag));
   }

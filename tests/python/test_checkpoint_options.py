@@ -192,6 +192,17 @@ def test_a_stage0_checkpoint_loads_into_zero_with_module_only(tmp_path):
     assert_same(weights(model), saved)
 
 
+def test_a_zero_checkpoint_into_a_stage0_engine_points_to_load_module_only(tmp_path):
+    saved = saved_run(tmp_path, config(zero_optimization={"stage": 2}))
+    model = tiny_model(7)
+    engine, _, _, _ = deepspeed.initialize(model=model, config=config())
+    with pytest.raises(dsrt.DsrtError, match=r"saved at ZeRO stage 2, cannot load into stage 0, got 'stage 2'\n"
+                                             r"  hint: .*load_module_only=True loads the weights alone"):
+        engine.load_checkpoint(tmp_path)
+    engine.load_checkpoint(tmp_path, load_module_only=True)
+    assert_same(weights(model), saved)
+
+
 def test_save_latest_false_writes_the_tag_but_leaves_latest(tmp_path):
     model = tiny_model(6)
     engine, _, _, _ = deepspeed.initialize(model=model, config=config())

@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/checkpoint_states.h"
 #include "runtime/checkpoint/consolidate.h"
 #include "runtime/checkpoint/repartition.h"
+#include "runtime/checkpoint/torch_state_dict.h"
 #include "tests/common/temp_dir.h"
 
 // After the torch headers: Catch's CHECK must replace glog's (as tests/runtime/zero do).
@@ -171,11 +172,11 @@ TEST_CASE("consolidateFp32 and ds_to_fp32 rebuild the full fp32 parameters from 
   REQUIRE_THROWS_WITH(consolidateFp32(dir, std::string("global_step12")),
                       Contains("global_step12: no such checkpoint (" + staging + " exists: that save never finished)"));
 
-  // The command: writes a file equal to the consolidation; a bad directory exits 1 naming it.
+  // The command: writes a torch state_dict equal to the consolidation; a bad directory exits 1 naming it.
   const std::string out = tmp.path() + "/full_fp32.pt";
   const std::string cmd = std::string(DS_TO_FP32_PATH) + " " + dir + " " + out + " > " + tmp.path() + "/log 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  const NamedTensors written = readFp32StateFile(out);
+  const NamedTensors written = readTorchStateDict(out);
   const NamedTensors expected = consolidateFp32(dir);
   REQUIRE(written.size() == expected.size());
   for (size_t i = 0; i < written.size(); ++i) {

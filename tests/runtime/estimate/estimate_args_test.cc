@@ -58,11 +58,14 @@ TEST_CASE("parseEstimateArgs names the flag and value it rejects", "[estimate]")
       {{"--params", "10", "--stage", "2", "--offload_optimizer", "nvme"}, "--offload_optimizer: expected one of cpu, none, got 'nvme'"},
       {{"--params", "10", "--stage", "2", "--zero_init", "yes"}, "--zero_init: expected one of 0, 1, got 'yes'"},
       {{"--params", "10", "--stage", "2", "--additional_buffer_factor", "-1"}, "--additional_buffer_factor: expected a positive number, got '-1'"},
-      {{"--params"}, "--params: expected a value, got ''"},
-      {{"--bogus"}, "unknown flag (see --help), got '--bogus'"},
+      {{"--params"}, "--params: expected a value after it, got the end of the command line"},
+      {{"--bogus"}, "command line: unknown flag (see ds_estimate --help), got '--bogus'"},
       {{"--stage", "2"}, "--params (or --layer_params) is required"},
       {{"--params", "10"}, "stage 3 needs --largest_layer_params"},
-      {{"--layer_params", "1,,2"}, "--layer_params: expected a parameter count"}}));
+      {{"--layer_params", "1,,2"}, "--layer_params: expected a parameter count in every comma-separated entry, got '1,,2'"},
+      {{"--layer_params", "1,x"}, "--layer_params: expected a parameter count such as 1300000000, 1.3e9 or 1.3B, got 'x'"}}));
   INFO(args.size());
   REQUIRE_THROWS_WITH(parseEstimateArgs(args), Contains(message));
+  // main() prefixes "ds_estimate: "; the message must not say it again, nor quote an empty value.
+  REQUIRE_THROWS_WITH(parseEstimateArgs(args), !Contains("ds_estimate:") && !Contains("got ''"));
 }

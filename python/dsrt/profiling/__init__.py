@@ -1,0 +1,1 @@
+"""deepspeed.profiling for dsrt: the flops_profiler block."""
