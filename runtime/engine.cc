@@ -217,8 +217,13 @@ void Engine::explainForwardError(const std::string& what) const {
 }
 
 bool Engine::is_gradient_accumulation_boundary() const {
+  if (boundaryOverride_) {
+    return *boundaryOverride_;
+  }
   return (microSteps_ + 1) % config_.batch.gradientAccumulationSteps == 0;
 }
+
+void Engine::set_gradient_accumulation_boundary(bool isBoundary) { boundaryOverride_ = isBoundary; }
 
 double Engine::get_lr() const {
   if (config_.scheduler) {
@@ -227,17 +232,23 @@ double Engine::get_lr() const {
   return config_.optimizer->lr;
 }
 
-void Engine::backward(const at::Tensor& loss) {
+void Engine::backward(const at::Tensor& loss, bool scaleWrtGas) {
   TORCH_CHECK(loss.defined() && loss.numel() == 1, "engine.backward: loss must be a scalar tensor, got ",
               loss.defined() ? loss.sizes() : at::IntArrayRef{});
   TORCH_CHECK(loss.requires_grad(), "engine.backward: loss does not require grad (was it computed under NoGradGuard?)");
-  TORCH_CHECK(!backwardDone_, "engine.backward: called twice in one micro-step; call engine.step() after each backward");
+  // With the boundary set by the caller (DeepSpeed's set_gradient_accumulation_boundary), the micro-steps
+  // of a window are backward() calls and step() comes once, at the boundary: DeepSpeed allows that.
+  if (backwardDone_) {
+    TORCH_CHECK(boundaryOverride_, "engine.backward: called twice in one micro-step; call engine.step() after each backward");
+    TORCH_CHECK(windowOpen_, "engine.backward: called again after the backward that ended the gradient accumulation "
+                "window; call engine.step() first");
+  }
   const bool boundary = is_gradient_accumulation_boundary();
   {
     auto scope = timers_.scope(EngineTimers::kBackward);
     strategy_->beginBackward(boundary);
     const auto gas = config_.batch.gradientAccumulationSteps;
-    at::Tensor scaled = gas > 1 ? loss / static_cast<double>(gas) : loss;
+    at::Tensor scaled = gas > 1 && scaleWrtGas ? loss / static_cast<double>(gas) : loss;
     if (precision_.fp16) {
       // DeepSpeed: loss.float() (/ gas), times cur_scale (FP16_Optimizer.backward / LossScaler.backward).
       scaled = scaled.to(at::kFloat) * scaler_->scale();
@@ -249,12 +260,14 @@ void Engine::backward(const at::Tensor& loss) {
     strategy_->endBackward(boundary);
   }
   backwardDone_ = true;
+  windowOpen_ = !boundary;
 }
 
 void Engine::step() {
   TORCH_CHECK(backwardDone_, "engine.step: no engine.backward(loss) since the last step");
   backwardDone_ = false;
   if (is_gradient_accumulation_boundary()) {
+    windowOpen_ = false;
     {
       auto scope = timers_.scope(EngineTimers::kStep);
       const double scaleBefore = scaler_->scale();

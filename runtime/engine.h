@@ -57,17 +57,23 @@ class Engine {
     }
   }
 
-  /// Backpropagates loss / gradient_accumulation_steps; at a boundary the strategy finishes the
+  /// Backpropagates loss / gradient_accumulation_steps (loss itself when `scaleWrtGas` is false: the
+  /// caller already divided it, as Hugging Face's Trainer does); at a boundary the strategy finishes the
   /// gradient reduction before this returns. `loss` must be a scalar that requires grad.
-  void backward(const at::Tensor& loss);
+  void backward(const at::Tensor& loss, bool scaleWrtGas = true);
 
   /// Ends the micro-step. At an accumulation boundary: clip by the global norm, one optimizer update
   /// with the scheduled lr, zero the gradients, advance the scheduler and the step counters, and log
   /// every steps_per_print steps (rank 0).
   void step();
 
-  /// DeepSpeed's is_gradient_accumulation_boundary(): the current micro-step is the last of its window.
+  /// DeepSpeed's is_gradient_accumulation_boundary(): the current micro-step is the last of its window
+  /// (counted from micro_steps(), or as set by set_gradient_accumulation_boundary()).
   bool is_gradient_accumulation_boundary() const;
+  /// DeepSpeed's set_gradient_accumulation_boundary(): from now on the caller says which micro-step ends
+  /// the window (Accelerate sets it before every backward and calls step() only when it is true), so
+  /// several backward() calls may precede one step().
+  void set_gradient_accumulation_boundary(bool isBoundary);
   /// The learning rate the next optimizer step will use.
   double get_lr() const;
   /// Each param group's hyper-parameters for the following optimizer steps (index = group); unset
@@ -177,6 +183,8 @@ class Engine {
   int64_t lastBatchIteration_ = -1;  ///< DeepSpeed scheduler's counter (see runtime/config/lr_schedule.h)
   double lastGradNorm_ = -1.0;
   bool backwardDone_ = false;  ///< backward() ran for the current micro-step
+  std::optional<bool> boundaryOverride_;  ///< set_gradient_accumulation_boundary(); empty: by micro_steps
+  bool windowOpen_ = false;  ///< gradients of a window not yet ended by a boundary step() are accumulated
   std::chrono::steady_clock::time_point lastPrint_;
   int64_t samplesAtLastPrint_ = 0;
   /// $DSRUN_PROGRESS_FILE: the global step after every optimizer step and after a load (hang detection).

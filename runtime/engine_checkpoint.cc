@@ -68,6 +68,7 @@ void Engine::loadEngineState(const nlohmann::json& s, const LoadCheckpointOption
   // A save is taken after a boundary step(), so the run resumes at the start of an accumulation window
   // of THIS config (its gradient_accumulation_steps may differ from the saving run's world size).
   microSteps_ = globalSteps_ * config_.batch.gradientAccumulationSteps;
+  windowOpen_ = false;
   // load_lr_scheduler_states=False: DeepSpeed leaves lr_scheduler at its own position (a new engine's: the
   // schedule's start) while the counters above are restored.
   if (options.lrSchedulerStates) lastBatchIteration_ = s.value("last_batch_iteration", globalSteps_ - 1);
@@ -86,7 +87,7 @@ void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std
                              const nlohmann::json& clientState, bool saveLatest) {
   TORCH_CHECK(!backwardDone_, "engine.save_checkpoint: called between backward() and step(); save after step()");
   // Gradients accumulated inside a window are not model state; a save there would silently drop them.
-  TORCH_CHECK(microSteps_ % config_.batch.gradientAccumulationSteps == 0,
+  TORCH_CHECK(!windowOpen_,
               "engine.save_checkpoint: called inside a gradient accumulation window (micro-step ", microSteps_,
               " of gradient_accumulation_steps ", config_.batch.gradientAccumulationSteps,
               "); save after the step() that ends the window");

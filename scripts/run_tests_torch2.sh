@@ -6,12 +6,20 @@
 #  2. those suites against it (ctest), the DeepSpeed comparisons among them;
 #  3. the installed package as a user has it: `import dsrt` with no PYTHONPATH, and a 2-rank training run
 #     through the installed dsrun.
-# env: DSRUN_TORCH2_VENV (default <repo>/.venv-torch2), DSRUN_TORCH2_BUILD_DIR (default build-torch2)
+#  4. Hugging Face's Trainer and Accelerate on dsrt against real DeepSpeed (tests/hf): the same wheel and the
+#     `deepspeed` compatibility distribution go into setup_torch2_env.sh's second environment, without DeepSpeed.
+# env: DSRUN_TORCH2_VENV (default <repo>/.venv-torch2), DSRUN_TORCH2_BUILD_DIR (default build-torch2),
+#      DSRUN_HF_VENV (default <DSRUN_TORCH2_VENV>-hf)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${DSRUN_TORCH2_VENV:-$PWD/.venv-torch2}
 BUILD_DIR=${DSRUN_TORCH2_BUILD_DIR:-build-torch2}
 PY=$VENV/bin/python
+HF_VENV=${DSRUN_HF_VENV:-$VENV-hf}
+if ! "$HF_VENV/bin/python" -c "import transformers, accelerate" 2>/dev/null; then
+  echo "run_tests_torch2.sh: no transformers/accelerate in $HF_VENV: run scripts/setup_torch2_env.sh" >&2
+  exit 1
+fi
 if ! "$PY" -c "import torch" 2>/dev/null; then
   echo "run_tests_torch2.sh: no torch in $VENV: run scripts/setup_torch2_env.sh (scripts/install_deps.sh does)" >&2
   exit 1
@@ -28,12 +36,27 @@ fi
   --config-settings=build-dir="$BUILD_DIR" \
   --config-settings=cmake.define.DSRUN_BUILD_TESTS=ON --config-settings=cmake.define.DSRUN_RUNTIME_TESTS_ONLY=ON \
   --config-settings=cmake.define.DSRUN_BUILD_EXAMPLES=ON --config-settings=cmake.define.DSRUN_WERROR=ON \
-  --config-settings=cmake.define.DSRUN_WITH_LAUNCHER=ON --config-settings=cmake.define.DSRUN_WITH_CUDA=ON --config-settings=cmake.define.DSRUN_REQUIRE_NCCL=ON
+  --config-settings=cmake.define.DSRUN_WITH_LAUNCHER=ON --config-settings=cmake.define.DSRUN_WITH_CUDA=ON --config-settings=cmake.define.DSRUN_REQUIRE_NCCL=ON \
+  --config-settings=cmake.define.DSRUN_HF_PYTHON="$HF_VENV/bin/python" --config-settings=cmake.define.DSRUN_HF_PEER_PYTHON="$PY"
+
+# The Hugging Face environment gets the same build as a wheel (the build folder is up to date: nothing compiles;
+# the wheel's libraries find torch relative to themselves) and the compatibility distribution.
+wheels=$(mktemp -d)
+"$PY" -m pip wheel --disable-pip-version-check -q --no-build-isolation --no-deps . -w "$wheels" \
+  --config-settings=build-dir="$BUILD_DIR" \
+  --config-settings=cmake.define.DSRUN_BUILD_TESTS=ON --config-settings=cmake.define.DSRUN_RUNTIME_TESTS_ONLY=ON \
+  --config-settings=cmake.define.DSRUN_BUILD_EXAMPLES=ON --config-settings=cmake.define.DSRUN_WERROR=ON \
+  --config-settings=cmake.define.DSRUN_WITH_LAUNCHER=ON --config-settings=cmake.define.DSRUN_WITH_CUDA=ON --config-settings=cmake.define.DSRUN_REQUIRE_NCCL=ON \
+  --config-settings=cmake.define.DSRUN_HF_PYTHON="$HF_VENV/bin/python" --config-settings=cmake.define.DSRUN_HF_PEER_PYTHON="$PY"
+"$HF_VENV/bin/python" -m pip install --disable-pip-version-check -q --no-deps --force-reinstall "$wheels"/dsrt-*.whl
+"$HF_VENV/bin/python" -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps --force-reinstall \
+  python/deepspeed_compat
+rm -rf "$wheels"
 
 # The runtime's C++ tests and the Python package's one-process suites, then the DeepSpeed comparisons. The
 # multi-rank Python suites (label integration) run in the torch 1.13 leg; CI's 90 minutes do not hold both.
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE integration \
-  && ctest --output-on-failure -R '^deepspeed_peer_')
+  && ctest --output-on-failure -R '^deepspeed_peer_' && ctest --output-on-failure -R '^hf_')
 
 # As installed: from a directory outside the tree, nothing on PYTHONPATH.
 work=$(mktemp -d)

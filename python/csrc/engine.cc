@@ -102,7 +102,9 @@ void bindEngine(py::module_& m) {
           py::arg("groups") = std::vector<int>{})
       // Calls fn() (the module's forward) under the engine's forward timer.
       .def("forward", [](Engine& e, const py::function& fn) { return e.forward([&] { return fn(); }); })
-      .def("backward", &Engine::backward, py::arg("loss"), py::call_guard<py::gil_scoped_release>())
+      .def("backward", &Engine::backward, py::arg("loss"), py::arg("scale_wrt_gas") = true,
+           py::call_guard<py::gil_scoped_release>())
+      .def("set_gradient_accumulation_boundary", &Engine::set_gradient_accumulation_boundary, py::arg("is_boundary"))
       .def("step", &Engine::step, py::call_guard<py::gil_scoped_release>())
       .def("zero_grad", &Engine::zero_grad, py::call_guard<py::gil_scoped_release>())
       .def("is_gradient_accumulation_boundary", &Engine::is_gradient_accumulation_boundary)
@@ -132,6 +134,8 @@ void bindEngine(py::module_& m) {
       .def_property_readonly("wall_clock_breakdown", [](const Engine& e) { return e.config().wallClockBreakdown; })
       .def_property_readonly("steps_per_print",
                              [](const Engine& e) -> std::optional<int64_t> { return e.config().stepsPerPrint; })
+      .def_property_readonly("gather_16bit_weights_on_model_save",
+                             [](const Engine& e) { return e.config().zero.gather16bitWeightsOnModelSave; })
       .def_property_readonly("optimizer_settings", &optimizerSettings)
       .def_property_readonly("has_scheduler", [](const Engine& e) { return e.config().scheduler.has_value(); })
       .def(

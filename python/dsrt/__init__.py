@@ -16,7 +16,7 @@ DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.Ds
 import torch  # noqa: F401  (torch's Python bindings must be loaded before dsrt._C uses their types)
 
 from dsrt._C import DsrtError
-from dsrt import accelerator, checkpointing, comm, ops, runtime, zero
+from dsrt import accelerator, checkpoint, checkpointing, comm, ops, runtime, utils, zero
 from dsrt.arguments import add_config_arguments
 from dsrt.comm import init_distributed
 from dsrt.engine import DeepSpeedEngine

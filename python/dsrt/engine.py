@@ -6,12 +6,14 @@ schedule, and saves/loads checkpoints. This class adapts calling conventions, no
 """
 
 import json
+import os
 import warnings
 
 import torch
 
 from dsrt import _C, comm
 from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, encode_client_state
+from dsrt.config_values import finite_config, fp16_auto_cast
 from dsrt.config_blocks import client_blocks
 from dsrt.data import make_dataloader
 from dsrt.monitor import MonitorMaster
@@ -19,6 +21,7 @@ from dsrt.monitor.training_events import TrainingEvents
 from dsrt.profiling.flops_profiler import FlopsProfiler
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
 from dsrt.utils.zero_to_fp32 import copy_recovery_script
+from dsrt.zero.broadcast import broadcast_from
 from dsrt.zero.hooks import Stage3Hooks
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -56,6 +59,17 @@ def _engine_optimizer(engine, params, groups, client_optimizer):
     return EngineOptimizer(engine, view, defaults)
 
 
+def _cast_half(value):
+    """DeepSpeed's _cast_inputs_half: floating tensors in nested lists, tuples and dicts become fp16."""
+    if isinstance(value, (list, tuple)):
+        return value.__class__([_cast_half(v) for v in value])
+    if isinstance(value, dict):
+        return {k: _cast_half(v) for k, v in value.items()}
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.half()
+    return value
+
+
 def _unsupported(what: str, hint: str):
     raise _C.DsrtError(f"{what} is not supported by dsrt\n  hint: {hint}")
 
@@ -65,8 +79,9 @@ class DeepSpeedEngine(torch.nn.Module):
 
     def __init__(self, model, named_params, config, config_source, dist_context, local_rank,
                  training_data=None, collate_fn=None, param_groups=None, client_optimizer=None,
-                 client_lr_scheduler=None):
+                 client_lr_scheduler=None, inference_only=False):
         super().__init__()
+        self._inference_only = inference_only
         self.module = model
         names = [n for n, _ in named_params]
         params = [p for _, p in named_params]
@@ -74,8 +89,8 @@ class DeepSpeedEngine(torch.nn.Module):
         if isinstance(config, str):
             self._engine = _C.Engine.from_file(params, names, config, dist_context, group_of)
         else:
-            self._engine = _C.Engine.from_json(params, names, json.dumps(config), config_source, dist_context,
-                                               group_of)
+            self._engine = _C.Engine.from_json(params, names, json.dumps(finite_config(config, config_source)),
+                                               config_source, dist_context, group_of)
         self.config = config
         self.local_rank = local_rank
         self.global_rank = dist_context.rank
@@ -85,6 +100,8 @@ class DeepSpeedEngine(torch.nn.Module):
         self.device = params[0].device
         self._params = params
         self._convert_buffers()
+        self._prepare_frozen_parameters()
+        self._auto_cast = fp16_auto_cast(config) and self._engine.fp16_enabled
         self._zero3 = None
         if self._engine.zero_stage == 3:
             from dsrt import zero
@@ -110,6 +127,20 @@ class DeepSpeedEngine(torch.nn.Module):
         self._flops_profiler = (FlopsProfiler(model, blocks.flops_profiler, self.global_rank)
                                 if blocks.flops_profiler.enabled else None)
 
+    def _prepare_frozen_parameters(self):
+        # DeepSpeed broadcasts every parameter of the module from rank 0 (_broadcast_model) and converts the
+        # whole module to the 16-bit dtype; the C++ engine does both for the trained ones only. Broadcast in
+        # fp32 first: Gloo cannot broadcast bfloat16, and rounding rank 0's values is what DeepSpeed gets.
+        trained = {id(p) for p in self._params}
+        frozen = [p for p in self.module.parameters() if id(p) not in trained]
+        dtype = _DTYPES[self._engine.model_dtype]
+        with torch.no_grad():
+            for p in frozen:
+                if self.world_size > 1:
+                    broadcast_from(p, 0)
+                if p.is_floating_point() and p.dtype != dtype:
+                    p.data = p.data.to(dtype)
+
     def _convert_buffers(self):
         # DeepSpeed's module.half()/bfloat16() converts floating buffers too; the C++ engine did the params.
         dtype = _DTYPES[self._engine.model_dtype]
@@ -124,6 +155,8 @@ class DeepSpeedEngine(torch.nn.Module):
     def forward(self, *inputs, **kwargs):
         """The module's forward, timed as the engine's forward phase (and counted by the FLOP profiler
         at its profile_step)."""
+        if self._auto_cast:  # fp16.auto_cast: DeepSpeed casts the positional inputs (not kwargs) to half
+            inputs = _cast_half(inputs)
         if self._flops_profiler is not None and self._flops_profiler.active(self.global_steps):
             with self._flops_profiler.profile():
                 return self._forward(*inputs, **kwargs)
@@ -140,24 +173,32 @@ class DeepSpeedEngine(torch.nn.Module):
 
     def backward(self, loss, allreduce_gradients=True, release_loss=False, retain_graph=False,
                  scale_wrt_gas=True):
-        """Backpropagates loss / gradient_accumulation_steps (times the fp16 loss scale); returns loss."""
+        """Backpropagates loss / gradient_accumulation_steps (times the fp16 loss scale); with
+        scale_wrt_gas=False the loss as given (the caller divided it, as Hugging Face's Trainer does).
+        Returns loss."""
+        self._check_trainable("backward()")
         if not allreduce_gradients:
             _unsupported("backward(allreduce_gradients=False)", "the engine always reduces gradients")
         if retain_graph:
             _unsupported("backward(retain_graph=True)", "call backward once per micro-step")
-        if not scale_wrt_gas:
-            _unsupported("backward(scale_wrt_gas=False)", "the engine divides the loss by gradient_accumulation_steps")
         if not isinstance(loss, torch.Tensor):
             raise _C.DsrtError(f"engine.backward: loss must be a torch.Tensor, got {type(loss).__name__}")
         if self.monitor.enabled:
             self._events.before_backward(loss)
-        self._engine.backward(loss)
+        self._engine.backward(loss, bool(scale_wrt_gas))
         return loss
+
+    def _check_trainable(self, call):
+        if self._inference_only:
+            raise _C.DsrtError(f"engine.{call}: this engine has no optimizer (the config has no \"optimizer\" block "
+                               "and initialize() got no optimizer=): it runs forward only\n  hint: add an "
+                               "\"optimizer\" block to train")
 
     def step(self, lr_kwargs=None):
         """Ends the micro-step; at a gradient accumulation boundary: clip, optimizer step with each param
         group's lr and weight decay, then the LR scheduler (the config's, or the client's as DeepSpeed
         steps it: after every step that was applied, with lr_kwargs)."""
+        self._check_trainable("step()")
         boundary = self._engine.is_gradient_accumulation_boundary()
         if boundary:
             self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))
@@ -167,6 +208,7 @@ class DeepSpeedEngine(torch.nn.Module):
         if not boundary:
             return
         self._step_applied = self._engine.skipped_steps == skipped
+        self.optimizer.overflow = not self._step_applied  # DeepSpeed's optimizer.overflow (fp16 skipped step)
         if self._step_applied:
             self._after_applied_step(lr_kwargs)
         if self.monitor.enabled:
@@ -196,6 +238,20 @@ class DeepSpeedEngine(torch.nn.Module):
 
     def is_gradient_accumulation_boundary(self) -> bool:
         return self._engine.is_gradient_accumulation_boundary()
+
+    def set_gradient_accumulation_boundary(self, is_boundary):
+        """DeepSpeed's: the caller says whether the next backward ends the accumulation window (Accelerate
+        calls it before every backward and calls step() only at the boundary)."""
+        self._engine.set_gradient_accumulation_boundary(bool(is_boundary))
+
+    def destroy(self):
+        """DeepSpeed's engine.destroy(): removes the ZeRO-3 hooks from the module and forgets its
+        parameters, so the module can be used (or wrapped by another engine) without this one."""
+        if self._zero3 is not None:
+            from dsrt import zero
+            self._zero3.remove()
+            self._zero3 = None
+            zero._unregister_engine(self._params)
 
     def was_step_applied(self) -> bool:
         """False when the last optimizer step was skipped (fp16 gradient overflow)."""
@@ -347,9 +403,30 @@ class DeepSpeedEngine(torch.nn.Module):
                                             bool(load_optimizer_states), bool(load_lr_scheduler_states),
                                             self._engine_schedules, client_scheduler)
 
-    def save_16bit_model(self, save_dir, save_filename="pytorch_model.bin"):
-        """Collective: rank 0 writes the full weights in the model's dtype; False when ZeRO-3 skips it."""
-        return self._engine.save_16bit_model(str(save_dir), save_filename)
+    def save_16bit_model(self, save_dir, save_filename="pytorch_model.bin", exclude_frozen_parameters=False):
+        """Collective, DeepSpeed's: rank 0 writes the module's full state dict in the model's dtype with
+        torch.save (plain torch.load and from_pretrained open it). At ZeRO-3 only with
+        stage3_gather_16bit_weights_on_model_save; without it nothing is written and every rank returns False."""
+        from dsrt.engine_state_dict import consolidated_16bit_state_dict
+        from dsrt.utils.logging import logger
+        path = os.path.join(str(save_dir), save_filename)
+        if self.zero_optimization_stage() == 3 and not self.zero_gather_16bit_weights_on_model_save():
+            logger.info(f"Did not save the model {path} because stage3_gather_16bit_weights_on_model_save is False")
+            return False
+        state = consolidated_16bit_state_dict(self, exclude_frozen_parameters)
+        if self.global_rank == 0:
+            os.makedirs(str(save_dir), exist_ok=True)
+            torch.save(state, path)
+        return True
+
+    def zero_gather_16bit_weights_on_model_save(self) -> bool:
+        """zero_optimization.stage3_gather_16bit_weights_on_model_save (DeepSpeed's name for the query)."""
+        return self._engine.gather_16bit_weights_on_model_save
+
+    def _zero3_consolidated_16bit_state_dict(self, exclude_frozen_parameters=False):
+        """Collective: the full 16-bit state dict on CPU on rank 0, None elsewhere (DeepSpeed's)."""
+        from dsrt.engine_state_dict import consolidated_16bit_state_dict
+        return consolidated_16bit_state_dict(self, exclude_frozen_parameters)
 
     def _engine_client_state(self):
         """What the checkpoint keeps besides the C++ engine's state: the param groups' hyper-parameters

@@ -82,6 +82,29 @@ def _with_client_optimizer(config, optimizer):
     return config
 
 
+def _without_optimizer(config):
+    """(config, True) with a placeholder optimizer block when the config has none: DeepSpeed then builds an
+    engine that only runs forward (Hugging Face's evaluate() before train() at ZeRO-3). The C++ engine needs
+    an optimizer to partition for; plain SGD with lr 0 keeps no state, and the engine refuses backward/step."""
+    as_dict = config
+    if isinstance(config, str):
+        from dsrt.config_file import read_config_file
+        as_dict = read_config_file(config)
+    if "optimizer" in as_dict:
+        return config, False
+    config = dict(as_dict)
+    config["optimizer"] = {"type": "SGD", "params": {"lr": 0.0}}
+    return config, True
+
+
+def _engine_device(local_rank):
+    """DeepSpeed moves the module to its accelerator device at initialize (cuda:LOCAL_RANK under NCCL)."""
+    import torch.distributed as dist
+    if dist.is_initialized() and dist.get_backend() == "nccl":
+        return torch.device("cuda", local_rank)
+    return None
+
+
 def initialize(args=None, model=None, optimizer=None, model_parameters=None, training_data=None,
                lr_scheduler=None, distributed_port=29500, mpu=None, dist_init_required=None, collate_fn=None,
                config=None, config_params=None):
@@ -103,9 +126,16 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
             raise _C.DsrtError("initialize(optimizer=<callable>): dsrt builds its optimizer from the config's "
                                "\"optimizer\" block, not from a factory function")
         config = _with_client_optimizer(config, optimizer)
+    inference_only = False
+    if optimizer is None:
+        config, inference_only = _without_optimizer(config)
     comm.init_distributed(distributed_port=distributed_port, dist_init_required=dist_init_required,
                           verbose=False)
     local_rank = int(os.environ.get("LOCAL_RANK", getattr(args, "local_rank", 0) or 0))
+    device = _engine_device(local_rank)
+    if device is not None:
+        torch.cuda.set_device(device)
+        model.to(device)
     groups = optimizer.param_groups if optimizer is not None else _param_groups(model_parameters)
     wanted = None if groups is None else [p for g in groups for p in g["params"]]
     named = _named_trainable(model, wanted)
@@ -113,5 +143,6 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
         torch.cuda.set_device(named[0][1].device)
     engine = DeepSpeedEngine(model, named, config, source, comm._dist_context(local_rank), local_rank,
                              training_data=training_data, collate_fn=collate_fn, param_groups=groups,
-                             client_optimizer=optimizer, client_lr_scheduler=lr_scheduler)
+                             client_optimizer=optimizer, client_lr_scheduler=lr_scheduler,
+                             inference_only=inference_only)
     return engine, engine.optimizer, engine.training_dataloader, engine.lr_scheduler

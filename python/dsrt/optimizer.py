@@ -50,6 +50,7 @@ class EngineOptimizer(torch.optim.Optimizer):
         self._client = client
         self._engine = engine
         self._step_count = 0
+        self.overflow = False  # DeepSpeed's: the last optimizer step was skipped (fp16 overflow)
 
     @property
     def cur_scale(self):

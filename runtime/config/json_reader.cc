@@ -35,6 +35,16 @@ std::string describe(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+namespace {
+
+// Top-level blocks DeepSpeed reads with a DeepSpeedConfigModel (pydantic), whose constructor drops every
+// "auto" value (runtime/config_utils.py): there "auto" means the default, in nested models too.
+const std::set<std::string> kAutoDefaultBlocks = {
+    "zero_optimization", "fp16", "bf16", "bfloat16", "comms_logger", "compile", "tensorboard", "wandb",
+    "csv_monitor", "comet", "hybrid_engine", "timers", "tensor_parallel"};
+
+}  // namespace
+
 JsonReader::JsonReader(const nlohmann::json& object, std::string path, std::string source,
                        std::vector<std::string>& warnings)
     : object_(object), path_(std::move(path)), source_(std::move(source)), warnings_(&warnings) {}
@@ -61,8 +71,18 @@ void JsonReader::warn(const std::string& message) {
 const nlohmann::json* JsonReader::lookup(const std::string& key) {
   known_.insert(key);
   auto it = object_.find(key);
-  if (it == object_.end() || it->is_null() || (it->is_string() && it->get<std::string>() == "auto")) {
+  if (it == object_.end() || it->is_null()) {
     return nullptr;
+  }
+  if (it->is_string() && it->get<std::string>() == "auto") {
+    if (autoMeansDefault_) {
+      return nullptr;
+    }
+    failValue(key,
+              "\"auto\" is a placeholder that Hugging Face's Trainer or Accelerate fills in from its arguments; "
+              "give a value (DeepSpeed reads \"auto\" as the default only inside zero_optimization, fp16, bf16 "
+              "and the monitor blocks)",
+              "auto");
   }
   return &*it;
 }
@@ -174,7 +194,9 @@ std::optional<JsonReader> JsonReader::child(const std::string& key) {
   if (!v->is_object()) {
     fail(key, "expected an object");
   }
-  return JsonReader(*v, keyPath(key), source_, *warnings_);
+  JsonReader block(*v, keyPath(key), source_, *warnings_);
+  block.autoMeansDefault_ = autoMeansDefault_ || (path_.empty() && kAutoDefaultBlocks.count(key) > 0);
+  return block;
 }
 
 void JsonReader::ignore(std::initializer_list<const char*> keys) {

@@ -1,7 +1,9 @@
 #pragma once
 // JsonReader: typed, path-aware access to one JSON object of a ds_config. Internal to dsrt_config.
-// Every getter marks its key as known; finish() then warns about the keys nobody asked for. A value of
-// "auto" or null counts as absent (DeepSpeedConfigModel drops "auto" and falls back to the default).
+// Every getter marks its key as known; finish() then warns about the keys nobody asked for. null counts as
+// absent. "auto" counts as absent inside the blocks DeepSpeed parses with DeepSpeedConfigModel, which drops
+// "auto" for the default (zero_optimization, fp16, bf16, the monitors, ...: kAutoDefaultBlocks); anywhere
+// else DeepSpeed would use the string itself and fail, so the getters refuse it, naming the key.
 
 #include <cmath>
 #include <cstdint>
@@ -59,6 +61,8 @@ class JsonReader {
 
  private:
   const nlohmann::json* lookup(const std::string& key);
+
+  bool autoMeansDefault_ = false;  ///< inside a kAutoDefaultBlocks block
 
   const nlohmann::json& object_;
   std::string path_;

@@ -12,7 +12,10 @@ import json
 
 from dsrt import _C
 
-__all__ = ["LRRangeTest", "OneCycle", "WarmupCosineLR", "WarmupDecayLR", "WarmupLR"]
+__all__ = ["LRRangeTest", "OneCycle", "VALID_LR_SCHEDULES", "WarmupCosineLR", "WarmupDecayLR", "WarmupLR"]
+
+# DeepSpeed's list of its scheduler names (Accelerate checks a prepared scheduler's class name against it).
+VALID_LR_SCHEDULES = ["LRRangeTest", "OneCycle", "WarmupLR", "WarmupDecayLR", "WarmupCosineLR"]
 
 
 class _Schedule:

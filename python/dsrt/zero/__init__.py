@@ -7,18 +7,34 @@ import torch
 import torch.distributed as dist
 
 from dsrt import _C
+from dsrt.zero.broadcast import broadcast_from
 from dsrt.zero.hooks import register_external_parameter
 
 __all__ = ["GatheredParameters", "Init", "register_external_parameter"]
 
 # id(parameter) -> the ZeRO-3 engine managing it, for GatheredParameters(modifier_rank=...) write-backs.
 _engines = {}
+# Set once a model was built under zero.Init: with DeepSpeed its parameters are ZeRO-3 parameters before any
+# engine exists, and GatheredParameters(modifier_rank=R) broadcasts R's values into them (Hugging Face's
+# from_pretrained loads the weights on rank 0 only and relies on that). dsrt builds such models whole, so it
+# broadcasts the parameters no engine manages yet.
+_built_under_init = False
 
 
 def _register_engine(engine, params):
     ref = weakref.ref(engine)
     for p in params:
         _engines[id(p)] = ref
+
+
+def _unregister_engine(params):
+    for p in params:
+        _engines.pop(id(p), None)
+
+
+def _managed(p):
+    ref = _engines.get(id(p))
+    return ref is not None and ref() is not None
 
 
 def _write_back(params, values):
@@ -40,14 +56,18 @@ class GatheredParameters:
     """Context manager: inside it the given ZeRO-3 parameters hold their full values on every rank.
 
     With ``modifier_rank=R`` the values rank R holds when the block ends are broadcast and written back
-    into every rank's partition (and fp32 master), as DeepSpeed's. Parameters not managed by ZeRO-3 (other
-    stages, frozen ones) are left alone, so the same code runs at every stage.
+    into every rank's partition (and fp32 master), as DeepSpeed's. Parameters no ZeRO-3 engine manages are
+    left alone (DeepSpeed's are not ZeRO-3 parameters either), except those of a model built under zero.Init:
+    with modifier_rank they take rank R's values, as DeepSpeed's partitioned-at-construction ones do.
     """
 
     def __init__(self, params, modifier_rank=None, fwd_module=None, enabled=True):
         if isinstance(params, torch.Tensor):
             params = [params]
-        self._params = [p for p in params if p is not None]
+        params = [p for p in params if p is not None]
+        self._params = [p for p in params if _managed(p)]
+        # Outside any engine: ZeRO-3 parameters-to-be only when built under zero.Init (see _built_under_init).
+        self._loose = [p for p in params if not _managed(p)] if _built_under_init else []
         self._modifier_rank = modifier_rank
         self._enabled = enabled
         self._gate = (-1, -1)
@@ -58,6 +78,9 @@ class GatheredParameters:
         return self
 
     def __exit__(self, *exc):
+        if self._enabled and self._modifier_rank is not None and exc[0] is None:
+            for p in self._loose:
+                broadcast_from(p, self._modifier_rank)
         coordinator, gate = self._gate
         if coordinator < 0:
             return False
@@ -83,7 +106,9 @@ class Init:
         self._enabled = enabled
 
     def __enter__(self):
+        global _built_under_init
         if self._enabled:
+            _built_under_init = True
             warnings.warn("dsrt.zero.Init: the model is built whole and partitioned by dsrt.initialize",
                           stacklevel=2)
         return self

@@ -105,22 +105,41 @@ TEST_CASE("overlap_comm defaults to true only at stage 3, as DeepSpeed's validat
   CHECK_FALSE(c.zero.overlapCommExplicit);
 }
 
-TEST_CASE("\"auto\" and null mean absent: batch keys are derived and other keys take their defaults",
+TEST_CASE("null means absent everywhere and \"auto\" inside the blocks DeepSpeed's config models read",
           "[runtime][config]") {
   DeepSpeedConfig c = parse(json::parse(R"({
-    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": "auto",
-    "gradient_clipping": "auto", "steps_per_print": null,
-    "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
-    "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto"}
+    "train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": null,
+    "gradient_clipping": null, "steps_per_print": null,
+    "optimizer": {"type": "AdamW", "params": {"lr": null}},
+    "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                          "offload_optimizer": {"device": "cpu", "pin_memory": "auto"}},
+    "bf16": {"enabled": "auto"}
   })"), 2);
-  CHECK(c.batch.trainBatchSize == 8);
   CHECK(c.batch.gradientAccumulationSteps == 1);
   CHECK(c.gradientClipping == 0.0);
   CHECK_FALSE(c.stepsPerPrint);
   CHECK(c.optimizer->lr == 1e-3);
   CHECK(c.zero.reduceBucketSize == 500000000);
   CHECK(c.zero.prefetchBucketSize == 50000000);
+  CHECK_FALSE(c.bf16.enabled);
   CHECK(c.warnings.empty());
+}
+
+TEST_CASE("a leftover \"auto\" outside those blocks is refused, naming the key (DeepSpeed would use the string)",
+          "[runtime][config]") {
+  auto [text, key] = GENERATE(table<std::string, std::string>({
+      {R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": 4})", "train_batch_size"},
+      {R"({"train_batch_size": 8, "gradient_accumulation_steps": "auto"})", "gradient_accumulation_steps"},
+      {R"({"train_batch_size": 8, "gradient_clipping": "auto"})", "gradient_clipping"},
+      {R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}})", "optimizer.params.lr"},
+      {R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+           "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": "auto"}}})",
+       "scheduler.params.warmup_max_lr"},
+  }));
+  CAPTURE(text);
+  REQUIRE_THROWS_WITH(parse(json::parse(text), 2),
+                      Catch::Matchers::Contains("cfg.json: " + key + ": \"auto\" is a placeholder") &&
+                          Catch::Matchers::Contains("got 'auto'"));
 }
 
 TEST_CASE("optimizer names are case-insensitive and adam_w_mode follows DeepSpeed's effective rule",

@@ -1,0 +1,1 @@
+"""deepspeed.launcher on dsrun: ``runner`` (the `deepspeed` command)."""
