@@ -282,8 +282,9 @@ DEEPSPEED_API = {
     "deepspeed.accelerator": [("get_accelerator", "")],
     "deepspeed.runtime.lr_schedules": [
         ("WarmupLR", ""), ("WarmupDecayLR", ""), ("WarmupCosineLR", ""), ("OneCycle", ""), ("LRRangeTest", ""),
+        ("VALID_LR_SCHEDULES", ""),
     ],
-    "deepspeed.utils": [("logger", ""), ("log_dist", ""), ("zero_to_fp32", ""), ("safe_get_full_fp32_param", ""),
+    "deepspeed.utils": [("logger", ""), ("log_dist", ""), ("print_dist", ""), ("zero_to_fp32", ""), ("safe_get_full_fp32_param", ""),
                         ("safe_get_full_grad", "")],
     "deepspeed.utils.zero_to_fp32": [
         ("get_fp32_state_dict_from_zero_checkpoint", ""), ("convert_zero_checkpoint_to_fp32_state_dict", ""),
