@@ -1,6 +1,11 @@
 # dsrt_torch_compat(target): what a target that includes LibTorch's headers needs from the torch found,
-# so one source tree builds against Debian's torch 1.13 and PyPI's torch 2.6+ (docs/runtime.md "Two
+# so one source tree builds against Debian's torch 1.13 and PyPI's torch 2.7+ (docs/runtime.md "Two
 # torches"). Call after find_package(Torch).
+#  - PyPI's wheels up to torch 2.6 are built with the pre-C++11 library ABI (_GLIBCXX_USE_CXX11_ABI=0, in
+#    TORCH_CXX_FLAGS), where std::string is another type: libdsrt's torch-free parts also link Debian's C++
+#    libraries (yaml-cpp), built with the C++11 ABI, so one side of the std::string boundary would always be
+#    wrong ("undefined reference to dsrt::config::loadConfigFile(std::string const&, int)" at the first link).
+#    Such a torch stops the configure with one message instead.
 #  - Newer torch headers refuse anything below C++20 ("#error C++20 or later compatible compiler is
 #    required to use ATen"): the target (and what links it) then compiles as C++20.
 #  - PyPI's torch ships ProcessGroupGloo.hpp but not the <gloo/...> headers it includes; Debian's torch has
@@ -11,6 +16,12 @@
 #    older one from the CUDA toolkit: "libtorch_cuda.so: undefined reference to ncclCommGrow"). Those
 #    directories go to -rpath-link of everything that links libdsrt.
 function(dsrt_torch_compat target)
+  if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+    message(FATAL_ERROR "libdsrt: the torch ${Torch_VERSION} in ${TORCH_INSTALL_PREFIX} is built with the "
+      "pre-C++11 library ABI (_GLIBCXX_USE_CXX11_ABI=0: PyPI's wheels up to 2.6), which cannot share std::string "
+      "with the system's C++ libraries libdsrt links. Use torch 2.7 or later (pip install 'torch>=2.7') or "
+      "Debian's python3-torch (docs/runtime.md \"Two torches\").")
+  endif()
   set(_aten_header)
   foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
     if(EXISTS "${dir}/ATen/ATen.h")

@@ -1,4 +1,4 @@
-# Call before find_package(Torch): lets torch 2.6-2.8 wheels configure next to a CUDA toolkit >= 12.9.
+# Call before find_package(Torch): lets older torch 2 wheels (2.6, 2.7, ...) configure next to a CUDA toolkit >= 12.9.
 # Those torches' Caffe2 CUDA config looks for NVTX3's headers only inside torch's own source tree; not finding
 # them, it falls back to CUDA::nvToolsExt, a library CUDA 12.9 removed, and the configure fails ("The link
 # interface of target torch::nvtoolsext contains CUDA::nvToolsExt but the target was not found"). Finding the

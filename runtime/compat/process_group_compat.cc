@@ -10,8 +10,8 @@
 
 // The one place that knows which torch it is built against (docs/runtime.md "Two torches").
 #define DSRT_TORCH_HAS_BACKEND_SPLIT (TORCH_VERSION_MAJOR >= 2)
-#if DSRT_TORCH_HAS_BACKEND_SPLIT && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 6
-#error "libdsrt supports torch 1.13 and torch 2.6 or later (docs/runtime.md \"Two torches\")"
+#if DSRT_TORCH_HAS_BACKEND_SPLIT && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 7
+#error "libdsrt supports torch 1.13 and torch 2.7 or later (docs/runtime.md \"Two torches\")"
 #endif
 
 namespace dsrt::compat {

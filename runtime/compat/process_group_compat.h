@@ -1,6 +1,6 @@
 #pragma once
 // Where the c10d C++ API differs between the torches libdsrt builds against (Debian's 1.13 and PyPI's
-// 2.6 and later), one named function each, so the rest of the runtime has one code path
+// 2.7 and later), one named function each, so the rest of the runtime has one code path
 // (docs/runtime.md "Two torches"). 1.13's ProcessGroupGloo/NCCL *are* ProcessGroups; from torch 2 they
 // are Backends that a ProcessGroup front dispatches to, so each has to be wrapped.
 
