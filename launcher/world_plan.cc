@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "launcher/active_resources.h"
 #include "launcher/core_binding.h"
+#include "launcher/torchrun_env.h"
 
 namespace dsrun {
 
@@ -145,6 +146,8 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   }
 
   plan.exports = propagatedEnvironment(inputs.launcherEnv, inputs.envFiles, inputs.cwd);
+  // torchrun's job-wide variables travel as exports: dsrun-launch and the MPI rank mode find them there.
+  for (auto& [name, value] : torchrunJobEnv(0, restartBudget(options), plan.jobId)) plan.exports[name] = value;
   if (options.launch.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
   planRanks(plan, options);
   return plan;
@@ -179,10 +182,7 @@ void planRanks(WorldPlan& plan, const Options& options) {
       r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
       r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
       r.env[kEnvJobId] = plan.jobId;
-      if (r.env.count(kEnvRoleWorldSize) != 0) {
-        // An elastic round exported torchrun's role variables: one role, so ROLE_RANK is the global rank.
-        r.env[kEnvRoleRank] = std::to_string(rank);
-      }
+      addTorchrunRankEnv(r.env, rank, totalRanks, node, hostCount, localSize);
       if (options.launch.bindCoresToRank) {
         r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
         r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
