@@ -64,8 +64,8 @@ po::options_description describe() {
       ("kill_grace_s", text(), "seconds between SIGTERM and SIGKILL when stopping ranks (default 30)")
       ("exit_timeout_s", text(), "seconds the other ranks may run after the first clean exit "
                                  "(default unlimited)")
-      ("max_restarts", text(), "elastic training: restarts after failures before the job fails (default 100; "
-                               "scale-ups are not counted)")
+      ("max_restarts", text(), "restarts of the whole world after failures before the job fails (torchrun's "
+                               "--max-restarts; default 0, elastic training 100; scale-ups are not counted)")
       ("elastic_timeout_s", text(), "elastic training: how long to wait for hosts while fewer than "
                                     "--min_elastic_nodes answer (default 100)")
       ("hang_timeout_s", text(), "agent backend: a rank whose training step has not moved for this long is hung: "
@@ -225,6 +225,7 @@ const std::map<std::string, Setter>& setters() {
       {"max_restarts",
        [](Options& o, const std::string& v) {
          o.maxRestarts = toInt("max_restarts", v);
+         o.maxRestartsGiven = true;
          if (o.maxRestarts < 0) {
            throw ParseError("--max_restarts", 0, strCat("expected a non-negative integer, got '", v, "'"));
          }
@@ -347,6 +348,10 @@ RankLaunchSettings launchSettings(const Options& options, const std::string& job
   launch.jobId = jobId;
   launch.savePid = options.savePid ? launcherPid : 0;
   return launch;
+}
+
+int restartBudget(const Options& options) {
+  return options.elasticTraining || options.maxRestartsGiven ? options.maxRestarts : 0;
 }
 
 std::string usageText() {

@@ -9,7 +9,9 @@
 #include "common/env_contract.h"
 #include "common/error.h"
 #include "common/exit_status.h"
+#include "common/exit_timeout_line.h"
 #include "common/logging.h"
+#include "common/signal_pipe.h"
 #include "common/strings.h"
 #include "launcher/backends/stack_dump.h"
 #include "launcher/local_backend.h"
@@ -297,6 +299,7 @@ void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
       controller_.onRankExit(r.slot, status, nowSeconds(), strCat(who(r), " ", how), r.host,
                              e.exit_time_unix_us() != 0 ? e.exit_time_unix_us() : nowUs());
   afterFailure(decision);
+  if (decision.exitTimeoutArmed) firstClean_ = who(r);
   armExitTimer(decision);
 }
 
@@ -365,16 +368,12 @@ void AgentJob::onExitTimeout() {
   // The timer was set for this deadline: it has passed, whatever rounding the clock conversion did.
   for (const JobDecision& decision : controller_.onTime(std::max(nowSeconds(), *deadline))) {
     if (decision.action != JobDecision::Action::Stop) continue;
-    const RankState* first = nullptr;
+    std::vector<std::string> running;
     for (const auto& [id, r] : ranks_) {
-      if (controller_.running(r.slot)) {
-        first = &r;
-        break;
-      }
+      if (controller_.running(r.slot)) running.push_back(who(r));
     }
     stopEverything(decision.signal);
-    notice(strCat("dsrun: ", first ? who(*first) : "a rank", " was still running ", settings_.launch.exitTimeoutS,
-                  "s after the first rank exited cleanly (exit timeout); terminated ", plural(decision.ranks, "rank")));
+    notice(exitTimeoutLine(firstClean_, settings_.launch.exitTimeoutS, running));
   }
 }
 
@@ -469,6 +468,7 @@ std::chrono::milliseconds AgentJob::silenceBudget(const Node& node) const {
 void AgentJob::armSignals() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
+    noteStopSignal(signal);
     const JobDecision decision = controller_.onSignal(signal, nowSeconds());
     switch (decision.action) {
       case JobDecision::Action::Forward:
@@ -486,6 +486,7 @@ void AgentJob::armSignals() {
         stopEverything(SIGKILL);
         abandoned_ = true;  // end now: a silent host must not make the user wait
         break;
+      case JobDecision::Action::Abandon:  // not produced: the agents apply the kill wait to their ranks
       case JobDecision::Action::None: break;
     }
     armSignals();
