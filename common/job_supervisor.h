@@ -22,9 +22,13 @@ namespace dsrun {
 struct SupervisorOptions {
   double killGraceS = 30;    ///< delay between the first signal to a rank and SIGKILL
   double exitTimeoutS = -1;  ///< after the first clean exit, how long the others may run (<0: unlimited)
-  bool announceCleanExit = false;  ///< a notice for the first clean exit when exitTimeoutS >= 0
+  bool announceCleanExit = false;  ///< a notice for each clean exit when exitTimeoutS >= 0 (dsrun-launch)
   /// For a failing rank killed by SIGKILL: how an OOM kill of it is known (OomLog::oomKilled), or nullopt.
   std::function<std::optional<std::string>(pid_t)> oomKilled = nullptr;
+  /// After SIGKILL, how long a rank may take to die before it is given up and named with its state (D).
+  double killWaitS = 10;
+  /// How a given-up rank's state is read (processState, /proc); replaceable for tests.
+  std::function<std::string(pid_t)> stateOf = nullptr;
 };
 
 /// Not thread-safe: call it from one thread (the one that spawns, for PDEATHSIG's sake). `ranks`
@@ -33,6 +37,7 @@ struct SupervisorOptions {
 ///   killGraceS later; the job's code is that rank's (128+signal for a signal);
 /// - SIGINT/SIGTERM/SIGHUP: forwarded once to every running rank's group, SIGKILL killGraceS later; a
 ///   second signal sends SIGKILL at once; code: the first failing rank's, else 128+signal;
+/// - a rank still alive killWaitS after SIGKILL (uninterruptible sleep) is named with its state and given up;
 /// - a rank's exit: SIGKILL to the rest of its process group (no orphans);
 /// - exitTimeoutS after the first clean exit: the ranks still running are stopped as above.
 class JobSupervisor {
@@ -61,6 +66,8 @@ class JobSupervisor {
   size_t runningCount() const { return controller_.runningCount(); }
   /// The job's exit code (see the rules above); meaningful once done().
   int exitCode() const { return controller_.exitCode(); }
+  /// Pids of the ranks given up after SIGKILL (see killWaitS); they may still be children of this process.
+  std::vector<pid_t> abandonedPids() const;
   /// The spawn failure that stopped the job, if any.
   const std::optional<IoError>& spawnError() const { return spawnError_; }
   /// Lines for the user (one per decision, e.g. the failure summary), oldest first; clears them.
@@ -79,6 +86,7 @@ class JobSupervisor {
   size_t started_ = 0;                  ///< number of start() calls that succeeded
   std::optional<IoError> spawnError_;   ///< see spawnError()
   std::vector<std::string> notices_;    ///< see takeNotices()
+  std::string firstClean_;              ///< who() of the clean exit that started the exit timeout
 };
 
 }  // namespace dsrun

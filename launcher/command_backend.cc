@@ -77,6 +77,7 @@ int CommandBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   }
   spec.stopSignal = stopSignal();
   spec.launch = ctx.options.launch;
+  for (const PlannedRank& r : plan.ranks) spec.rankHosts[r.rank] = r.host;
   beforeLaunch(plan, ctx);
   try {
     const CommandJobResult result = runCommandJob(spec);

@@ -13,6 +13,7 @@
 // first rank that finishes cleanly on any node (its "finished cleanly" line) starts the clock for all.
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct CommandJobSpec {
   /// The ranks' settings; applied job-wide here: launch.killGraceS is how long the job may take to stop
   /// before SIGKILL, launch.exitTimeoutS runs from the first "finished cleanly" line on any node (<0: off).
   RankLaunchSettings launch;
+  /// Every planned rank's host by global rank: the exit timeout names the ranks not reported finished.
+  std::map<int, std::string> rankHosts;
 };
 
 /// What happened.

@@ -88,6 +88,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   settings.exitTimeoutS = options.launch.exitTimeoutS;
   settings.heartbeatMs = options.agentHeartbeatMs;
   settings.heartbeatMisses = options.agentHeartbeatMisses;
+  for (const PlannedRank& r : plan.ranks) settings.rankHosts[r.rank] = r.host;
   const auto target = [&options](const std::string& host) { return targetFor(host, options); };
   if (plan.elastic) {
     SshElasticRounds rounds([this, &ctx](const WorldPlan& round) { return nodeCommands(round, ctx); }, target,

@@ -8,9 +8,11 @@
 #include <csignal>
 #include <future>
 #include <optional>
+#include <set>
 
 #include "common/control_line.h"
 #include "common/error.h"
+#include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
 #include "common/line_sink.h"
 #include "common/logging.h"
@@ -122,6 +124,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
   double hardDeadline = 0;
   std::optional<double> exitDeadline;  // first clean exit anywhere + --exit_timeout_s
   std::string cleanExit;               // "rank 3 on dsn2"
+  std::set<int> cleanRanks;            // ranks a dsrun-launch said finished cleanly
   bool exitTimedOut = false;
   double nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
   const auto stopAll = [&] {
@@ -184,11 +187,14 @@ int SshJob::loop(std::vector<Node>& nodes) {
               stopAll();
             }
           }
-          if (!failure && !stopping && settings_.exitTimeoutS >= 0 && !exitDeadline) {
+          if (!failure && !stopping && settings_.exitTimeoutS >= 0) {
             if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
+              cleanRanks.insert(clean->rank);
               // --exit_timeout_s is job-wide: the first clean exit on any host starts every host's clock.
-              exitDeadline = nowSeconds() + settings_.exitTimeoutS;
-              cleanExit = strCat("rank ", clean->rank, " on ", clean->host);
+              if (!exitDeadline) {
+                exitDeadline = nowSeconds() + settings_.exitTimeoutS;
+                cleanExit = strCat("rank ", clean->rank, " on ", clean->host);
+              }
             }
           }
         };
@@ -242,8 +248,11 @@ int SshJob::loop(std::vector<Node>& nodes) {
       }
     }
     if (!stopping && exitDeadline && nowSeconds() >= *exitDeadline) {
-      stderrSink.write("", strCat("dsrun: ", cleanExit, " finished ", settings_.exitTimeoutS,
-                                  "s ago and other ranks are still running (exit timeout); stopping the job on every host"));
+      std::vector<std::string> running;
+      for (const auto& [rank, host] : settings_.rankHosts) {
+        if (cleanRanks.count(rank) == 0) running.push_back(strCat("rank ", rank, " on ", host));
+      }
+      stderrSink.write("", exitTimeoutLine(cleanExit, settings_.exitTimeoutS, running));
       exitTimedOut = true;
       stopAll();
     }
@@ -258,7 +267,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
       return failure->exitCode;
     }
     if (signalled) return 128 + *signalled;
-    if (exitTimedOut) return 0;  // docs/local_launch.md: the ranks still running were stopped as asked
+    if (exitTimedOut) return 1;  // the ranks still running were cut short: the job fails (issue 23 item 4)
     if (!facts.events.empty()) return facts.events.front().exitCode;
     if (facts.rescaled) return 0;
     for (const Node& n : nodes) {
