@@ -61,6 +61,7 @@ int LocalJobRunner::run() {
     sweeper.sweep();
     throw;
   }
+  for (pid_t pid : supervisor_.abandonedPids()) sweeper.leave(pid);
   sweeper.sweep();
   drainOutput();
   printNotices();
