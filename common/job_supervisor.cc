@@ -98,6 +98,21 @@ void JobSupervisor::onSignal(int signal, double now) {
   notices_.push_back(strCat("dsrun: received ", signalName(signal), "; forwarded it to ", plural(decision.ranks, "rank")));
 }
 
+void JobSupervisor::onHang(const std::string& what, const std::string& host, double now) {
+  const JobDecision decision = controller_.onFailure(TimedFailure{secondsToMicros(now), 1, what, host}, now);
+  if (decision.action != JobDecision::Action::Stop) return;
+  carryOut(decision);
+  notices_.push_back(strCat("dsrun: ", what, "; terminated ", plural(decision.ranks, "rank")));
+}
+
+std::map<int, pid_t> JobSupervisor::runningPids() const {
+  std::map<int, pid_t> out;
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (controller_.running(i)) out[ranks_[i].rank] = pids_[i];
+  }
+  return out;
+}
+
 void JobSupervisor::onTime(double now) {
   for (const JobDecision& decision : controller_.onTime(now)) {
     if (decision.action == JobDecision::Action::Stop) {

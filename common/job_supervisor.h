@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ class JobSupervisor {
   /// A signal dsrun received: SIGINT, SIGTERM or SIGHUP stop the job as above; any other (SIGUSR1,
   /// SIGUSR2) is forwarded to every running rank's group once per call and changes nothing else.
   void onSignal(int signal, double now);
+  /// A hang was detected (`what` names the ranks and where their stacks are; `host` is the first's): a failure
+  /// with code 1, which stops the job as a failing rank does.
+  void onHang(const std::string& what, const std::string& host, double now);
   /// Acts on deadlines that have passed (exit timeout, kill grace).
   void onTime(double now);
   /// Emergency stop (the caller is failing): SIGKILL to every running rank's group, no notice.
@@ -66,6 +70,8 @@ class JobSupervisor {
   size_t runningCount() const { return controller_.runningCount(); }
   /// The job's exit code (see the rules above); meaningful once done().
   int exitCode() const { return controller_.exitCode(); }
+  /// Global rank -> pid of every running rank.
+  std::map<int, pid_t> runningPids() const;
   /// Pids of the ranks given up after SIGKILL (see killWaitS); they may still be children of this process.
   std::vector<pid_t> abandonedPids() const;
   /// The spawn failure that stopped the job, if any.

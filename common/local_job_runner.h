@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hang_watch.h"
 #include "common/job_supervisor.h"
 #include "common/line_buffer.h"
 #include "common/line_sink.h"
@@ -19,8 +20,9 @@ namespace dsrun {
 
 class LocalJobRunner {
  public:
-  /// `ranks` must outlive the runner. Installs signal handlers (see SignalPipe) until destroyed.
-  LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options);
+  /// `ranks` (and `hang`, when not null: hang detection) must outlive the runner. Installs signal handlers (see
+  /// SignalPipe) until destroyed.
+  LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options, HangWatch* hang);
 
   /// Starts every rank, forwards output and signals until all have exited, kills what they left
   /// behind, and returns the job's exit code. Throws as runLocalJob documents. Call once.
@@ -52,6 +54,8 @@ class LocalJobRunner {
   void drainOutput();
   void printNotices();
   int pollTimeoutMs() const;
+  /// Hang detection's periodic look (options_.hangTimeoutS): stacks and a failure for ranks that stopped moving.
+  void checkHang();
 
   const std::vector<RankSpec>& ranks_;  ///< the job
   LocalJobOptions options_;             ///< as given
@@ -66,6 +70,8 @@ class LocalJobRunner {
   std::deque<int> controlSignals_;      ///< signals from control lines not yet acted on, in order
   double nextControlAt_ = 0;            ///< when the next of them may be acted on (see kControlGapS)
   uint64_t bytesRead_ = 0;              ///< read from every rank pipe so far (drain progress)
+  HangWatch* hang_;                     ///< hang detection, or null
+  double nextHangCheck_ = 0;            ///< when checkHang() runs next
 };
 
 /// Seconds on a monotonic clock (the time the supervisor is given).

@@ -96,6 +96,7 @@ void AgentClient::onConnected() {
     hello.mutable_hello()->set_output_window_bytes(self->outputWindowBytes_);
     hello.mutable_hello()->set_agent_heartbeats(self->agentHeartbeats_);
     hello.mutable_hello()->set_agent_heartbeat_ms(self->beatMs_);
+    hello.mutable_hello()->set_launcher_silence_ms(self->silenceMs_);
     self->send(hello);
     self->readMore();
   });

@@ -30,8 +30,9 @@ double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Extra time the launcher command gets, after the job was told to stop, to notice and exit by itself.
-constexpr double kLauncherExitSlackS = 5;
+// Extra time the launcher command gets, after the job was told to stop, to notice and exit by itself: the
+// nodes' own kill wait (a rank in state D is given up 10 s after its SIGKILL, and reported) plus 5 s.
+constexpr double kLauncherExitSlackS = 15;
 
 /// The command backends' part of the job's policy: the grace is this file's escalation on the launcher
 /// command; once stopping, failure lines are not judged (a rank dying of the stop prints one too, and an

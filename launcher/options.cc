@@ -68,8 +68,8 @@ po::options_description describe() {
                                "--max-restarts; default 0, elastic training 100; scale-ups are not counted)")
       ("elastic_timeout_s", text(), "elastic training: how long to wait for hosts while fewer than "
                                     "--min_elastic_nodes answer (default 100)")
-      ("hang_timeout_s", text(), "agent backend: a rank whose training step has not moved for this long is hung: "
-                                 "stacks of every rank are saved, the job fails (or restarts); default off")
+      ("hang_timeout_s", text(), "a rank whose training step has not moved for this long is hung: "
+                                 "stacks of every rank are saved, the job fails (or restarts); not with MPI/Slurm; default off")
       ("agent_port", text(), "dsrun-agent port (default 29600)")
       ("agent_heartbeat_ms", text(), "agent backend: how often each agent must show it is alive; elastic ssh: "
                                      "how often dsrun writes to each host (default 500)")
@@ -248,8 +248,8 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"hang_timeout_s",
        [](Options& o, const std::string& v) {
-         o.hangTimeoutS = toSeconds("hang_timeout_s", v);
-         if (o.hangTimeoutS < 0) {
+         o.launch.hangTimeoutS = toSeconds("hang_timeout_s", v);
+         if (o.launch.hangTimeoutS < 0) {
            throw ParseError("--hang_timeout_s", 0, strCat("expected a non-negative number, got '", v, "'"));
          }
        }},

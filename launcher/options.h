@@ -55,7 +55,6 @@ struct Options {
   bool maxRestartsGiven = false;   ///< --max_restarts was on the command line (non-elastic jobs restart only then)
   double elasticTimeoutS = 100;    ///< --elastic_timeout_s: wait below the minimum (DeepSpeed's rendezvous 100 s)
   int agentPort = kDefaultAgentPort;  ///< --agent_port (agent backend)
-  double hangTimeoutS = 0;            ///< --hang_timeout_s: no step for this long = hung (0: off)
   int agentHeartbeatMs = 500;         ///< --agent_heartbeat_ms: the agents' beat interval dsrun asks for
   int agentHeartbeatMisses = 5;       ///< --agent_heartbeat_misses: silence of this many beats = host lost
   bool meshProbe = true;              ///< agent backend: all-pairs probe before the launch (--no_mesh_probe: off)

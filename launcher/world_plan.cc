@@ -40,7 +40,7 @@ ElasticBounds elasticBounds(const Options& options, const ResourcePool& candidat
                              "\n  hint: add --launcher ssh, or start dsrun-agent on every host and add --launcher agent "
                              "--tls_dir DIR"));
   }
-  if (options.launcher == "ssh" && options.hangTimeoutS > 0) {
+  if (options.launcher == "ssh" && options.launch.hangTimeoutS > 0) {
     throw ConfigError("--hang_timeout_s needs the ranks' progress reports, which only dsrun-agent relays; got it "
                       "with --elastic_training --launcher ssh"
                       "\n  hint: drop --hang_timeout_s, or use --launcher agent");

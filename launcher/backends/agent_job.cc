@@ -230,7 +230,10 @@ void AgentJob::connectAll() {
       if (node->ready) onNodeLost(*node, reason);
     };
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
-    node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs);
+    // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
+    // at least every agentBeatMs, armHeartbeat), so a cut-off host's ranks stop when we give it up.
+    node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
+                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats));
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
@@ -294,6 +297,12 @@ void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
   std::string how = describeWaitStatus(status);
   if (!e.oom_evidence().empty()) {
     how += strCat(": out of memory (the kernel's OOM killer, per the ", e.oom_evidence(), " on ", r.host, ")");
+  }
+  if (!e.given_up_state().empty()) {
+    // Alive 10 s after the agent's SIGKILL (state D): the agent gave it up so that the job can end.
+    how = strCat("is still alive 10s after SIGKILL, in state ", e.given_up_state(), "; ", r.host,
+                 "'s agent gave up on it");
+    notice(strCat("dsrun: ", who(r), " ", how));
   }
   const JobDecision decision =
       controller_.onRankExit(r.slot, status, nowSeconds(), strCat(who(r), " ", how), r.host,

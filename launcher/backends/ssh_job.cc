@@ -129,7 +129,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
   double nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
   const auto stopAll = [&] {
     stopping = true;
-    hardDeadline = nowSeconds() + settings_.killGraceS + 5;
+    hardDeadline = nowSeconds() + settings_.killGraceS + 15;  // + the nodes' kill wait (state D, 10 s) + 5 s
     for (Node& n : nodes) n.session->sendEof();  // dsrun-launch --watch_stdin: EOF stops its ranks (SIGTERM)
   };
   const auto detected = [&] {
@@ -156,7 +156,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
         if (!signalled) signalled = s;
         if (!stopping) {
           stopping = true;
-          hardDeadline = nowSeconds() + settings_.killGraceS + 5;
+          hardDeadline = nowSeconds() + settings_.killGraceS + 15;  // + the nodes' kill wait (state D, 10 s) + 5 s
         }
       }
       for (Node& n : nodes) {
@@ -234,14 +234,14 @@ int SshJob::loop(std::vector<Node>& nodes) {
         if (n.exitStatus != 0 && !stopping) stopAll();
       }
     }
-    if (settings_.elasticRound && !stopping && nowSeconds() >= nextBeat) {
+    if (!stopping && nowSeconds() >= nextBeat) {
       // Unacknowledged beats make TCP_USER_TIMEOUT end a silent host's connection; dsrun-launch's relay
-      // stops its ranks when they stop arriving.
+      // stops its ranks when they stop arriving (every job: issue 23 item 1).
       nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
       for (Node& n : nodes) {
         if (!n.done) n.session->write(kHeartbeatLine);
       }
-      if (settings_.hooks.rescaleWanted && settings_.hooks.rescaleWanted()) {
+      if (settings_.elasticRound && settings_.hooks.rescaleWanted && settings_.hooks.rescaleWanted()) {
         detected();
         facts.rescaled = true;
         stopAll();

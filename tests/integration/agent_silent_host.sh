@@ -59,6 +59,10 @@ id1=$(job_id silent-1)
 for _ in $(seq 150); do [ "$(job_procs "$id1")" = 0 ] && break; sleep 0.1; done
 check "nothing of the job is left on either host (dsn2's agent stopped its rank itself)" \
   test -n "$id1" -a "$(job_procs "$id1")" = 0
+# issue 23 item 1: dsn2's agent judges the launcher by the launcher's own budget (500 ms x 5), not its longer
+# --heartbeat_timeout_s (10 s), so the cut-off node stops its rank when dsrun gives the host up.
+check "dsn2's agent stopped the job after the launcher's budget of silence (2500 ms) and says so" \
+  grep -q "no heartbeat for 2500 ms, stopping its jobs" "$DSRUN_CLUSTER_STATE/agent_dsn2.log"
 ip link set vdsn2 up
 
 # 2. Two Ctrl-C while dsn2 is silent: dsrun ends at once with 130, without waiting for the budget.

@@ -8,6 +8,8 @@
 #   kids       start a child in the rank's process group and one in a session of its own (setsid), write the
 #              three pids to kids.RANK, and wait
 #   stuck      write pid.RANK; rank 0 exits 3 once OUT_DIR/go exists, the others wait
+#   progress   write a training step to DSRUN_PROGRESS_FILE every 0.2 s; rank 0 stops at step 3 and waits (hung)
+#   silent     never write a step; sleep 3 s and exit 0 (a script without the runtime)
 set -u
 out=$1; mode=$2; n=${3:-0}
 r=${RANK:?RANK is not set}
@@ -41,5 +43,15 @@ case "$mode" in
       exit 3
     fi
     idle ;;
+  progress)
+    f=${DSRUN_PROGRESS_FILE:?DSRUN_PROGRESS_FILE is not set}
+    step=0
+    while [ $step -lt 1500 ]; do
+      step=$((step + 1)); printf '%20d\n' "$step" > "$f.tmp" && mv "$f.tmp" "$f"
+      [ "$r" = 0 ] && [ $step -ge 3 ] && idle
+      sleep 0.2
+    done
+    exit 98 ;;
+  silent) sleep 3; exit 0 ;;
   *) echo "hardening_rank.sh: unknown mode '$mode'" >&2; exit 97 ;;
 esac

@@ -8,6 +8,8 @@
 #   time) and succeeds; --max_restarts 1 gives up with the failure's code; no --max_restarts: no restart;
 # - item 2: kill -9 of dsrun leaves none of the ranks' children, also one that left the process group (setsid);
 # - item 4: --exit_timeout_s makes the job fail, naming the rank it stopped;
+# - item 7: --hang_timeout_s 2: rank 0 stops moving its step at 3, the stacks of both ranks are written and the
+#   job fails naming rank 0; ranks that never write a step are never judged (the job ends normally);
 # - item 3: a rank frozen in state D (cgroup v1 freezer; root) is named with its state 10 s after SIGKILL and
 #   dsrun exits with the first failure's code; without a freezer that check FAILS, saying why.
 set -u
@@ -136,6 +138,24 @@ rc=$?
 if [ "$rc" = 1 ] && grep -q "dsrun: exit timeout: rank 1 (localhost pid [0-9]*) still running 1s after rank 0 (localhost pid [0-9]*) finished cleanly; stopped it, the job fails" "$d/err"; then
   ok "local --exit_timeout_s 1: rank 1 (exits 0 on SIGTERM) is named and the job fails with 1"
 else not_ok "local --exit_timeout_s fails the job, naming rank 1 (rc $rc)"; show "$d/err"; fi
+
+# --- item 7: hang detection on the local backend ----------------------------------------------------------------------
+d=$WORK/hang; mkdir -p "$d"
+(cd "$d" && timeout 120 "$DSRUN" --num_gpus 2 --master_port 0 --hang_timeout_s 2 --kill_grace_s 2 --no_python \
+  --no_local_rank "$RANK_SH" "$d" progress >"$d/out" 2>"$d/err")
+rc=$?
+stacks=$(ls -d "$d"/dsrun-hang-* 2>/dev/null | head -1)
+if [ "$rc" = 1 ] && grep -q "dsrun: no progress for 2 s (--hang_timeout_s) by rank 0 (step 3) on localhost; stacks of every rank: ./dsrun-hang-" "$d/err" &&
+   [ -s "$stacks/rank0.txt" ] && [ -s "$stacks/rank1.txt" ]; then
+  ok "local --hang_timeout_s 2: rank 0 stuck at step 3 is named, both ranks' stacks are written, the job fails (1)"
+else not_ok "local --hang_timeout_s names the stuck rank and writes the stacks (rc $rc, stacks: '$stacks')"; show "$d/err"; fi
+d=$WORK/silent; mkdir -p "$d"
+timeout 120 "$DSRUN" --num_gpus 2 --master_port 0 --hang_timeout_s 1 --no_python --no_local_rank "$RANK_SH" "$d" silent \
+  >"$d/out" 2>"$d/err"
+rc=$?
+if [ "$rc" = 0 ] && ! grep -q "no progress" "$d/err"; then
+  ok "local --hang_timeout_s 1: ranks that never report a step run 3 s to their end and are not judged hung"
+else not_ok "local: ranks that never report progress are not judged (rc $rc)"; show "$d/err"; fi
 
 # --- item 3: a rank that outlives SIGKILL (state D) ------------------------------------------------------------------
 if [ "$(id -u)" != 0 ] || [ ! -w /sys/fs/cgroup/freezer ]; then
