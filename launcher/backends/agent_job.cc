@@ -120,9 +120,15 @@ int AgentJob::run() {
   }
   if (!failures.empty()) {
     for (auto& node : nodes_) node->client->close();
+    // An agent that answered with a version mismatch runs: its own hint (the same release everywhere) is the one.
+    const bool answered = std::any_of(failures.begin(), failures.end(), [](const std::string& f) {
+      return f.find("protocol version mismatch") != std::string::npos;
+    });
     throw Error(strCat("cannot start the job, nothing was started: ", join(failures, "; "),
-                       "\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
-                       " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun --make_node_cert' from --tls_dir"));
+                       answered ? std::string()
+                                : strCat("\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
+                                         " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun "
+                                         "--make_node_cert' from --tls_dir")));
   }
   if (const std::optional<int> stopped = preflightMasterPort()) return *stopped;
   if (settings_.meshProbe && nodes_.size() > 1) {
