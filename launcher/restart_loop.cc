@@ -16,13 +16,21 @@ std::string causeOf(int code) {
   return strCat("exit code ", code);
 }
 
+/// The restart count of the first attempt (planWorld's, which continues an inherited one).
+int firstCount(const WorldPlan& plan) {
+  const auto it = plan.exports.find(kEnvTorchRestartCount);
+  return it == plan.exports.end() ? 0 : std::stoi(it->second);
+}
+
 }  // namespace
 
 WorldPlan attemptPlan(const WorldPlan& plan, const Options& options, int attempt) {
   WorldPlan p = plan;
   if (attempt == 0) return p;
   p.jobId = strCat(plan.jobId, ".r", attempt);
-  for (auto& [name, value] : torchrunJobEnv(attempt, restartBudget(options), plan.jobId)) p.exports[name] = value;
+  for (auto& [name, value] : torchrunJobEnv(firstCount(plan) + attempt, restartBudget(options), plan.jobId)) {
+    p.exports[name] = value;
+  }
   planRanks(p, options);
   return p;
 }
@@ -55,7 +63,7 @@ int runWithRestarts(const WorldPlan& plan, const Options& options,
     }
     causes.push_back(causeOf(code));
     say(strCat("dsrun: restarting the whole world (restart ", attempt + 1, " of ", budget, ", TORCHELASTIC_RESTART_COUNT=",
-               attempt + 1, "): the job failed with ", causes.back()));
+               firstCount(plan) + attempt + 1, "): the job failed with ", causes.back()));
   }
 }
 

@@ -12,8 +12,9 @@
 namespace dsrun {
 
 /// The plan of attempt `attempt` (0 = the first run): its own job id (`<id>.r<attempt>`, so that the kill
-/// marks a stopped attempt left on the hosts do not refuse the next one) and the restart count in every
-/// rank's torchrun variables; TORCHELASTIC_RUN_ID stays the first attempt's id. Pure.
+/// marks a stopped attempt left on the hosts do not refuse the next one) and the restart count (the first
+/// attempt's, planWorld's, plus `attempt`) in every rank's torchrun variables; TORCHELASTIC_RUN_ID stays the
+/// first attempt's id. Pure.
 WorldPlan attemptPlan(const WorldPlan& plan, const Options& options, int attempt);
 
 /// Runs `runOnce` on attemptPlan(plan, options, 0), 1, ... while it fails, at most restartBudget(options)

@@ -18,6 +18,10 @@ namespace dsrun {
 /// variables do.
 EnvMap torchrunJobEnv(int restartCount, int maxRestarts, const std::string& runId);
 
+/// The restart count dsrun starts from: DSRUN_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT of `launcherEnv`
+/// when it is a non-negative integer (something restarting dsrun itself counts there), else 0.
+int inheritedRestartCount(const EnvMap& launcherEnv);
+
 /// The per-rank ones for global `rank` of `worldSize` on node `nodeRank` of `nodeCount` with `localSize`
 /// ranks: GROUP_RANK, GROUP_WORLD_SIZE, LOCAL_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, ROLE_NAME (one role,
 /// "default", torchrun's default --role, so ROLE_RANK = RANK).

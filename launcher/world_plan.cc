@@ -146,8 +146,10 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   }
 
   plan.exports = propagatedEnvironment(inputs.launcherEnv, inputs.envFiles, inputs.cwd);
-  // torchrun's job-wide variables travel as exports: dsrun-launch and the MPI rank mode find them there.
-  for (auto& [name, value] : torchrunJobEnv(0, restartBudget(options), plan.jobId)) plan.exports[name] = value;
+  // torchrun's job-wide variables travel as exports: dsrun-launch and the MPI rank mode find them there. A count
+  // dsrun inherits (an outer supervisor that restarts dsrun itself: a Slurm requeue, a script) is continued.
+  const int restarts = inheritedRestartCount(inputs.launcherEnv);
+  for (auto& [name, value] : torchrunJobEnv(restarts, restartBudget(options), plan.jobId)) plan.exports[name] = value;
   if (options.launch.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
   planRanks(plan, options);
   return plan;

@@ -9,9 +9,9 @@ using dsrun::WorldPlan;
 
 namespace {
 
-WorldPlan twoRankPlan(const Options& options) {
+WorldPlan twoRankPlan(const Options& options, const dsrun::EnvMap& env = {{"PATH", "/bin"}}) {
   dsrun::PlanInputs in;
-  in.launcherEnv = {{"PATH", "/bin"}};
+  in.launcherEnv = env;
   in.cwd = "/work";
   in.physicalCores = 2;
   in.jobId = "job-7";
@@ -83,4 +83,16 @@ TEST_CASE("runWithRestarts restarts a failing job up to --max_restarts and names
     CHECK(lines.at(2) == "dsrun: the job failed (exit code 6); no restart left (--max_restarts 2 used)");
   }
   if (row.maxRestarts < 0) CHECK(lines.empty());
+}
+
+TEST_CASE("a restart count dsrun inherits is continued, not restarted from 0", "[launcher][restart]") {
+  const Options options = withRestarts(2);
+  // Something restarting dsrun itself (a Slurm requeue, a script) counts in dsrun's environment.
+  const WorldPlan plan = twoRankPlan(options, {{"DSRUN_RESTART_COUNT", "3"}});
+  CHECK(dsrun::attemptPlan(plan, options, 0).ranks[0].env.at("TORCHELASTIC_RESTART_COUNT") == "3");
+  CHECK(dsrun::attemptPlan(plan, options, 1).ranks[1].env.at("DSRUN_RESTART_COUNT") == "4");
+  const WorldPlan torch = twoRankPlan(options, {{"TORCHELASTIC_RESTART_COUNT", "1"}});
+  CHECK(torch.ranks[0].env.at("DSRUN_RESTART_COUNT") == "1");
+  const WorldPlan junk = twoRankPlan(options, {{"DSRUN_RESTART_COUNT", "-2"}, {"TORCHELASTIC_RESTART_COUNT", "x"}});
+  CHECK(junk.ranks[0].env.at("DSRUN_RESTART_COUNT") == "0");
 }
