@@ -140,6 +140,7 @@ void Session::dispatch(const Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
+    if (envelope.has_launch()) useLauncherBudget();
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -188,20 +189,27 @@ void Session::dispatch(const Envelope& envelope) {
   }
 }
 
+void Session::useLauncherBudget() {
+  const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
+  if (launcherSilenceMs_ == 0 || std::chrono::milliseconds(launcherSilenceMs_) >= ownBudget) return;
+  // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
+  // outlive that by our own longer timeout (issue 23 item 1: a node cut off keeps training otherwise). From the
+  // launch on, not before: the launcher beats once its ranks run, not while it connects and probes the hosts.
+  const auto period = std::max(std::chrono::milliseconds(1),
+                               std::chrono::milliseconds(launcherSilenceMs_) / timing_.heartbeatThreshold);
+  monitor_->stop();
+  monitor_ = makeMonitor(period, timing_.heartbeatThreshold, launcherSilenceMs_);
+  monitor_->start();
+  DSRUN_LOG(INFO) << peer_ << ": the launcher gives this host up after " << launcherSilenceMs_
+                  << " ms of silence; its jobs stop after as long without a message from it";
+  launcherSilenceMs_ = 0;  // once
+}
+
 void Session::onWelcomed(const Hello& hello) {
   welcomed_ = true;
   deadline_.cancel();
   transition(MemberEvent::Welcomed);
-  const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
-  if (hello.launcher_silence_ms() > 0 && std::chrono::milliseconds(hello.launcher_silence_ms()) < ownBudget) {
-    // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must
-    // not outlive that by our own longer timeout (issue 23 item 1: a node cut off keeps training otherwise).
-    const auto period = std::max(std::chrono::milliseconds(1),
-                                 std::chrono::milliseconds(hello.launcher_silence_ms()) / timing_.heartbeatThreshold);
-    monitor_ = makeMonitor(period, timing_.heartbeatThreshold, hello.launcher_silence_ms());
-    DSRUN_LOG(INFO) << peer_ << ": the launcher gives this host up after " << hello.launcher_silence_ms()
-                    << " ms of silence; its jobs stop after as long without a message from it";
-  }
+  launcherSilenceMs_ = hello.launcher_silence_ms();
   monitor_->start();
   windowed_ = hello.output_window_bytes() > 0;
   outputCredit_ = static_cast<int64_t>(std::min<uint64_t>(hello.output_window_bytes(), uint64_t{1} << 40));

@@ -238,8 +238,10 @@ void AgentJob::connectAll() {
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
     // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
     // at least every agentBeatMs, armHeartbeat), so a cut-off host's ranks stop when we give it up.
+    // Hang detection blocks this loop while it takes the stacks (collectStacks, 5 s at most): no beats then.
+    const uint32_t busyMs = settings_.hangTimeoutS > 0 ? 5000 : 0;
     node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
-                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats));
+                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats) + busyMs);
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
