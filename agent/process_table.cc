@@ -10,6 +10,7 @@
 
 #include "agent/log_pump.h"
 #include "agent/progress_watch.h"
+#include "common/process_state.h"
 #include "agent/request_handler.h"
 #include "common/env_contract.h"
 #include "common/error.h"
@@ -31,6 +32,7 @@ struct ProcessTable::Rank {
   std::unique_ptr<boost::asio::steady_timer> drainTimer;
   uint64_t drainedBytes = 0;  ///< bytes read by both pumps when the drain timer was armed
   std::chrono::system_clock::time_point exitTime;  ///< when it was reaped
+  std::string givenUpState;  ///< non-empty: alive killWaitS after SIGKILL (state D), given up in this state
 };
 
 struct ProcessTable::Job {
@@ -45,6 +47,9 @@ struct ProcessTable::Job {
 
 namespace {
 
+/// After SIGKILL, how long a rank may take to die before it is given up (state D): as runLocalJob's.
+constexpr double kKillWaitS = 10;
+
 bool stopsJob(int signal) { return signal == SIGTERM || signal == SIGINT || signal == SIGHUP || signal == SIGKILL; }
 
 double nowSeconds() {
@@ -56,6 +61,7 @@ double nowSeconds() {
 JobControllerOptions controllerOptions(std::chrono::milliseconds grace) {
   JobControllerOptions options;
   options.killGraceS = std::chrono::duration<double>(grace).count();
+  options.killWaitS = kKillWaitS;
   options.rankFailureStops = false;
   options.whileStopping = SignalWhileStopping::Forward;
   return options;
@@ -202,13 +208,39 @@ void ProcessTable::carryOut(Job& job, const JobDecision& decision, const std::st
     }
     spawner_.signalGroup(rank.pid, decision.signal);
   }
+  if (decision.action == JobDecision::Action::Abandon) {
+    giveUp(job);
+    return;
+  }
   const std::optional<double> deadline = job.controller->nextDeadline();
-  if (decision.action != JobDecision::Action::Stop || !deadline) return;
+  // After a stop the grace, after SIGKILL the kill wait: the same timer, the controller knows which.
+  if ((decision.action != JobDecision::Action::Stop && decision.action != JobDecision::Action::Kill) || !deadline) {
+    return;
+  }
   job.killTimer->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(std::max(0.0, *deadline - nowSeconds()))));
   job.killTimer->async_wait([this, jobId = job.id, at = *deadline](const boost::system::error_code& ec) {
     if (!ec) escalate(jobId, at);
   });
+}
+
+void ProcessTable::giveUp(Job& job) {
+  for (auto& [id, rank] : job.ranks) {
+    if (!job.controller->abandoned(rank.slot) || rank.reaped) continue;
+    // Uninterruptible sleep (a dead NFS mount, a hung driver): SIGKILL waits until the kernel lets go. Report it
+    // as killed, with its state, so that the launcher's job ends; its pipes are closed, not drained.
+    rank.givenUpState = processState(rank.pid);
+    if (rank.givenUpState.empty()) rank.givenUpState = "unknown";
+    DSRUN_LOG(WARN) << "job " << job.id << " rank " << id << ": pid " << rank.pid << " still alive " << kKillWaitS
+                    << "s after SIGKILL, in state " << rank.givenUpState << "; giving up on it";
+    rank.reaped = true;
+    rank.waitStatus = SIGKILL;
+    rank.exitTime = std::chrono::system_clock::now();
+    for (auto& pump : rank.pumps) {
+      if (pump) pump->close();
+    }
+    maybeReport(job, rank);
+  }
 }
 
 void ProcessTable::escalate(const std::string& jobId, double deadline) {
@@ -321,7 +353,7 @@ void ProcessTable::armDrainTimer(const std::string& jobId, int rankId) {
 }
 
 void ProcessTable::maybeReport(Job& job, Rank& rank) {
-  if (!rank.reaped || rank.openPumps > 0 || rank.reported) return;
+  if (!rank.reaped || (rank.openPumps > 0 && rank.givenUpState.empty()) || rank.reported) return;
   rank.reported = true;
   if (rank.drainTimer) rank.drainTimer->cancel();
   Envelope e;
@@ -333,7 +365,9 @@ void ProcessTable::maybeReport(Job& job, Rank& rank) {
       std::chrono::duration_cast<std::chrono::microseconds>(rank.exitTime.time_since_epoch()).count());
   if (WIFSIGNALED(rank.waitStatus)) {
     exited->set_signal(WTERMSIG(rank.waitStatus));
-    if (WTERMSIG(rank.waitStatus) == SIGKILL) {
+    if (!rank.givenUpState.empty()) {
+      exited->set_given_up_state(rank.givenUpState);
+    } else if (WTERMSIG(rank.waitStatus) == SIGKILL) {
       if (std::optional<std::string> source = oomLog_.oomKilled(rank.pid)) exited->set_oom_evidence(*source);
     }
     DSRUN_LOG(INFO) << "job " << job.id << " rank " << rank.rank << ": pid " << rank.pid << " killed by signal "

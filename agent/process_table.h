@@ -76,6 +76,8 @@ class ProcessTable {
   /// Signals the job's live ranks as `decision` says; a stop arms the kill timer. `why` is for the log.
   void carryOut(Job& job, const JobDecision& decision, const std::string& why);
   /// The kill timer set for `deadline` fired.
+  /// The controller gave up ranks still alive after SIGKILL (Abandon): report them as killed, with their state.
+  void giveUp(Job& job);
   void escalate(const std::string& jobId, double deadline);
   void armReaper();
   void reap();

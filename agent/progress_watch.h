@@ -13,6 +13,8 @@
 #include <map>
 #include <string>
 
+#include "common/progress_file.h"
+
 namespace dsrun::agent {
 
 class ProgressWatch {
@@ -40,8 +42,6 @@ class ProgressWatch {
   std::map<int, int64_t> lastStep_;  ///< by rank; -1 until the rank first wrote
 };
 
-/// Reads a step counter file: a decimal integer, possibly padded with spaces or a newline. nullopt-like
-/// -1 when the file is missing, empty or not a number (the rank has not written yet, or is writing).
-int64_t readProgressFile(const std::string& path);
+using dsrun::readProgressFile;  // common/progress_file.h, shared with the local supervisor
 
 }  // namespace dsrun::agent

@@ -44,16 +44,22 @@ Session::Session(uint64_t id, SslStream stream, std::string peer, SessionManager
       handler_(handler),
       timing_(timing),
       deadline_(stream_.get_executor()),
-      monitor_(static_cast<boost::asio::io_context&>(stream_.get_executor().context()), timing.heartbeatPeriod,
-               timing.heartbeatThreshold, [this] {
-                 transition(MemberEvent::PeerLost);
-                 stop(strCat("no heartbeat for ", timing_.heartbeatPeriod.count() * timing_.heartbeatThreshold,
-                             " ms, stopping its jobs"));
-               },
-               [this](int) { transition(MemberEvent::HeartbeatMissed); }),
+      monitor_(makeMonitor(timing.heartbeatPeriod, timing.heartbeatThreshold,
+                           timing.heartbeatPeriod.count() * timing.heartbeatThreshold)),
       decoder_(peer_),
       readBuffer_(kReadBufferBytes),
       heartbeat_(stream_.get_executor()) {}
+
+std::unique_ptr<HeartbeatMonitor> Session::makeMonitor(std::chrono::milliseconds period, int threshold,
+                                                       int64_t budgetMs) {
+  return std::make_unique<HeartbeatMonitor>(
+      static_cast<boost::asio::io_context&>(stream_.get_executor().context()), period, threshold,
+      [this, budgetMs] {
+        transition(MemberEvent::PeerLost);
+        stop(strCat("no heartbeat for ", budgetMs, " ms, stopping its jobs"));
+      },
+      [this](int) { transition(MemberEvent::HeartbeatMissed); });
+}
 
 void Session::start() {
   DSRUN_CHECK_THREAD(thread_);
@@ -132,8 +138,9 @@ std::string Session::localAddress() {
 
 void Session::dispatch(const Envelope& envelope) {
   if (welcomed_) {
-    monitor_.beat();
+    monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
+    if (envelope.has_launch()) useLauncherBudget();
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -182,11 +189,28 @@ void Session::dispatch(const Envelope& envelope) {
   }
 }
 
+void Session::useLauncherBudget() {
+  const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
+  if (launcherSilenceMs_ == 0 || std::chrono::milliseconds(launcherSilenceMs_) >= ownBudget) return;
+  // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
+  // outlive that by our own longer timeout (issue 23 item 1: a node cut off keeps training otherwise). From the
+  // launch on, not before: the launcher beats once its ranks run, not while it connects and probes the hosts.
+  const auto period = std::max(std::chrono::milliseconds(1),
+                               std::chrono::milliseconds(launcherSilenceMs_) / timing_.heartbeatThreshold);
+  monitor_->stop();
+  monitor_ = makeMonitor(period, timing_.heartbeatThreshold, launcherSilenceMs_);
+  monitor_->start();
+  DSRUN_LOG(INFO) << peer_ << ": the launcher gives this host up after " << launcherSilenceMs_
+                  << " ms of silence; its jobs stop after as long without a message from it";
+  launcherSilenceMs_ = 0;  // once
+}
+
 void Session::onWelcomed(const Hello& hello) {
   welcomed_ = true;
   deadline_.cancel();
   transition(MemberEvent::Welcomed);
-  monitor_.start();
+  launcherSilenceMs_ = hello.launcher_silence_ms();
+  monitor_->start();
   windowed_ = hello.output_window_bytes() > 0;
   outputCredit_ = static_cast<int64_t>(std::min<uint64_t>(hello.output_window_bytes(), uint64_t{1} << 40));
   DSRUN_LOG(INFO) << peer_ << ": hello from '" << hello.client_name() << "'"
@@ -279,7 +303,7 @@ void Session::drain() {
     return;
   }
   transition(MemberEvent::Shutdown);
-  monitor_.stop();  // a draining peer is closed by us, not judged by its heartbeats
+  monitor_->stop();  // a draining peer is closed by us, not judged by its heartbeats
   send(makeError("", "agent shutting down"));
   closeAfterFlush("agent shutting down, stopping its jobs");
 }
@@ -299,7 +323,7 @@ void Session::stop(const std::string& reason) {
   transition(MemberEvent::Disconnected);
   deadline_.cancel();
   heartbeat_.cancel();
-  monitor_.stop();
+  monitor_->stop();
   boost::system::error_code ignored;
   stream_.lowest_layer().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
   stream_.lowest_layer().close(ignored);

@@ -83,6 +83,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void runDrainedCallbacks();
   void onWelcomed(const Hello& hello);
   void armHeartbeat();
+  /// From the first LaunchRequest on, judge the launcher by its own budget (Hello.launcher_silence_ms) when shorter.
+  void useLauncherBudget();
+  /// A monitor that stops this session (and its jobs) after `threshold` periods of `period` without a message,
+  /// logging `budgetMs` as the silence that did it.
+  std::unique_ptr<HeartbeatMonitor> makeMonitor(std::chrono::milliseconds period, int threshold, int64_t budgetMs);
 
   uint64_t id_;                          ///< unique per agent process; owner id of this session's jobs
   SslStream stream_;                     ///< the TLS connection
@@ -92,7 +97,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const RequestHandler& handler_;        ///< protocol decisions
   Timing timing_;                        ///< injected durations
   boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline
-  HeartbeatMonitor monitor_;             ///< started once welcomed
+  std::unique_ptr<HeartbeatMonitor> monitor_;  ///< started once welcomed (on the launcher's budget if shorter)
+  uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, applied at the first launch
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

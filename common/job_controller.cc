@@ -115,7 +115,7 @@ JobDecision JobController::onStopSignal(int signal, double now) {
     case JobEvent::StopSignal: return beginStop(StopCause::Signal, signal, now);
     case JobEvent::SecondStopSignal:
       killDeadline_.reset();
-      return JobDecision{JobDecision::Action::Kill, SIGKILL, runningCount()};
+      return killNow(now);
     default: return JobDecision{JobDecision::Action::Forward, signal, runningCount()};
   }
 }
@@ -141,9 +141,23 @@ std::vector<JobDecision> JobController::onTime(double now) {
   if (state_ == JobState::Stopping && killDeadline_ && now >= *killDeadline_) {
     killDeadline_.reset();
     apply(JobEvent::GraceExpired);
-    decisions.push_back(JobDecision{JobDecision::Action::Kill, SIGKILL, runningCount()});
+    decisions.push_back(killNow(now));
+  }
+  if (state_ == JobState::Killing && abandonDeadline_ && now >= *abandonDeadline_ && runningCount() > 0) {
+    abandonDeadline_.reset();
+    const size_t left = runningCount();
+    for (Slot& slot : slots_) {
+      if (slot == Slot::Running) slot = Slot::Abandoned;
+    }
+    apply(JobEvent::KillWaitExpired);
+    decisions.push_back(JobDecision{JobDecision::Action::Abandon, 0, left});
   }
   return decisions;
+}
+
+JobDecision JobController::killNow(double now) {
+  if (options_.killWaitS && runningCount() > 0 && !abandonDeadline_) abandonDeadline_ = now + *options_.killWaitS;
+  return JobDecision{JobDecision::Action::Kill, SIGKILL, runningCount()};
 }
 
 JobDecision JobController::abort() {
@@ -155,6 +169,9 @@ JobDecision JobController::abort() {
 
 std::optional<double> JobController::nextDeadline() const {
   std::optional<double> next = killDeadline_;
+  if (state_ == JobState::Killing && abandonDeadline_ && runningCount() > 0 && (!next || *abandonDeadline_ < *next)) {
+    next = abandonDeadline_;
+  }
   if ((state_ == JobState::Starting || state_ == JobState::Running) && exitDeadline_ && runningCount() > 0 &&
       (!next || *exitDeadline_ < *next)) {
     next = exitDeadline_;
@@ -163,6 +180,10 @@ std::optional<double> JobController::nextDeadline() const {
 }
 
 bool JobController::running(size_t index) const { return index < slots_.size() && slots_[index] == Slot::Running; }
+
+bool JobController::abandoned(size_t index) const {
+  return index < slots_.size() && slots_[index] == Slot::Abandoned;
+}
 
 size_t JobController::runningCount() const {
   size_t n = 0;
@@ -181,6 +202,9 @@ int JobController::exitCode() const {
   if (!failures_.empty()) return failures_[earliestFailure(failures_)].exitCode;
   if (stopCausedCode_) return *stopCausedCode_;
   if (firstSignal_) return 128 + *firstSignal_;
+  // Ranks the exit timeout cut short did not finish their work, even when they exited 0 on the SIGTERM
+  // (issue 23 item 4): the job fails on every backend.
+  if (stopCause_ == StopCause::ExitTimeout) return 1;
   return 0;
 }
 
@@ -192,6 +216,7 @@ void JobController::apply(JobEvent event) {
   state_ = nextState(kJobTransitions, state_, event);
   if (runningCount() > 0) return;
   killDeadline_.reset();
+  abandonDeadline_.reset();
   if (state_ == JobState::Running || state_ == JobState::Stopping || state_ == JobState::Killing) {
     state_ = nextState(kJobTransitions, state_, JobEvent::AllExited);
   }

@@ -15,9 +15,11 @@
 // - SIGUSR1/SIGUSR2 are forwarded each time; the job goes on;
 // - exitTimeoutS after the first clean exit, the ranks still running are stopped;
 // - every failure is recorded with its time: the earliest is the root cause and decides the exit
-//   code, the later ones are its consequences (root_cause.h). A rank killed by our own stop (SIGTERM,
+//   code, the later ones are its consequences (root_cause.h).
+// - ranks still running killWaitS after SIGKILL are given up (abandoned()): the job finishes anyway. A rank killed by our own stop (SIGTERM,
 //   SIGKILL or the forwarded signal while stopping) did what it was asked: see stopCausedExitIsFailure.
-// - the exit code: the earliest failure's, else the first stop-caused exit's, else 128+signal, else 0.
+// - the exit code: the earliest failure's, else the first stop-caused exit's, else 128+signal, else 1 when
+//   the exit timeout stopped ranks (they were cut short), else 0.
 
 #include <cstdint>
 #include <optional>
@@ -41,6 +43,10 @@ struct JobControllerOptions {
   /// Delay between the stop signal and SIGKILL; nullopt when the grace is applied elsewhere (AgentJob:
   /// the agents apply it; CommandJob: its kill command and the launcher command's own escalation).
   std::optional<double> killGraceS = 30;
+  /// After SIGKILL, how long ranks may take to die before they are given up (a process in uninterruptible
+  /// sleep, state D, outlives SIGKILL until the kernel lets go): the job then finishes with the code it had.
+  /// nullopt: wait for them (drivers whose ranks are remote and reported by others).
+  std::optional<double> killWaitS = std::nullopt;
   double exitTimeoutS = -1;  ///< after the first clean exit, how long the others may run (<0: unlimited)
   /// False on the agent: a rank's failure is reported to the launcher, which decides for the whole job.
   bool rankFailureStops = true;
@@ -67,6 +73,7 @@ struct JobDecision {
     Stop,     ///< the job begins (or, KillOnSecondSignal, re-sends) its stop: `signal` to every running rank
     Forward,  ///< `signal` to every running rank; the job goes on as it was
     Kill,     ///< SIGKILL to every running rank now
+    Abandon,  ///< the `ranks` still running outlived SIGKILL by killWaitS: given up (see abandoned()), no signal
   };
   Action action = Action::None;
   int signal = 0;           ///< what every running rank gets (SIGKILL for Kill)
@@ -111,7 +118,8 @@ class JobController {
   /// Stop asked by the owner, not by a signal to dsrun (the agent's launcher left, the agent shuts
   /// down, an elastic round makes room): `signal` to every running rank once; later requests do nothing.
   JobDecision requestStop(int signal, double now);
-  /// Deadlines that have passed: the exit timeout (Stop) and the grace (Kill), in that order.
+  /// Deadlines that have passed: the exit timeout (Stop), the grace (Kill) and the kill wait (Abandon), in
+  /// that order.
   std::vector<JobDecision> onTime(double now);
   /// Emergency stop (the driver is failing): Kill, no notice.
   JobDecision abort();
@@ -125,6 +133,8 @@ class JobController {
   /// No rank is running and none will be started.
   bool done() const { return state_ == JobState::Finished; }
   bool running(size_t index) const;
+  /// Slot `index` outlived SIGKILL by killWaitS and was given up (Abandon).
+  bool abandoned(size_t index) const;
   size_t runningCount() const;
   /// The lowest running slot, if any.
   std::optional<size_t> firstRunning() const;
@@ -140,7 +150,10 @@ class JobController {
   std::optional<int> firstSignal() const { return firstSignal_; }
 
  private:
-  enum class Slot { NotStarted, Running, Exited };
+  enum class Slot { NotStarted, Running, Exited, Abandoned };
+
+  /// SIGKILL was sent to the running ranks at `now`: the kill wait starts.
+  JobDecision killNow(double now);
 
   void apply(JobEvent event);
   /// Begins the stop: `signal` to every running rank, the grace starts.
@@ -160,6 +173,7 @@ class JobController {
   std::optional<int> firstSignal_;      ///< first stop signal received
   std::optional<double> exitDeadline_;  ///< first clean exit + exitTimeoutS
   std::optional<double> killDeadline_;  ///< when the stopped ranks get SIGKILL
+  std::optional<double> abandonDeadline_;  ///< when ranks still alive after SIGKILL are given up
   size_t terminated_ = 0;               ///< see terminated()
 };
 

@@ -26,6 +26,7 @@ const char* toString(JobEvent event) {
     case JobEvent::StopRequested: return "stop-requested";
     case JobEvent::ExitTimeoutExpired: return "exit-timeout-expired";
     case JobEvent::GraceExpired: return "grace-expired";
+    case JobEvent::KillWaitExpired: return "kill-wait-expired";
     case JobEvent::Abort: return "abort";
     case JobEvent::AllExited: return "all-exited";
   }

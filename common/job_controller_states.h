@@ -3,6 +3,7 @@
 //   Starting --AllStarted--> Running --AllExited--> Finished
 //   Starting|Running --RankFailed|HostLost|SpawnFailed|StopSignal|StopRequested|ExitTimeoutExpired--> Stopping
 //   Stopping --GraceExpired|SecondStopSignal--> Killing --AllExited--> Finished
+//   Killing --KillWaitExpired--> Finished (ranks that survived SIGKILL, e.g. in state D, are given up)
 //   any live state --Abort--> Killing
 // Events that change nothing (a clean exit, a forwarded SIGUSR1, a failure while stopping) have rows
 // too: a pair missing from the table is a bug (InternalError).
@@ -24,6 +25,7 @@ enum class JobEvent {
   StopRequested,       ///< the owner asks for a stop
   ExitTimeoutExpired,  ///< the exit timeout passed with ranks still running
   GraceExpired,        ///< the stopped ranks' grace passed
+  KillWaitExpired,     ///< ranks were still alive killWaitS after SIGKILL: given up
   Abort,               ///< the driver is failing
   AllExited,           ///< nothing runs any more
 };
@@ -82,6 +84,7 @@ inline constexpr Transition<JobState, JobEvent> kJobTransitions[] = {
     {JobEvent::ExitTimeoutExpired, JobState::Running, JobState::Stopping},
 
     {JobEvent::GraceExpired, JobState::Stopping, JobState::Killing},
+    {JobEvent::KillWaitExpired, JobState::Killing, JobState::Finished},
 
     {JobEvent::Abort, JobState::Starting, JobState::Killing},
     {JobEvent::Abort, JobState::Running, JobState::Killing},

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 
 #include "common/exit_status.h"
+#include "common/exit_timeout_line.h"
 #include "common/logging.h"
+#include "common/process_state.h"
 
 namespace dsrun {
 namespace {
@@ -15,6 +17,7 @@ JobControllerOptions controllerOptions(const SupervisorOptions& options) {
   JobControllerOptions out;
   out.killGraceS = options.killGraceS;
   out.exitTimeoutS = options.exitTimeoutS;
+  out.killWaitS = options.killWaitS;
   out.whileStopping = SignalWhileStopping::Kill;
   out.stopCausedExitIsFailure = true;  // the first rank reaped with a failure decides the code
   return out;
@@ -73,8 +76,12 @@ void JobSupervisor::onExit(pid_t pid, int waitStatus, double now) {
     if (!firstFailure_) firstFailure_ = FirstFailure{index, pid, how, exitCodeOf(waitStatus)};
     notices_.push_back(strCat("dsrun: ", who(index), " ", how,
                               decision.ranks > 0 ? "; terminated " + plural(decision.ranks, "other rank") : ""));
-  } else if (decision.exitTimeoutArmed && options_.announceCleanExit) {
-    notices_.push_back(strCat("dsrun: ", who(index), " finished cleanly"));
+  } else {
+    if (decision.exitTimeoutArmed) firstClean_ = who(index);
+    // Every clean exit, not only the first: dsrun names the ranks its job-wide exit timeout stops from them.
+    if (options_.announceCleanExit && options_.exitTimeoutS >= 0 && waitStatus == 0 && !stopping()) {
+      notices_.push_back(strCat("dsrun: ", who(index), " finished cleanly"));
+    }
   }
 }
 
@@ -92,14 +99,39 @@ void JobSupervisor::onSignal(int signal, double now) {
   notices_.push_back(strCat("dsrun: received ", signalName(signal), "; forwarded it to ", plural(decision.ranks, "rank")));
 }
 
+void JobSupervisor::onHang(const std::string& what, const std::string& host, double now) {
+  const JobDecision decision = controller_.onFailure(TimedFailure{secondsToMicros(now), 1, what, host}, now);
+  if (decision.action != JobDecision::Action::Stop) return;
+  carryOut(decision);
+  notices_.push_back(strCat("dsrun: ", what, "; terminated ", plural(decision.ranks, "rank")));
+}
+
+std::map<int, pid_t> JobSupervisor::runningPids() const {
+  std::map<int, pid_t> out;
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (controller_.running(i)) out[ranks_[i].rank] = pids_[i];
+  }
+  return out;
+}
+
 void JobSupervisor::onTime(double now) {
   for (const JobDecision& decision : controller_.onTime(now)) {
     if (decision.action == JobDecision::Action::Stop) {
-      const size_t first = controller_.firstRunning().value_or(0);
+      std::vector<std::string> running;
+      for (size_t i = 0; i < pids_.size(); ++i) {
+        if (controller_.running(i)) running.push_back(who(i));
+      }
       carryOut(decision);
-      notices_.push_back(strCat("dsrun: ", who(first), " was still running ", options_.exitTimeoutS,
-                                "s after the first rank exited cleanly (exit timeout); terminated ",
-                                plural(decision.ranks, "rank")));
+      notices_.push_back(exitTimeoutLine(firstClean_, options_.exitTimeoutS, running));
+    } else if (decision.action == JobDecision::Action::Abandon) {
+      for (size_t i = 0; i < pids_.size(); ++i) {
+        if (!controller_.abandoned(i)) continue;
+        const std::string state = options_.stateOf ? options_.stateOf(pids_[i]) : processState(pids_[i]);
+        notices_.push_back(strCat("dsrun: ", who(i), " is still alive ", options_.killWaitS, "s after SIGKILL, in state ",
+                                  state.empty() ? std::string("unknown") : state,
+                                  "; giving up on it (a process in state D waits in the kernel, e.g. on a dead NFS "
+                                  "mount, and dies when that returns)"));
+      }
     } else {
       for (size_t i = 0; i < pids_.size(); ++i) {
         if (!controller_.running(i)) continue;
@@ -109,6 +141,14 @@ void JobSupervisor::onTime(double now) {
       carryOut(decision);
     }
   }
+}
+
+std::vector<pid_t> JobSupervisor::abandonedPids() const {
+  std::vector<pid_t> out;
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (controller_.abandoned(i)) out.push_back(pids_[i]);
+  }
+  return out;
 }
 
 void JobSupervisor::abort() { carryOut(controller_.abort()); }

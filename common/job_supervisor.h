@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,9 +23,13 @@ namespace dsrun {
 struct SupervisorOptions {
   double killGraceS = 30;    ///< delay between the first signal to a rank and SIGKILL
   double exitTimeoutS = -1;  ///< after the first clean exit, how long the others may run (<0: unlimited)
-  bool announceCleanExit = false;  ///< a notice for the first clean exit when exitTimeoutS >= 0
+  bool announceCleanExit = false;  ///< a notice for each clean exit when exitTimeoutS >= 0 (dsrun-launch)
   /// For a failing rank killed by SIGKILL: how an OOM kill of it is known (OomLog::oomKilled), or nullopt.
   std::function<std::optional<std::string>(pid_t)> oomKilled = nullptr;
+  /// After SIGKILL, how long a rank may take to die before it is given up and named with its state (D).
+  double killWaitS = 10;
+  /// How a given-up rank's state is read (processState, /proc); replaceable for tests.
+  std::function<std::string(pid_t)> stateOf = nullptr;
 };
 
 /// Not thread-safe: call it from one thread (the one that spawns, for PDEATHSIG's sake). `ranks`
@@ -33,6 +38,7 @@ struct SupervisorOptions {
 ///   killGraceS later; the job's code is that rank's (128+signal for a signal);
 /// - SIGINT/SIGTERM/SIGHUP: forwarded once to every running rank's group, SIGKILL killGraceS later; a
 ///   second signal sends SIGKILL at once; code: the first failing rank's, else 128+signal;
+/// - a rank still alive killWaitS after SIGKILL (uninterruptible sleep) is named with its state and given up;
 /// - a rank's exit: SIGKILL to the rest of its process group (no orphans);
 /// - exitTimeoutS after the first clean exit: the ranks still running are stopped as above.
 class JobSupervisor {
@@ -47,6 +53,9 @@ class JobSupervisor {
   /// A signal dsrun received: SIGINT, SIGTERM or SIGHUP stop the job as above; any other (SIGUSR1,
   /// SIGUSR2) is forwarded to every running rank's group once per call and changes nothing else.
   void onSignal(int signal, double now);
+  /// A hang was detected (`what` names the ranks and where their stacks are; `host` is the first's): a failure
+  /// with code 1, which stops the job as a failing rank does.
+  void onHang(const std::string& what, const std::string& host, double now);
   /// Acts on deadlines that have passed (exit timeout, kill grace).
   void onTime(double now);
   /// Emergency stop (the caller is failing): SIGKILL to every running rank's group, no notice.
@@ -70,6 +79,10 @@ class JobSupervisor {
   };
   /// Set once a rank's failure stopped the job (not for signals, exit timeouts or spawn errors).
   const std::optional<FirstFailure>& firstFailure() const { return firstFailure_; }
+  /// Global rank -> pid of every running rank.
+  std::map<int, pid_t> runningPids() const;
+  /// Pids of the ranks given up after SIGKILL (see killWaitS); they may still be children of this process.
+  std::vector<pid_t> abandonedPids() const;
   /// The spawn failure that stopped the job, if any.
   const std::optional<IoError>& spawnError() const { return spawnError_; }
   /// Lines for the user (one per decision, e.g. the failure summary), oldest first; clears them.
@@ -89,6 +102,7 @@ class JobSupervisor {
   std::optional<IoError> spawnError_;   ///< see spawnError()
   std::optional<FirstFailure> firstFailure_;  ///< see firstFailure()
   std::vector<std::string> notices_;    ///< see takeNotices()
+  std::string firstClean_;              ///< who() of the clean exit that started the exit timeout
 };
 
 }  // namespace dsrun

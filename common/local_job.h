@@ -28,6 +28,12 @@ struct LocalJobOptions {
   /// Readable descriptors carrying control lines (common/control_line.h), owned by the caller: each line
   /// acts as that signal received; end of file on one acts as SIGTERM (the controller is gone).
   std::vector<int> controlFds;
+  /// > 0: hang detection (common/hang_watch.h): each rank gets DSRUN_PROGRESS_FILE; when a rank's step has not
+  /// moved for this long, the stacks of every rank go to <hangDir or the cwd>/dsrun-hang-<jobId>/rank<N>.txt
+  /// and the job fails (code 1) as for a failing rank.
+  double hangTimeoutS = 0;
+  std::string hangDir;  ///< where dsrun-hang-<jobId> goes; empty: the current directory
+  std::string jobId;    ///< names the progress and stack directories
 };
 
 /// Runs `ranks` to completion on this machine. Returns 0 if every rank exited 0; otherwise the first

@@ -18,6 +18,7 @@
 #include "common/pid_file.h"
 #include "common/rank_log.h"
 #include "common/root_cause.h"
+#include "common/stack_files.h"
 #include "common/strings.h"
 
 namespace dsrun {
@@ -33,6 +34,8 @@ constexpr double kDrainLimitS = 5;
 /// handled the previous one of its kind is merged with it by the kernel (Python even merges across
 /// handler runs): one batch of USR1, USR1, USR2 arrived as one USR1 and one USR2 on the test cluster.
 constexpr double kControlGapS = 0.1;
+/// Per rank, how long taking its stacks may last (a debugger attaching to a process in state D waits forever).
+constexpr double kStackTimeoutS = 5;
 
 // The last lines of a rank's log file (stdout and stderr together there): its end is read, not all of it.
 std::vector<std::string> tailOfFile(const std::string& path) {
@@ -60,14 +63,16 @@ double monotonicSeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-LocalJobRunner::LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options)
+LocalJobRunner::LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options, HangWatch* hang)
     : ranks_(ranks),
       options_(options),
       supervisor_(ranks, SupervisorOptions{options.killGraceS, options.exitTimeoutS, options.announceCleanExit,
                                         [this](pid_t pid) { return oomLog_.oomKilled(pid); }}, spawner_),
       signals_({SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}),
       stdout_(STDOUT_FILENO),
-      stderr_(STDERR_FILENO) {
+      stderr_(STDERR_FILENO),
+      hang_(hang) {
+  if (hang_ != nullptr) nextHangCheck_ = monotonicSeconds() + hang_->checkPeriodS();
   for (int fd : options_.controlFds) controls_.push_back(Control{fd, LineBuffer(1024)});
 }
 
@@ -83,6 +88,7 @@ int LocalJobRunner::run() {
     sweeper.sweep();
     throw;
   }
+  for (pid_t pid : supervisor_.abandonedPids()) sweeper.leave(pid);
   sweeper.sweep();
   drainOutput();
   printNotices();
@@ -166,7 +172,35 @@ void LocalJobRunner::step(int timeoutMs) {
     }
   }
   supervisor_.onTime(monotonicSeconds());
+  if (hang_ != nullptr && monotonicSeconds() >= nextHangCheck_) checkHang();
   printNotices();
+}
+
+void LocalJobRunner::checkHang() {
+  const double now = monotonicSeconds();
+  nextHangCheck_ = now + hang_->checkPeriodS();
+  if (supervisor_.stopping()) return;
+  hang_->poll(now);
+  const std::vector<int> stuck = hang_->stuck(now);
+  if (stuck.empty()) return;
+  // The stacks of every running rank, not only the stuck ones: the rank a collective waits on is the culprit.
+  const std::string dir = strCat(options_.hangDir.empty() ? "." : options_.hangDir, "/dsrun-hang-", options_.jobId);
+  std::string where = dir;
+  try {
+    writeStackFiles(dir, collectLocalStacks(supervisor_.runningPids(), kStackTimeoutS));
+  } catch (const Error& e) {
+    where = strCat("not written: ", e.what());
+  }
+  std::vector<std::string> names;
+  for (int rank : stuck) names.push_back(strCat(rank, " (step ", hang_->step(rank), ")"));
+  std::string host;
+  for (const RankSpec& spec : ranks_) {
+    if (spec.rank == stuck.front()) host = spec.host.empty() ? "localhost" : spec.host;
+  }
+  supervisor_.onHang(strCat("no progress for ", hang_->timeoutS(), " s (--hang_timeout_s) by rank",
+                            stuck.size() == 1 ? " " : "s ", join(names, ", "), " on ", host, "; stacks of every rank: ",
+                            where),
+                     host, monotonicSeconds());
 }
 
 void LocalJobRunner::handleSignals() {
@@ -293,6 +327,7 @@ void LocalJobRunner::printNotices() {
 
 int LocalJobRunner::pollTimeoutMs() const {
   std::optional<double> deadline = supervisor_.nextDeadline();
+  if (hang_ != nullptr && !supervisor_.stopping() && (!deadline || nextHangCheck_ < *deadline)) deadline = nextHangCheck_;
   if (!controlSignals_.empty() && (!deadline || nextControlAt_ < *deadline)) deadline = nextControlAt_;
   if (!deadline) return -1;
   double ms = std::ceil((*deadline - monotonicSeconds()) * 1000);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hang_watch.h"
 #include "common/job_supervisor.h"
 #include "common/line_buffer.h"
 #include "common/line_sink.h"
@@ -19,8 +20,9 @@ namespace dsrun {
 
 class LocalJobRunner {
  public:
-  /// `ranks` must outlive the runner. Installs signal handlers (see SignalPipe) until destroyed.
-  LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options);
+  /// `ranks` (and `hang`, when not null: hang detection) must outlive the runner. Installs signal handlers (see
+  /// SignalPipe) until destroyed.
+  LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options, HangWatch* hang);
 
   /// Starts every rank, forwards output and signals until all have exited, kills what they left
   /// behind, and returns the job's exit code. Throws as runLocalJob documents. Call once.
@@ -58,6 +60,8 @@ class LocalJobRunner {
   /// The root-cause lines of a failed job (LocalJobOptions::rootCauseAsLines says which kind).
   void printRootCause();
   int pollTimeoutMs() const;
+  /// Hang detection's periodic look (options_.hangTimeoutS): stacks and a failure for ranks that stopped moving.
+  void checkHang();
 
   const std::vector<RankSpec>& ranks_;  ///< the job
   LocalJobOptions options_;             ///< as given
@@ -74,6 +78,8 @@ class LocalJobRunner {
   uint64_t bytesRead_ = 0;              ///< read from every rank pipe so far (drain progress)
   std::vector<std::vector<std::string>> tails_;  ///< per rank: the last lines of its stderr
   std::vector<std::string> logPaths_;   ///< per rank: its --enable_each_rank_log file (empty without)
+  HangWatch* hang_;                     ///< hang detection, or null
+  double nextHangCheck_ = 0;            ///< when checkHang() runs next
 };
 
 /// Seconds on a monotonic clock (the time the supervisor is given).

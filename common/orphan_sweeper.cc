@@ -9,11 +9,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/logging.h"
+#include "common/process_state.h"
 
 namespace dsrun {
 
@@ -61,6 +64,22 @@ std::set<pid_t> listChildren() {
   return readable ? children : scanAllProcesses();
 }
 
+namespace {
+
+/// Reaps `pid` once it dies, polling for at most waitS: a process in state D outlives SIGKILL.
+bool reapWithin(pid_t pid, double waitS) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(waitS);
+  for (;;) {
+    int status = 0;
+    const pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid || (got < 0 && errno != EINTR)) return true;  // reaped, or not ours to wait for
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
 OrphanSweeper::OrphanSweeper() : before_(listChildren()) {
   ::prctl(PR_GET_CHILD_SUBREAPER, &previousSubreaper_);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
@@ -71,21 +90,25 @@ OrphanSweeper::OrphanSweeper() : before_(listChildren()) {
 
 OrphanSweeper::~OrphanSweeper() { ::prctl(PR_SET_CHILD_SUBREAPER, previousSubreaper_); }
 
-int OrphanSweeper::sweep() {
+int OrphanSweeper::sweep(double waitS) {
   int killed = 0;
+  std::set<pid_t> givenUp = left_;  // alive waitS after SIGKILL (state D): never waited for again
   // Each round kills the current strays; their children are re-parented here for the next round.
   for (int round = 0; round < 1000; ++round) {
     std::set<pid_t> strays;
     for (pid_t pid : listChildren()) {
-      if (before_.count(pid) == 0) strays.insert(pid);
+      if (before_.count(pid) == 0 && givenUp.count(pid) == 0) strays.insert(pid);
     }
     if (strays.empty()) break;
     for (pid_t pid : strays) {
       ::kill(pid, SIGKILL);
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      if (reapWithin(pid, waitS)) {
+        ++killed;
+      } else {
+        givenUp.insert(pid);
+        DSRUN_LOG(WARN) << "pid " << pid << " left by the ranks is still alive " << waitS << "s after SIGKILL, in state "
+                        << processState(pid) << "; giving up on it";
       }
-      ++killed;
     }
   }
   if (killed > 0) {

@@ -20,11 +20,15 @@ class OrphanSweeper {
 
   /// SIGKILLs and reaps every child that was not there at construction, again and again as their own
   /// descendants are re-parented here, until none is left. Returns how many it killed. Blocks only
-  /// while a SIGKILLed process dies. Call from the thread that reaps.
-  int sweep();
+  /// while a SIGKILLed process dies, at most `waitS` for each: one still alive then (state D) is named in a
+  /// warning and left. Call from the thread that reaps.
+  int sweep(double waitS = 5);
+  /// A child sweep() must not wait for (a rank already given up after SIGKILL).
+  void leave(pid_t pid) { left_.insert(pid); }
 
  private:
   std::set<pid_t> before_;      ///< children present at construction
+  std::set<pid_t> left_;        ///< see leave()
   int previousSubreaper_ = 0;   ///< PR_GET_CHILD_SUBREAPER at construction
 };
 

@@ -12,9 +12,11 @@ namespace dsrun {
 namespace {
 
 std::atomic<int> handlerFd{-1};
+std::atomic<int> firstStopSignal{0};
 
 void onSignal(int signal) {
   int savedErrno = errno;
+  noteStopSignal(signal);
   unsigned char byte = static_cast<unsigned char>(signal);
   // Non-blocking: if the pipe is full the loop is already awake and reaps with WNOHANG anyway.
   ssize_t ignored = ::write(handlerFd.load(), &byte, 1);
@@ -23,6 +25,14 @@ void onSignal(int signal) {
 }
 
 }  // namespace
+
+void noteStopSignal(int signal) {
+  if (signal != SIGINT && signal != SIGTERM && signal != SIGHUP) return;
+  int none = 0;
+  firstStopSignal.compare_exchange_strong(none, signal);
+}
+
+int stopSignalNoted() { return firstStopSignal.load(); }
 
 SignalPipe::SignalPipe(const std::vector<int>& forwarded) {
   int fds[2];

@@ -39,4 +39,11 @@ class SignalPipe {
   sigset_t oldMask_{};        ///< the calling thread's mask before
 };
 
+/// Records that this process was asked to stop (SIGINT, SIGTERM or SIGHUP reached one of its catchers:
+/// every SignalPipe does it, an Asio signal_set calls it). Async-signal-safe. The first one is kept.
+void noteStopSignal(int signal);
+/// The first stop signal noted since the process started, or 0: a job that ended because dsrun was told to
+/// stop is not restarted (--max_restarts, launcher/restart_loop.h).
+int stopSignalNoted();
+
 }  // namespace dsrun

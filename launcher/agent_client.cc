@@ -96,6 +96,7 @@ void AgentClient::onConnected() {
     hello.mutable_hello()->set_output_window_bytes(self->outputWindowBytes_);
     hello.mutable_hello()->set_agent_heartbeats(self->agentHeartbeats_);
     hello.mutable_hello()->set_agent_heartbeat_ms(self->beatMs_);
+    hello.mutable_hello()->set_launcher_silence_ms(self->silenceMs_);
     self->send(hello);
     self->readMore();
   });
@@ -141,7 +142,8 @@ void AgentClient::onFrame(const agent::Envelope& e) {
     if (e.has_welcome()) {
       if (e.welcome().protocol_version() != proto::kProtocolVersion) {
         fail(strCat("protocol version mismatch: agent speaks version ", e.welcome().protocol_version(),
-                    ", this dsrun speaks version ", proto::kProtocolVersion));
+                    ", this dsrun speaks version ", proto::kProtocolVersion, "\n  hint: run the same dsrun release "
+                    "on every host (dsrun --version; dsrun-agent comes in the same package)"));
         return;
       }
       ready_ = true;
@@ -152,7 +154,11 @@ void AgentClient::onFrame(const agent::Envelope& e) {
       deadline_.cancel();
       if (callbacks_.onReady) callbacks_.onReady(e.welcome());
     } else if (e.has_error()) {
-      fail(strCat("refused: ", e.error().message()));
+      // An agent of another protocol version says so, naming both (request_handler.cc); say how to fix it.
+      const std::string& message = e.error().message();
+      const bool versions = message.rfind("protocol version mismatch", 0) == 0;
+      fail(strCat("refused: ", message, versions ? "\n  hint: run the same dsrun release on every host (dsrun "
+                                                   "--version; dsrun-agent comes in the same package)" : ""));
     } else {
       fail(strCat("protocol error: expected welcome, got message type ", static_cast<int>(e.msg_case())));
     }

@@ -41,11 +41,13 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
                                              std::string host, int port, std::string clientName, Callbacks callbacks);
 
   /// What Hello asks of the agent: an output window (0: none; see OutputCredit) and heartbeats.
-  /// `beatMs`: the interval of the agent's beats we ask for (0: the agent's default).
-  void setHello(uint64_t outputWindowBytes, bool agentHeartbeats, uint32_t beatMs = 0) {
+  /// `beatMs`: the interval of the agent's beats we ask for (0: the agent's default). `silenceMs`: how long our
+  /// own silence may last before the agent stops our jobs (Hello.launcher_silence_ms; 0: the agent's timeout).
+  void setHello(uint64_t outputWindowBytes, bool agentHeartbeats, uint32_t beatMs = 0, uint32_t silenceMs = 0) {
     outputWindowBytes_ = outputWindowBytes;
     agentHeartbeats_ = agentHeartbeats;
     beatMs_ = beatMs;
+    silenceMs_ = silenceMs;
   }
   /// TCP_USER_TIMEOUT for the connection (0: the kernel's default), set when it connects.
   void setUserTimeout(unsigned int ms) { userTimeoutMs_ = ms; }
@@ -117,6 +119,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   bool agentSendsHeartbeats_ = false;                              ///< Welcome.agent_heartbeats
   unsigned int userTimeoutMs_ = 0;                                 ///< TCP_USER_TIMEOUT
   uint32_t beatMs_ = 0;                                            ///< Hello.agent_heartbeat_ms
+  uint32_t silenceMs_ = 0;                                         ///< Hello.launcher_silence_ms
   uint32_t agentBeatMs_ = 0;                                       ///< Welcome.agent_heartbeat_ms
   bool agentChecksPorts_ = false;                                  ///< Welcome.port_check
   std::function<void(const agent::PortCheckReply&)> portCheckDone_;  ///< see checkPort()

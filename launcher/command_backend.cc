@@ -78,6 +78,7 @@ int CommandBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   spec.stopSignal = stopSignal();
   spec.launch = ctx.options.launch;
   spec.program = ctx.options.userScript;
+  for (const PlannedRank& r : plan.ranks) spec.rankHosts[r.rank] = r.host;
   beforeLaunch(plan, ctx);
   try {
     const CommandJobResult result = runCommandJob(spec);

@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <set>
 #include <vector>
 
 #include "common/control_line.h"
 #include "common/error.h"
 #include "common/job_controller.h"
 #include "common/exit_status.h"
+#include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
 #include "common/line_sink.h"
 #include "common/posix_spawner.h"
@@ -28,8 +30,9 @@ double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Extra time the launcher command gets, after the job was told to stop, to notice and exit by itself.
-constexpr double kLauncherExitSlackS = 5;
+// Extra time the launcher command gets, after the job was told to stop, to notice and exit by itself: the
+// nodes' own kill wait (a rank in state D is given up 10 s after its SIGKILL, and reported) plus 5 s.
+constexpr double kLauncherExitSlackS = 15;
 
 /// The command backends' part of the job's policy: the grace is this file's escalation on the launcher
 /// command; once stopping, failure lines are not judged (a rank dying of the stop prints one too, and an
@@ -106,8 +109,11 @@ class Runner {
     if (signal_ <= 0 && !pendingSignals_.empty()) passSignals();
     for (const JobDecision& decision : controller_.onTime(nowSeconds())) {
       if (decision.action != JobDecision::Action::Stop) continue;
-      err_.write("", strCat("dsrun: ", cleanExit_, " finished ", spec_.launch.exitTimeoutS,
-                            "s ago and other ranks are still running (exit timeout); stopping the job on every host"));
+      std::vector<std::string> running;
+      for (const auto& [rank, host] : spec_.rankHosts) {
+        if (cleanRanks_.count(rank) == 0) running.push_back(strCat("rank ", rank, " on ", host));
+      }
+      err_.write("", exitTimeoutLine(cleanExit_, spec_.launch.exitTimeoutS, running));
       stop();
     }
     if (controller_.stopping() && main_ > 0 && nowSeconds() >= deadline_) {
@@ -147,6 +153,7 @@ class Runner {
         if (spec_.kill && !killStarted_) runKill();
         if (main_ > 0) spawner_.signalGroup(main_, SIGKILL);
         return;
+      case JobDecision::Action::Abandon:  // not produced: no killWaitS (pdsh, mpirun and srun end on their own)
       case JobDecision::Action::None: return;
     }
   }
@@ -190,6 +197,7 @@ class Runner {
         }
       } else if (spec_.launch.exitTimeoutS >= 0) {
         if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
+          cleanRanks_.insert(clean->rank);
           if (controller_.onCleanExit(nowSeconds()).exitTimeoutArmed) {
             cleanExit_ = strCat("rank ", clean->rank, " on ", clean->host);
           }
@@ -257,6 +265,7 @@ class Runner {
   pid_t signal_ = -1;                   ///< the signal command running, if any
   std::vector<int> pendingSignals_;     ///< received, not yet passed on (in order)
   std::string signalNames_;             ///< what signal_ carries, for its failure line
+  std::set<int> cleanRanks_;            ///< ranks whose dsrun-launch said they finished cleanly
   bool killStarted_ = false;            ///< the kill command was run
   int mainStatus_ = 0;
   bool escalated_ = false;              ///< the launcher command was sent SIGTERM after the grace

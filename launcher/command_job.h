@@ -13,6 +13,7 @@
 // first rank that finishes cleanly on any node (its "finished cleanly" line) starts the clock for all.
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct CommandJobSpec {
   /// before SIGKILL, launch.exitTimeoutS runs from the first "finished cleanly" line on any node (<0: off).
   RankLaunchSettings launch;
   std::string program;          ///< the user's script, named in the closing root-cause block
+  /// Every planned rank's host by global rank: the exit timeout names the ranks not reported finished.
+  std::map<int, std::string> rankHosts;
 };
 
 /// What happened.

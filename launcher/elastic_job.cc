@@ -24,6 +24,7 @@
 #include "elastic/compute_elastic_config.h"
 #include "launcher/elastic_membership.h"
 #include "launcher/resource_spec.h"
+#include "launcher/torchrun_env.h"
 
 namespace dsrun {
 
@@ -224,19 +225,11 @@ WorldPlan ElasticJob::planRound(const ResourcePool& world, const std::vector<Hos
   const int failureRestarts = static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(), [](const Restart& r) {
     return r.cause != "scale-up" && r.cause != "network partition";
   }));
+  // planRanks set the per-rank torchrun variables for this world; the job-wide ones count this round.
+  const EnvMap jobEnv = torchrunJobEnv(failureRestarts, plan_.elastic->maxRestarts, plan_.jobId);
+  for (auto& [name, value] : jobEnv) p.exports[name] = value;
   for (PlannedRank& r : p.ranks) {
-    const std::string localSize = r.env[kEnvLocalSize];
-    r.env[kEnvRestartCount] = std::to_string(failureRestarts);
-    r.env[kEnvMaxRestarts] = std::to_string(plan_.elastic->maxRestarts);
-    r.env[kEnvTorchRestartCount] = std::to_string(failureRestarts);
-    r.env[kEnvTorchMaxRestarts] = std::to_string(plan_.elastic->maxRestarts);
-    r.env[kEnvTorchRunId] = plan_.jobId;
-    r.env[kEnvGroupRank] = std::to_string(r.nodeRank);
-    r.env[kEnvGroupWorldSize] = std::to_string(world.size());
-    r.env[kEnvLocalWorldSize] = localSize;
-    r.env[kEnvRoleRank] = std::to_string(r.rank);
-    r.env[kEnvRoleWorldSize] = std::to_string(p.worldSize());
-    r.env[kEnvRoleName] = "default";
+    for (auto& [name, value] : jobEnv) r.env[name] = value;
   }
   return p;
 }

@@ -55,6 +55,7 @@ std::vector<std::string> RankLaunchSettings::toArgv() const {
   if (tagOutput) argv.push_back("--tag_output");
   argv.push_back("--kill_grace_s=" + seconds(killGraceS));
   if (exitTimeoutS >= 0) argv.push_back("--exit_timeout_s=" + seconds(exitTimeoutS));
+  if (hangTimeoutS > 0) argv.push_back("--hang_timeout_s=" + seconds(hangTimeoutS));
   return argv;
 }
 
@@ -98,6 +99,8 @@ const FlagReader kReaders[] = {
      [](RankLaunchSettings& s, const std::string& v) { s.killGraceS = toSeconds("--kill_grace_s", v); }},
     {"--exit_timeout_s", Kind::Value,
      [](RankLaunchSettings& s, const std::string& v) { s.exitTimeoutS = toSeconds("--exit_timeout_s", v); }},
+    {"--hang_timeout_s", Kind::Value,
+     [](RankLaunchSettings& s, const std::string& v) { s.hangTimeoutS = toSeconds("--hang_timeout_s", v); }},
 };
 
 const FlagReader* findReader(const std::string& flag) {
@@ -152,6 +155,9 @@ LocalJobOptions RankLaunchSettings::localJobOptions() const {
   job.tagOutput = tagOutput;
   job.killGraceS = killGraceS;
   job.exitTimeoutS = exitTimeoutS;
+  job.hangTimeoutS = hangTimeoutS;
+  job.hangDir = eachRankLogDir;  // as on the agent backend: the stacks go with the logs, else to the cwd
+  job.jobId = jobId;
   job.savePid = savePid;
   return job;
 }
@@ -159,7 +165,7 @@ LocalJobOptions RankLaunchSettings::localJobOptions() const {
 bool RankLaunchSettings::operator==(const RankLaunchSettings& o) const {
   auto fields = [](const RankLaunchSettings& s) {
     return std::tie(s.python, s.module, s.noPython, s.noLocalRank, s.savePid, s.eachRankLogDir, s.bindCoresToRank,
-                    s.bindCoreList, s.jobId, s.tagOutput, s.killGraceS, s.exitTimeoutS);
+                    s.bindCoreList, s.jobId, s.tagOutput, s.killGraceS, s.exitTimeoutS, s.hangTimeoutS);
   };
   return fields(*this) == fields(o);
 }

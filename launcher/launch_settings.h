@@ -27,6 +27,7 @@ struct RankLaunchSettings {
   bool tagOutput = false;                   ///< --tag_output: prefix rank output lines with "host:rank | "
   double killGraceS = 30;                   ///< --kill_grace_s: SIGTERM -> SIGKILL delay
   double exitTimeoutS = -1;                 ///< --exit_timeout_s: after the first clean exit (<0: unlimited)
+  double hangTimeoutS = 0;                  ///< --hang_timeout_s: no training step for this long = hung (0: off)
 
   /// The node-mode dsrun-launch flags for these settings, in the order of its usage: the switches and
   /// values that differ from the defaults, plus --job_id and --kill_grace_s, which are always written.

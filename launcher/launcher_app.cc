@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -15,6 +16,7 @@
 #include "launcher/host_lookup.h"
 #include "launcher/hostfile.h"
 #include "launcher/job_id.h"
+#include "launcher/restart_loop.h"
 #include "tls/tls_directory.h"
 
 #ifndef DSRUN_VERSION
@@ -198,7 +200,10 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
                              "agent backends can do; got --launcher ", plan.launcher,
                              "\n  hint: pass a fixed --master_port"));
   }
-  return backend->run(plan, ctx);
+  if (plan.elastic) return backend->run(plan, ctx);  // the elastic controller restarts on its own terms
+  return runWithRestarts(
+      plan, options, [&](const WorldPlan& attempt) { return backend->run(attempt, ctx); },
+      [](const std::string& line) { std::cerr << line << "\n" << std::flush; });
 }
 
 }  // namespace dsrun

@@ -70,12 +70,12 @@ po::options_description describe() {
       ("kill_grace_s", text(), "seconds between SIGTERM and SIGKILL when stopping ranks (default 30)")
       ("exit_timeout_s", text(), "seconds the other ranks may run after the first clean exit "
                                  "(default unlimited)")
-      ("max_restarts", text(), "elastic training: restarts after failures before the job fails (default 100; "
-                               "scale-ups are not counted)")
+      ("max_restarts", text(), "restarts of the whole world after failures before the job fails (torchrun's "
+                               "--max-restarts; default 0, elastic training 100; scale-ups are not counted)")
       ("elastic_timeout_s", text(), "elastic training: how long to wait for hosts while fewer than "
                                     "--min_elastic_nodes answer (default 100)")
-      ("hang_timeout_s", text(), "agent backend: a rank whose training step has not moved for this long is hung: "
-                                 "stacks of every rank are saved, the job fails (or restarts); default off")
+      ("hang_timeout_s", text(), "a rank whose training step has not moved for this long is hung: "
+                                 "stacks of every rank are saved, the job fails (or restarts); not with MPI/Slurm; default off")
       ("agent_port", text(), "dsrun-agent port (default 29600)")
       ("agent_heartbeat_ms", text(), "agent backend: how often each agent must show it is alive; elastic ssh: "
                                      "how often dsrun writes to each host (default 500)")
@@ -291,6 +291,7 @@ const std::map<std::string, Setter>& setters() {
       {"max_restarts",
        [](Options& o, const std::string& v) {
          o.maxRestarts = toInt("max_restarts", v);
+         o.maxRestartsGiven = true;
          if (o.maxRestarts < 0) {
            throw ParseError("--max_restarts", 0, strCat("expected a non-negative integer, got '", v, "'"));
          }
@@ -313,8 +314,8 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"hang_timeout_s",
        [](Options& o, const std::string& v) {
-         o.hangTimeoutS = toSeconds("hang_timeout_s", v);
-         if (o.hangTimeoutS < 0) {
+         o.launch.hangTimeoutS = toSeconds("hang_timeout_s", v);
+         if (o.launch.hangTimeoutS < 0) {
            throw ParseError("--hang_timeout_s", 0, strCat("expected a non-negative number, got '", v, "'"));
          }
        }},
@@ -417,6 +418,10 @@ RankLaunchSettings launchSettings(const Options& options, const std::string& job
   launch.jobId = jobId;
   launch.savePid = options.savePid ? launcherPid : 0;
   return launch;
+}
+
+int restartBudget(const Options& options) {
+  return options.elasticTraining || options.maxRestartsGiven ? options.maxRestarts : 0;
 }
 
 std::string usageText() {

@@ -57,9 +57,9 @@ struct Options {
   // --- dsrun's own flags ---
   bool dryRun = false;             ///< --dry_run: print the plan as JSON, launch nothing
   int maxRestarts = 100;           ///< --max_restarts: failure restarts of an elastic job (DeepSpeed's 100)
+  bool maxRestartsGiven = false;   ///< --max_restarts was on the command line (non-elastic jobs restart only then)
   double elasticTimeoutS = 100;    ///< --elastic_timeout_s: wait below the minimum (DeepSpeed's rendezvous 100 s)
   int agentPort = kDefaultAgentPort;  ///< --agent_port (agent backend)
-  double hangTimeoutS = 0;            ///< --hang_timeout_s: no step for this long = hung (0: off)
   int agentHeartbeatMs = 500;         ///< --agent_heartbeat_ms: the agents' beat interval dsrun asks for
   int agentHeartbeatMisses = 5;       ///< --agent_heartbeat_misses: silence of this many beats = host lost
   bool meshProbe = true;              ///< agent backend: all-pairs probe before the launch (--no_mesh_probe: off)
@@ -89,6 +89,10 @@ Options parseOptions(const std::vector<std::string>& args);
 /// options.launch completed with what only a launch knows: the planned job id and, with --save_pid, dsrun's
 /// own pid (`launcherPid`), which names DeepSpeed's /tmp/<pid>.deepspeed file.
 RankLaunchSettings launchSettings(const Options& options, const std::string& jobId, int launcherPid);
+
+/// How many failure restarts of the whole world the job may use: --max_restarts (100 when not given) for an
+/// elastic job, as DeepSpeed; --max_restarts (0 when not given, torchrun's default) for any other job.
+int restartBudget(const Options& options);
 
 /// The --help text.
 std::string usageText();

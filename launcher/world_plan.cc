@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "launcher/active_resources.h"
 #include "launcher/core_binding.h"
+#include "launcher/torchrun_env.h"
 
 namespace dsrun {
 
@@ -39,7 +40,7 @@ ElasticBounds elasticBounds(const Options& options, const ResourcePool& candidat
                              "\n  hint: add --launcher ssh, or start dsrun-agent on every host and add --launcher agent "
                              "--tls_dir DIR"));
   }
-  if (options.launcher == "ssh" && options.hangTimeoutS > 0) {
+  if (options.launcher == "ssh" && options.launch.hangTimeoutS > 0) {
     throw ConfigError("--hang_timeout_s needs the ranks' progress reports, which only dsrun-agent relays; got it "
                       "with --elastic_training --launcher ssh"
                       "\n  hint: drop --hang_timeout_s, or use --launcher agent");
@@ -146,6 +147,10 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   }
 
   plan.exports = propagatedEnvironment(inputs.launcherEnv, inputs.envFiles, inputs.cwd);
+  // torchrun's job-wide variables travel as exports: dsrun-launch and the MPI rank mode find them there. A count
+  // dsrun inherits (an outer supervisor that restarts dsrun itself: a Slurm requeue, a script) is continued.
+  const int restarts = inheritedRestartCount(inputs.launcherEnv);
+  for (auto& [name, value] : torchrunJobEnv(restarts, restartBudget(options), plan.jobId)) plan.exports[name] = value;
   if (options.launch.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
   planRanks(plan, options);
   return plan;
@@ -185,10 +190,7 @@ void planRanks(WorldPlan& plan, const Options& options) {
       r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
       r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
       r.env[kEnvJobId] = plan.jobId;
-      if (r.env.count(kEnvRoleWorldSize) != 0) {
-        // An elastic round exported torchrun's role variables: one role, so ROLE_RANK is the global rank.
-        r.env[kEnvRoleRank] = std::to_string(rank);
-      }
+      addTorchrunRankEnv(r.env, rank, totalRanks, node, hostCount, localSize);
       if (options.launch.bindCoresToRank) {
         r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
         r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());

@@ -8,7 +8,10 @@ namespace dsrun::proto {
 
 /// Bumped on every incompatible change to agent.proto; both sides must agree exactly.
 /// 2: RankLaunch argv, env and cwd are bytes (1 refused non-UTF-8 text); Welcome.host_address.
-inline constexpr uint32_t kProtocolVersion = 2;
+/// 3: Hello.launcher_silence_ms and RankExited.given_up_state (issue 23): a version-2 agent would accept a newer
+///    launcher and silently keep a cut-off node's ranks running for its own, longer timeout, so the versions
+///    must meet as an error naming both (the agent's refusal, or the launcher's check of Welcome), not a Welcome.
+inline constexpr uint32_t kProtocolVersion = 3;
 
 /// Largest serialized Envelope accepted or produced (a LaunchRequest of many ranks with their full
 /// environments stays far below it; anything bigger is treated as an attack or a bug).

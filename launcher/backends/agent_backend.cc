@@ -58,7 +58,7 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   s.launch = o.launch;  // no job id here: AgentJob sends its plan's (each elastic round has its own)
   s.agentBeatMs = static_cast<uint32_t>(o.agentHeartbeatMs);
   s.silentBeats = o.agentHeartbeatMisses;
-  s.hangTimeoutS = o.hangTimeoutS;
+  s.hangTimeoutS = o.launch.hangTimeoutS;
   s.meshProbe = o.meshProbe;
   s.cwd = currentDirectory();
   if (!s.launch.eachRankLogDir.empty()) {

@@ -9,9 +9,11 @@
 #include "common/env_contract.h"
 #include "common/error.h"
 #include "common/exit_status.h"
+#include "common/exit_timeout_line.h"
 #include "common/logging.h"
 #include "common/rank_log.h"
 #include "common/root_cause.h"
+#include "common/signal_pipe.h"
 #include "common/strings.h"
 #include "launcher/backends/stack_dump.h"
 #include "launcher/failure_line.h"
@@ -121,9 +123,15 @@ int AgentJob::run() {
   }
   if (!failures.empty()) {
     for (auto& node : nodes_) node->client->close();
+    // An agent that answered with a version mismatch runs: its own hint (the same release everywhere) is the one.
+    const bool answered = std::any_of(failures.begin(), failures.end(), [](const std::string& f) {
+      return f.find("protocol version mismatch") != std::string::npos;
+    });
     throw Error(strCat("cannot start the job, nothing was started: ", join(failures, "; "),
-                       "\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
-                       " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun --make_node_cert' from --tls_dir"));
+                       answered ? std::string()
+                                : strCat("\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
+                                         " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun "
+                                         "--make_node_cert' from --tls_dir")));
   }
   if (const std::optional<int> stopped = preflightMasterPort()) return *stopped;
   if (settings_.meshProbe && nodes_.size() > 1) {
@@ -253,7 +261,12 @@ void AgentJob::connectAll() {
       if (node->ready) onNodeLost(*node, reason);
     };
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
-    node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs);
+    // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
+    // at least every agentBeatMs, armHeartbeat), so a cut-off host's ranks stop when we give it up.
+    // Hang detection blocks this loop while it takes the stacks (collectStacks, 5 s at most): no beats then.
+    const uint32_t busyMs = settings_.hangTimeoutS > 0 ? 5000 : 0;
+    node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
+                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats) + busyMs);
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
@@ -324,10 +337,17 @@ void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
   if (!e.oom_evidence().empty()) {
     how += strCat(": out of memory (the kernel's OOM killer, per the ", e.oom_evidence(), " on ", r.host, ")");
   }
+  if (!e.given_up_state().empty()) {
+    // Alive 10 s after the agent's SIGKILL (state D): the agent gave it up so that the job can end.
+    how = strCat("is still alive 10s after SIGKILL, in state ", e.given_up_state(), "; ", r.host,
+                 "'s agent gave up on it");
+    notice(strCat("dsrun: ", who(r), " ", how));
+  }
   const JobDecision decision =
       controller_.onRankExit(r.slot, status, nowSeconds(), strCat(who(r), " ", how), r.host,
                              e.exit_time_unix_us() != 0 ? e.exit_time_unix_us() : nowUs());
   afterFailure(decision);
+  if (decision.exitTimeoutArmed) firstClean_ = who(r);
   armExitTimer(decision);
 }
 
@@ -396,16 +416,12 @@ void AgentJob::onExitTimeout() {
   // The timer was set for this deadline: it has passed, whatever rounding the clock conversion did.
   for (const JobDecision& decision : controller_.onTime(std::max(nowSeconds(), *deadline))) {
     if (decision.action != JobDecision::Action::Stop) continue;
-    const RankState* first = nullptr;
+    std::vector<std::string> running;
     for (const auto& [id, r] : ranks_) {
-      if (controller_.running(r.slot)) {
-        first = &r;
-        break;
-      }
+      if (controller_.running(r.slot)) running.push_back(who(r));
     }
     stopEverything(decision.signal);
-    notice(strCat("dsrun: ", first ? who(*first) : "a rank", " was still running ", settings_.launch.exitTimeoutS,
-                  "s after the first rank exited cleanly (exit timeout); terminated ", plural(decision.ranks, "rank")));
+    notice(exitTimeoutLine(firstClean_, settings_.launch.exitTimeoutS, running));
   }
 }
 
@@ -500,6 +516,7 @@ std::chrono::milliseconds AgentJob::silenceBudget(const Node& node) const {
 void AgentJob::armSignals() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
+    noteStopSignal(signal);
     const JobDecision decision = controller_.onSignal(signal, nowSeconds());
     switch (decision.action) {
       case JobDecision::Action::Forward:
@@ -517,6 +534,7 @@ void AgentJob::armSignals() {
         stopEverything(SIGKILL);
         abandoned_ = true;  // end now: a silent host must not make the user wait
         break;
+      case JobDecision::Action::Abandon:  // not produced: the agents apply the kill wait to their ranks
       case JobDecision::Action::None: break;
     }
     armSignals();

@@ -160,6 +160,7 @@ class AgentJob {
   boost::asio::steady_timer exitTimer_;            ///< --exit_timeout_s after the first clean exit
   std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
   std::map<int, RankState> ranks_;                 ///< by global rank
+  std::string firstClean_;                         ///< who() of the clean exit that started the exit timeout
   JobController controller_;                       ///< decides: failures, signals, exit timeout, exit code
   bool abandoned_ = false;                         ///< a second stop signal: end now
   bool launched_ = false;                          ///< LaunchRequests have been sent

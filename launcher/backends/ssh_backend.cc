@@ -37,14 +37,16 @@ std::vector<NodeCommand> SshBackend::nodeCommands(const WorldPlan& plan, const L
   for (size_t i = 0; i < plan.hosts.size(); ++i) {
     std::vector<std::string> launch =
         nodeLaunchArgv(site_.node, plan, ctx.options, ctx.launcherPid, std::to_string(i), true);
+    // Heartbeats the node watches for, on every job: a node whose link to dsrun goes silent
+    // stops its ranks after the budget dsrun gives it, instead of training on, cut off.
+    launch = withStdinTimeout(std::move(launch), ctx.options.agentHeartbeatMs * ctx.options.agentHeartbeatMisses);
     if (!plan.elastic) {
       out.push_back({plan.hosts[i].host, remoteShellWords(plan.exports, site_.node.cwd, launch, ctx.options.venvScript)});
       continue;
     }
-    // An elastic round: the restart counter for this node, and heartbeats the node watches for.
+    // An elastic round: the restart counter for this node.
     EnvMap exports = plan.exports;
     for (auto& [name, value] : elasticNodeExports(plan, static_cast<int>(i))) exports[name] = value;
-    launch = withStdinTimeout(std::move(launch), ctx.options.agentHeartbeatMs * ctx.options.agentHeartbeatMisses);
     out.push_back({plan.hosts[i].host, remoteShellWords(exports, site_.node.cwd, launch, ctx.options.venvScript)});
   }
   return out;
@@ -89,6 +91,7 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   settings.program = options.userScript;
   settings.heartbeatMs = options.agentHeartbeatMs;
   settings.heartbeatMisses = options.agentHeartbeatMisses;
+  for (const PlannedRank& r : plan.ranks) settings.rankHosts[r.rank] = r.host;
   const auto target = [&options](const std::string& host) { return targetFor(host, options); };
   if (plan.elastic) {
     SshElasticRounds rounds([this, &ctx](const WorldPlan& round) { return nodeCommands(round, ctx); }, target,

@@ -8,9 +8,11 @@
 #include <csignal>
 #include <future>
 #include <optional>
+#include <set>
 
 #include "common/control_line.h"
 #include "common/error.h"
+#include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
 #include "common/line_sink.h"
 #include "common/logging.h"
@@ -123,11 +125,12 @@ int SshJob::loop(std::vector<Node>& nodes) {
   double hardDeadline = 0;
   std::optional<double> exitDeadline;  // first clean exit anywhere + --exit_timeout_s
   std::string cleanExit;               // "rank 3 on dsn2"
+  std::set<int> cleanRanks;            // ranks a dsrun-launch said finished cleanly
   bool exitTimedOut = false;
   double nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
   const auto stopAll = [&] {
     stopping = true;
-    hardDeadline = nowSeconds() + settings_.killGraceS + 5;
+    hardDeadline = nowSeconds() + settings_.killGraceS + 15;  // + the nodes' kill wait (state D, 10 s) + 5 s
     for (Node& n : nodes) n.session->sendEof();  // dsrun-launch --watch_stdin: EOF stops its ranks (SIGTERM)
   };
   const auto detected = [&] {
@@ -154,7 +157,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
         if (!signalled) signalled = s;
         if (!stopping) {
           stopping = true;
-          hardDeadline = nowSeconds() + settings_.killGraceS + 5;
+          hardDeadline = nowSeconds() + settings_.killGraceS + 15;  // + the nodes' kill wait (state D, 10 s) + 5 s
         }
       }
       for (Node& n : nodes) {
@@ -187,11 +190,14 @@ int SshJob::loop(std::vector<Node>& nodes) {
               stopAll();
             }
           }
-          if (!failure && !stopping && settings_.exitTimeoutS >= 0 && !exitDeadline) {
+          if (!failure && !stopping && settings_.exitTimeoutS >= 0) {
             if (std::optional<RankFailure> clean = parseCleanExitLine(line)) {
+              cleanRanks.insert(clean->rank);
               // --exit_timeout_s is job-wide: the first clean exit on any host starts every host's clock.
-              exitDeadline = nowSeconds() + settings_.exitTimeoutS;
-              cleanExit = strCat("rank ", clean->rank, " on ", clean->host);
+              if (!exitDeadline) {
+                exitDeadline = nowSeconds() + settings_.exitTimeoutS;
+                cleanExit = strCat("rank ", clean->rank, " on ", clean->host);
+              }
             }
           }
         };
@@ -231,22 +237,25 @@ int SshJob::loop(std::vector<Node>& nodes) {
         if (n.exitStatus != 0 && !stopping) stopAll();
       }
     }
-    if (settings_.elasticRound && !stopping && nowSeconds() >= nextBeat) {
+    if (!stopping && nowSeconds() >= nextBeat) {
       // Unacknowledged beats make TCP_USER_TIMEOUT end a silent host's connection; dsrun-launch's relay
-      // stops its ranks when they stop arriving.
+      // stops its ranks when they stop arriving (every job: issue 23 item 1).
       nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
       for (Node& n : nodes) {
         if (!n.done) n.session->write(kHeartbeatLine);
       }
-      if (settings_.hooks.rescaleWanted && settings_.hooks.rescaleWanted()) {
+      if (settings_.elasticRound && settings_.hooks.rescaleWanted && settings_.hooks.rescaleWanted()) {
         detected();
         facts.rescaled = true;
         stopAll();
       }
     }
     if (!stopping && exitDeadline && nowSeconds() >= *exitDeadline) {
-      stderrSink.write("", strCat("dsrun: ", cleanExit, " finished ", settings_.exitTimeoutS,
-                                  "s ago and other ranks are still running (exit timeout); stopping the job on every host"));
+      std::vector<std::string> running;
+      for (const auto& [rank, host] : settings_.rankHosts) {
+        if (cleanRanks.count(rank) == 0) running.push_back(strCat("rank ", rank, " on ", host));
+      }
+      stderrSink.write("", exitTimeoutLine(cleanExit, settings_.exitTimeoutS, running));
       exitTimedOut = true;
       stopAll();
     }
@@ -262,7 +271,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
       return failure->exitCode;
     }
     if (signalled) return 128 + *signalled;
-    if (exitTimedOut) return 0;  // docs/local_launch.md: the ranks still running were stopped as asked
+    if (exitTimedOut) return 1;  // the ranks still running were cut short: the job fails (issue 23 item 4)
     if (!facts.events.empty()) return facts.events.front().exitCode;
     if (facts.rescaled) return 0;
     for (const Node& n : nodes) {

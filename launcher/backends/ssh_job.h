@@ -14,6 +14,7 @@
 // the cause.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ class SshJob {
     int heartbeatMs = 500;     ///< --agent_heartbeat_ms (elastic rounds)
     int heartbeatMisses = 5;   ///< --agent_heartbeat_misses (elastic rounds)
     RoundHooks hooks;          ///< elastic rounds: rescaleWanted, onAllRanksStarted
+    std::map<int, std::string> rankHosts;  ///< host of each global rank: the exit timeout names those it stops
   };
   /// Opens an authenticated session to a host (SshSession's constructor with the backend's target); may
   /// be called from several threads at once. Throws dsrun::Error naming the host.

@@ -8,21 +8,12 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/stack_files.h"
 #include "common/strings.h"
 #include "launcher/agent_client.h"
 
 namespace dsrun {
 
-namespace {
-
-// $1 = the pid. Whatever tool there is, its errors go with its output: the reader wants to know why.
-constexpr const char* kStackScript =
-    "if command -v eu-stack >/dev/null 2>&1; then eu-stack -p \"$1\"; "
-    "elif command -v gdb >/dev/null 2>&1; then gdb -p \"$1\" -batch -ex 'thread apply all bt'; "
-    "else echo \"(no eu-stack or gdb on $(hostname): kernel stacks of pid $1)\"; "
-    "for t in /proc/$1/task/*; do echo \"== thread ${t##*/} $(cat $t/comm)\"; cat $t/stack; done; fi 2>&1";
-
-}  // namespace
 
 std::map<int, std::string> collectStacks(boost::asio::ssl::context& ssl, int port, const std::string& clientName,
                                          const std::string& jobId, const std::vector<StackTarget>& targets,
@@ -48,7 +39,7 @@ std::map<int, std::string> collectStacks(boost::asio::ssl::context& ssl, int por
         auto* r = launch->add_ranks();
         r->set_rank(t.rank);
         r->set_local_rank(0);
-        for (const char* word : {"sh", "-c", kStackScript, "dsrun-stacks"}) r->add_argv(word);
+        for (const char* word : {"sh", "-c", stackScript(), "dsrun-stacks"}) r->add_argv(word);
         r->add_argv(std::to_string(t.pid));
       }
       clients[index]->send(e);
@@ -79,16 +70,5 @@ std::map<int, std::string> collectStacks(boost::asio::ssl::context& ssl, int por
   return stacks;
 }
 
-void writeStackFiles(const std::string& dir, const std::map<int, std::string>& stacks) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw IoError(dir, "mkdir", ec.value(), "writing the stacks of a hung job");
-  for (const auto& [rank, text] : stacks) {
-    const std::string path = strCat(dir, "/rank", rank, ".txt");
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-    if (!out) throw IoError(path, "write", errno, "writing the stacks of a hung job");
-  }
-}
 
 }  // namespace dsrun

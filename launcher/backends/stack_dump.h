@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/stack_files.h"  // writeStackFiles, stackScript
+
 namespace dsrun {
 
 struct StackTarget {
@@ -24,7 +26,5 @@ std::map<int, std::string> collectStacks(boost::asio::ssl::context& ssl, int por
                                          const std::string& jobId, const std::vector<StackTarget>& targets,
                                          std::chrono::milliseconds timeout);
 
-/// Writes each rank's stacks to DIR/rank<N>.txt (creating DIR). Throws IoError naming the file.
-void writeStackFiles(const std::string& dir, const std::map<int, std::string>& stacks);
 
 }  // namespace dsrun

@@ -10,12 +10,14 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "common/env_contract.h"
 #include "common/error.h"
+#include "common/process_state.h"
 #include "common/strings.h"
 
 namespace dsrun {
@@ -27,6 +29,42 @@ std::string thisHostName() {
 }
 
 namespace {
+
+/// After the final SIGKILL, how long the job's processes may take to die before they are named (state D): as
+/// runLocalJob's.
+constexpr double kKillWaitS = 10;
+
+/// The value of `name` in /proc/<pid>/environ, or "".
+std::string environValue(pid_t pid, const std::string& name) {
+  std::ifstream in(strCat("/proc/", pid, "/environ"), std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0')) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return "";
+}
+
+/// Names every process of the job still alive kKillWaitS after the final SIGKILL, on stderr.
+void reportSurvivors(const std::string& jobId) {
+  // A process in uninterruptible sleep (state D) outlives SIGKILL until the kernel lets go: name each one still
+  // there after a bounded wait, with its rank and state, rather than leave the reader guessing (issue 23 item 3).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKillWaitS);
+  std::vector<pid_t> left = processesOfJob(jobId, ::getpid());
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left = processesOfJob(jobId, ::getpid());
+  }
+  for (pid_t pid : left) {
+    const std::string state = processState(pid);
+    if (state.empty() || state[0] == 'Z') continue;  // gone meanwhile, or dead and waiting for its parent
+    const std::string rank = environValue(pid, kEnvRank);
+    std::cerr << "dsrun: " << (rank.empty() ? std::string("process") : strCat("rank ", rank)) << " (" << thisHostName()
+              << " pid " << pid << ") is still alive " << kKillWaitS << "s after SIGKILL, in state " << state
+              << "; giving up on it" << std::endl;
+  }
+}
 
 std::vector<std::string> listDir(const std::string& path) {
   std::vector<std::string> names;
@@ -200,6 +238,7 @@ int killJob(const std::string& jobId, double graceS) {
   for (pid_t pid : processesOfJob(jobId, ::getpid())) {
     if (::kill(pid, SIGKILL) == 0) signalled.insert(pid);
   }
+  reportSurvivors(jobId);
   return static_cast<int>(signalled.size());
 }
 

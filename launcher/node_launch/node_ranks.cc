@@ -41,9 +41,6 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
     inputs.physicalCores = physicalCores;
     plan.coreList = bindableCores(options, inputs);
   }
-  if (auto role = env.find(kEnvRoleWorldSize); role != env.end()) {
-    plan.exports[kEnvRoleWorldSize] = role->second;  // an elastic round: planRanks adds each rank's ROLE_RANK
-  }
   planRanks(plan, options);
   return rankSpecsForNode(plan, args.nodeRank, env);
 }

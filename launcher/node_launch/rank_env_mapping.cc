@@ -6,6 +6,7 @@
 #include "common/env_contract.h"
 #include "common/error.h"
 #include "common/strings.h"
+#include "launcher/torchrun_env.h"
 
 namespace dsrun {
 
@@ -138,6 +139,8 @@ EnvMap withRankContract(EnvMap env, const RankIdentity& id, const std::string& m
   env[kEnvMasterAddr] = masterAddr;
   env[kEnvMasterPort] = std::to_string(masterPort);
   if (!jobId.empty()) env[kEnvJobId] = jobId;
+  // torchrun's per-rank names; its job-wide ones (TORCHELASTIC_*) arrived as exports.
+  addTorchrunRankEnv(env, id.rank, id.worldSize, id.crossRank, id.crossSize, id.localSize);
   return env;
 }
 

@@ -16,11 +16,15 @@
 #include "common/exit_status.h"
 #include "common/job_controller.h"
 #include "common/posix_spawner.h"
+#include "common/process_state.h"
 #include "common/signal_pipe.h"
 
 namespace dsrun {
 
 namespace {
+
+/// After SIGKILL, how long the rank may take to die before it is given up (state D): as runLocalJob's.
+constexpr double kKillWaitS = 10;
 
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -39,6 +43,7 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
   // The decisions are the one job controller's (a job of one rank); this loop only carries them out.
   JobControllerOptions policy;
   policy.killGraceS = killGraceS;
+  policy.killWaitS = kKillWaitS;
   JobController job(1, policy);
   job.rankStarted(0);
   // In its own group the rank and whatever it started are signalled together; in ours, only the rank (the
@@ -54,6 +59,7 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
     switch (decision.action) {
       case JobDecision::Action::None: return;
       case JobDecision::Action::Kill: signalRank(SIGKILL); return;
+      case JobDecision::Action::Abandon: return;  // the loop below reports it and returns
       case JobDecision::Action::Stop:
       case JobDecision::Action::Forward:
         // Under Slurm the rank received this very signal from slurmstepd already.
@@ -72,6 +78,12 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
       if (signal != SIGCHLD) carryOut(job.onSignal(signal, nowSeconds()));
     }
     for (const JobDecision& decision : job.onTime(nowSeconds())) carryOut(decision);
+    if (job.abandoned(0)) {
+      std::cerr << "dsrun: rank " << spec.rank << " (" << spec.host << " pid " << child.pid << ") is still alive "
+                << kKillWaitS << "s after SIGKILL, in state " << processState(child.pid) << "; giving up on it"
+                << std::endl;
+      return exitCodeOf(SIGKILL);
+    }
     int status = 0;
     const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
     if (done != child.pid) continue;

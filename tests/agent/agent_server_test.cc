@@ -75,7 +75,7 @@ TEST_CASE("a hello of another protocol version is refused naming both versions",
   REQUIRE(reply.has_value());
   REQUIRE(reply->has_error());
   CHECK(reply->error().message() ==
-        "protocol version mismatch: client 'agent test' speaks version 1, this agent speaks version 2");
+        "protocol version mismatch: client 'agent test' speaks version 1, this agent speaks version 3");
 }
 
 TEST_CASE("the welcome carries the address the client dialled", "[agent][server]") {
@@ -348,7 +348,7 @@ TEST_CASE("a client speaking another protocol version is refused with both versi
   auto e = c.next();
   REQUIRE(e.has_value());
   REQUIRE(e->has_error());
-  CHECK_THAT(e->error().message(), Contains("speaks version 42, this agent speaks version 2"));
+  CHECK_THAT(e->error().message(), Contains("speaks version 42, this agent speaks version 3"));
   c.waitClosed();
 }
 

@@ -67,7 +67,7 @@ TEST_CASE("a hello with another protocol version is refused naming both versions
   auto actions = handler().handle(hello(99), SessionView{});
   REQUIRE(kinds(actions) == std::vector<Kind>{Kind::Send, Kind::Close});
   CHECK_THAT(actions[0].envelope.error().message(),
-             Contains("protocol version mismatch: client 'dsrun test' speaks version 99, this agent speaks version 2"));
+             Contains("protocol version mismatch: client 'dsrun test' speaks version 99, this agent speaks version 3"));
 }
 
 TEST_CASE("any message before hello closes the connection", "[agent]") {

@@ -204,8 +204,8 @@ TEST_CASE("the exit timeout runs from the first clean exit", "[common][controlle
   CHECK(*controller.nextDeadline() == Approx(6));
   CHECK(controller.onTime(5.9).empty());
   CHECK(controller.onTime(6) == std::vector<JobDecision>{{Action::Stop, SIGTERM, 1, StopCause::ExitTimeout}});
-  controller.onRankExit(2, 0, 6.1);  // exits 0 on SIGTERM as asked
-  CHECK(controller.exitCode() == 0);
+  controller.onRankExit(2, 0, 6.1);  // exits 0 on SIGTERM as asked: still cut short (issue 23 item 4)
+  CHECK(controller.exitCode() == 1);
 
   SECTION("a grace of 0 kills in the same call") {
     JobControllerOptions options = localOptions(0);
@@ -229,7 +229,7 @@ TEST_CASE("CommandJob's options: failure lines after the stop are not judged", "
   CHECK(controller.onFailure(failureAt(4'000'000, 143, "rank 1 was killed by signal 15", "n2"), 4) == JobDecision{});
   controller.onRankGone(0, 5);
   CHECK(controller.done());
-  CHECK(controller.exitCode() == 0);
+  CHECK(controller.exitCode() == 1);  // the ranks the exit timeout stopped were cut short
   // A failure line trailing the launcher command's exit still counts.
   JobController late = started(1, options);
   late.onRankGone(0, 1);
@@ -284,4 +284,73 @@ TEST_CASE("abort kills every running rank and a signal after the end forwards to
   CHECK(finished.onSignal(SIGTERM, 2) == JobDecision{Action::Stop, SIGTERM, 0, StopCause::Signal});
   CHECK(finished.exitCode() == 143);
   CHECK(finished.onSignal(SIGTERM, 3) == JobDecision{Action::Kill, SIGKILL, 0});
+}
+
+TEST_CASE("ranks stopped by the exit timeout fail the job on every backend's options", "[common][controller]") {
+  SECTION("local: the SIGTERMed rank's own code") {
+    JobController local = started(2, localOptions(1));
+    local.onRankExit(0, 0, 1);
+    local.onTime(2);
+    local.onRankExit(1, killedBy(SIGTERM), 2.1);
+    CHECK(local.exitCode() == 143);
+  }
+  SECTION("agent backend: the stop-caused code") {
+    JobController agent = started(2, agentBackendOptions(1));
+    agent.onRankExit(0, 0, 1);
+    agent.onTime(2);
+    agent.onRankExit(1, killedBy(SIGTERM), 2.1);
+    CHECK(agent.exitCode() == 143);
+  }
+  SECTION("CommandJob: the remote ranks' codes are unknown, the job fails with 1") {
+    JobControllerOptions options = localOptions(1);
+    options.killGraceS = std::nullopt;
+    options.recordFailuresWhileStopping = false;
+    JobController command = started(1, options);
+    command.onCleanExit(1);
+    command.onTime(2);
+    command.onRankGone(0, 2.5);
+    CHECK(command.done());
+    CHECK(command.exitCode() == 1);
+  }
+}
+
+TEST_CASE("ranks alive killWaitS after SIGKILL (state D) are given up and the job ends with its code",
+          "[common][controller]") {
+  JobControllerOptions options = localOptions();
+  options.killGraceS = 2;
+  options.killWaitS = 10;
+  JobController controller = started(3, options);
+  controller.onRankExit(0, exitedWith(3), 1);
+  controller.onRankExit(2, killedBy(SIGTERM), 1.5);
+  CHECK(controller.onTime(3) == std::vector<JobDecision>{{Action::Kill, SIGKILL, 1}});
+  REQUIRE(controller.nextDeadline());
+  CHECK(*controller.nextDeadline() == Approx(13));
+  CHECK(controller.onTime(12.9).empty());
+  CHECK_FALSE(controller.done());
+  CHECK(controller.onTime(13) == std::vector<JobDecision>{{Action::Abandon, 0, 1}});
+  CHECK(controller.done());
+  CHECK(controller.abandoned(1));
+  CHECK_FALSE(controller.abandoned(0));
+  CHECK_FALSE(controller.running(1));
+  CHECK(controller.exitCode() == 3);
+  CHECK_FALSE(controller.nextDeadline());
+
+  SECTION("a second stop signal's SIGKILL starts the same wait") {
+    JobController signalled = started(1, options);
+    signalled.onSignal(SIGINT, 1);
+    CHECK(signalled.onSignal(SIGINT, 2) == JobDecision{Action::Kill, SIGKILL, 1});
+    CHECK(signalled.onTime(12) == std::vector<JobDecision>{{Action::Abandon, 0, 1}});
+    CHECK(signalled.exitCode() == 130);
+  }
+  SECTION("without killWaitS the wait has no end (the agent backend's choice)") {
+    JobControllerOptions forever = options;
+    forever.killWaitS = std::nullopt;
+    JobController patient = started(1, forever);
+    patient.onRankExit(0, exitedWith(1), 1);  // nothing else runs: done at once
+    JobController waiting = started(2, forever);
+    waiting.onRankExit(0, exitedWith(1), 1);
+    waiting.onTime(3);
+    CHECK(waiting.onTime(1e6).empty());
+    CHECK_FALSE(waiting.done());
+  }
 }

@@ -115,16 +115,16 @@ TEST_CASE("JobSupervisor stops, forwards and reports as the table says", "[commo
       {"the exit timeout stops the others once it has passed after the first clean exit", 5,
        {exits(0, 0, 1), tick(5.9), tick(6), killed(1, T, 6.1), exits(2, 0, 6.1)},
        {{K}, {T, K}, {T, K}}, 143, true,
-       {"dsrun: rank 1 (localhost pid 1001) was still running 5s after the first rank exited cleanly "
-        "(exit timeout); terminated 2 ranks"}},
+       {"dsrun: exit timeout: rank 1 (localhost pid 1001), rank 2 (localhost pid 1002) still running 5s after "
+        "rank 0 (localhost pid 1000) finished cleanly; stopped them, the job fails"}},
       {"without an exit timeout the others may run forever", -1,
        {exits(0, 0, 1), tick(1e6)},
        {{K}, {}, {}}, 0, false, {}},
       {"an exit timeout of 0 stops the others at the next tick", 0,
        {exits(2, 0, 1), tick(1), exits(0, 0, 1.1), exits(1, 0, 1.1)},
-       {{T, K}, {T, K}, {K}}, 0, true,
-       {"dsrun: rank 0 (localhost pid 1000) was still running 0s after the first rank exited cleanly "
-        "(exit timeout); terminated 2 ranks"}},
+       {{T, K}, {T, K}, {K}}, 1, true,  // they exit 0 on SIGTERM, but were cut short: the job fails
+       {"dsrun: exit timeout: rank 0 (localhost pid 1000), rank 1 (localhost pid 1001) still running 0s after "
+        "rank 2 (localhost pid 1002) finished cleanly; stopped them, the job fails"}},
   }));
   INFO(s.name);
   std::vector<RankSpec> ranks = threeRanks();
@@ -210,7 +210,7 @@ TEST_CASE("JobSupervisor arms the exit timeout even if a rank exits before the o
   CHECK(spawner.signalsTo(1002) == std::vector<int>{SIGTERM});
 }
 
-TEST_CASE("JobSupervisor announces the first clean exit when asked (dsrun-launch's job-wide exit timeout)",
+TEST_CASE("JobSupervisor announces every clean exit when asked (dsrun-launch's job-wide exit timeout)",
           "[common][local]") {
   std::vector<RankSpec> ranks = threeRanks();
   FakeSpawner spawner;
@@ -218,7 +218,9 @@ TEST_CASE("JobSupervisor announces the first clean exit when asked (dsrun-launch
   for (size_t i = 0; i < 3; ++i) supervisor.start(i, SpawnOptions{}, 0);
   supervisor.onExit(1001, 0, 1);
   supervisor.onExit(1000, 0, 1.5);
-  CHECK(supervisor.takeNotices() == std::vector<std::string>{"dsrun: rank 1 (localhost pid 1001) finished cleanly"});
+  // dsrun names the ranks its exit timeout stops from these lines: every clean one must be there.
+  CHECK(supervisor.takeNotices() == std::vector<std::string>{"dsrun: rank 1 (localhost pid 1001) finished cleanly",
+                                                             "dsrun: rank 0 (localhost pid 1000) finished cleanly"});
   JobSupervisor quiet(ranks, SupervisorOptions{30, 2}, spawner);
   for (size_t i = 0; i < 3; ++i) quiet.start(i, SpawnOptions{}, 0);
   quiet.onExit(1003, 0, 1);
@@ -289,4 +291,29 @@ TEST_CASE("JobSupervisor::abort sends SIGKILL to every running rank", "[common][
   CHECK(spawner.signalsTo(1000) == std::vector<int>{K});
   CHECK(spawner.signalsTo(1001) == std::vector<int>{K});  // from its exit, not from abort
   CHECK(spawner.signalsTo(1002) == std::vector<int>{K});
+}
+
+TEST_CASE("JobSupervisor names a rank alive killWaitS after SIGKILL and gives it up", "[common][local]") {
+  std::vector<RankSpec> ranks = threeRanks();
+  FakeSpawner spawner;
+  SupervisorOptions options;
+  options.killGraceS = 1;
+  options.killWaitS = 4;
+  options.stateOf = [](pid_t pid) { return pid == 1001 ? std::string("D (disk sleep)") : std::string(); };
+  JobSupervisor supervisor(ranks, options, spawner);
+  for (size_t i = 0; i < 3; ++i) supervisor.start(i, SpawnOptions{}, 0);
+  supervisor.onExit(1000, 3 << 8, 1);
+  supervisor.onExit(1002, SIGTERM, 1.2);
+  supervisor.onTime(2);  // SIGKILL to rank 1, which never reports its exit (state D)
+  CHECK(spawner.signalsTo(1001) == std::vector<int>{SIGTERM, SIGKILL});
+  CHECK_FALSE(supervisor.done());
+  supervisor.takeNotices();
+  supervisor.onTime(6);
+  REQUIRE(supervisor.done());
+  CHECK(supervisor.exitCode() == 3);
+  CHECK(supervisor.abandonedPids() == std::vector<pid_t>{1001});
+  const std::vector<std::string> notices = supervisor.takeNotices();
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Catch::Matchers::StartsWith("dsrun: rank 1 (localhost pid 1001) is still alive 4s after "
+                                                     "SIGKILL, in state D (disk sleep); giving up on it"));
 }

@@ -190,7 +190,9 @@ TEST_CASE("runLocalJob stops the others once the exit timeout has passed", "[com
   options.exitTimeoutS = 0.1;
   Captured result = runCaptured({shellRank(0, "exit 0"), shellRank(1, "exec sleep 1000")}, options);
   CHECK(result.code == 143);
-  CHECK_THAT(result.err, Contains("was still running 0.1s after the first rank exited cleanly"));
+  CHECK_THAT(result.err, Contains("dsrun: exit timeout: rank 1 (localhost pid "));
+  CHECK_THAT(result.err, Contains(") still running 0.1s after rank 0 (localhost pid "));
+  CHECK_THAT(result.err, Contains(") finished cleanly; stopped it, the job fails"));
 }
 
 TEST_CASE("runLocalJob throws a spawn failure after stopping the ranks already started", "[common][local]") {

@@ -7,8 +7,11 @@
 #   before any rank starts, and --master_port 0 is picked there; the mesh probe (on by default) passes on
 #   the healthy cluster and names the pair when dsn2 has no route to dsn3, and --no_mesh_probe skips it;
 # - kill -9 of dsrun under pdsh, ssh and agent: nothing of the job is left on any host;
-# - --exit_timeout_s is job-wide under pdsh and ssh: rank 0 exits 0 on dsn1, the ranks on dsn2/dsn3 are
-#   stopped T seconds later and dsrun exits 0;
+# - --exit_timeout_s is job-wide under pdsh, ssh and agent: rank 0 exits 0 on dsn1, the ranks on dsn2/dsn3 are
+#   stopped T seconds later, named in one line, and the job fails (issue 23 item 4);
+# - issue 23: torchrun's variables on every rank (pdsh, ssh, agent, slurm); --max_restarts 1 on a job that is not
+#   elastic restarts the whole world once (pdsh, ssh, agent); --hang_timeout_s under pdsh and ssh (dsrun-launch);
+#   a rank frozen in state D (cgroup v1 freezer) is given up and named under agent and pdsh;
 # - slurm: a hostfile naming only dsn2 runs exactly there; a host Slurm does not know is named.
 # Needs root (CI runs as root): without it every check FAILS, saying why. The cluster is always torn down.
 set -u
@@ -17,6 +20,7 @@ AGENT=$(readlink -f "${2:?usage: launch_hardening.sh DSRUN DSRUN_AGENT}")
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
 CLUSTER=$ROOT/scripts/test_cluster.sh
 RANK_SH=$HERE/multinode_rank.sh
+HRANK_SH=$HERE/hardening_rank.sh
 export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
 n=0; failed=0
@@ -34,6 +38,11 @@ cleanup() {
   for f in "$WORK"/*/env.*; do  # the jobs' kill marks in /tmp (docs/backends.md)
     id=$( { tr '\0' '\n' < "$f" | grep -m1 '^DSRUN_JOB_ID=' | cut -d= -f2-; } 2>/dev/null)
     [ -n "$id" ] && rm -rf "/tmp/dsrun-$id"
+  done
+  for id in $(awk '{print $3}' "$WORK"/*/attempts 2>/dev/null); do rm -rf "/tmp/dsrun-$id"; done
+  for f in /sys/fs/cgroup/freezer/dsrun-hardening-*-$$; do  # a frozen rank left by a failed check
+    [ -d "$f" ] || continue
+    echo THAWED > "$f/freezer.state"; for id in $(cat "$f/cgroup.procs"); do kill -9 "$id" 2>/dev/null; done; rmdir "$f" 2>/dev/null
   done
   "$CLUSTER" slurm-down 3 >/dev/null 2>&1; "$CLUSTER" down 3 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -121,12 +130,13 @@ backend_flags() {
 }
 # start_job BACKEND DIR MODE [dsrun flags...]: dsrun in the background ($pid), output in DIR.
 start_job() {
-  local b=$1 dir=$2 mode=$3; shift 3
+  local b=$1 dir=$2 mode=$3 program=$RANK_SH; shift 3
+  [ "$mode" = stuck ] && program=$HRANK_SH
   mkdir -p "$dir"; chmod 777 "$dir"
   # shellcheck disable=SC2046
   PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" "$DSRUN" -H "$WORK/hostfile" $(backend_flags "$b") \
     --master_addr 10.77.0.11 --kill_grace_s 3 --no_python --no_local_rank "$@" \
-    "$RANK_SH" "$dir" "$mode" >"$dir/stdout" 2>"$dir/stderr" &
+    "$program" "$dir" "$mode" >"$dir/stdout" 2>"$dir/stderr" &
   pid=$!
 }
 wait_ranks() {  # wait_ranks DIR N: until N ranks recorded their pid (60 s)
@@ -219,21 +229,96 @@ for b in pdsh ssh agent; do
   else not_ok "$b: kill -9 of dsrun leaves nothing of the job ($id) within 30 s" "left: $(job_id_left "$id")"; show "$d/stderr"; fi
 done
 
-# --- item D: --exit_timeout_s is job-wide under pdsh and ssh ----------------------------------------------------
+# --- issue 23 item 5: torchrun's variables on every rank (the kill -9 runs above recorded their environments) ------
+for b in pdsh ssh agent; do
+  d=$WORK/$b-kill9; id=$(job_id_of "$d"); bad=""
+  for r in 0 1 2; do
+    for kv in GROUP_RANK=$r GROUP_WORLD_SIZE=3 LOCAL_WORLD_SIZE=1 ROLE_RANK=$r ROLE_WORLD_SIZE=3 ROLE_NAME=default \
+              TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0 "TORCHELASTIC_RUN_ID=$id"; do
+      tr '\0' '\n' < "$d/env.$r" 2>/dev/null | grep -qxF "$kv" || bad="$bad rank $r lacks $kv;"
+    done
+  done
+  if [ -n "$id" ] && [ -z "$bad" ]; then ok "$b: every rank has torchrun's variables (GROUP_RANK = node, ROLE_RANK = rank, run id = job id)"
+  else not_ok "$b: torchrun's variables on every rank" "$bad"; fi
+done
+
+# --- issue 23 item 6: --max_restarts on a job that is not elastic, under pdsh, ssh and agent ---------------------
+for b in pdsh ssh agent; do
+  d=$WORK/$b-restart; mkdir -p "$d"; chmod 777 "$d"
+  # shellcheck disable=SC2046
+  PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags "$b") \
+    --master_addr 10.77.0.11 --kill_grace_s 3 --max_restarts 1 --no_python --no_local_rank "$HRANK_SH" "$d" restart 1 \
+    >"$d/stdout" 2>"$d/stderr"
+  rc=$?
+  counts=$(awk '{print $2}' "$d/attempts" 2>/dev/null | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')
+  ids=$(awk '{print $3}' "$d/attempts" 2>/dev/null | sort -u | wc -l)
+  if [ "$rc" = 0 ] && [ "$counts" = "0:3 1:3 " ] && [ "$ids" = 2 ] &&
+     grep -q "restarting the whole world (restart 1 of 1, TORCHELASTIC_RESTART_COUNT=1): the job failed with exit code 5" "$d/stderr" &&
+     grep -q "restart summary: 1 restart(s) of 1 (1: exit code 5)" "$d/stderr"; then
+    ok "$b --max_restarts 1: rank 0 on dsn1 failed, the 3 hosts' world ran again (restart count 1, new job id) and exited 0"
+  else not_ok "$b --max_restarts 1 restarts the whole world (rc $rc, attempts: $counts, job ids: $ids)"; show "$d/stderr"; fi
+done
+
+# --- issue 23 item 7: hang detection by dsrun-launch on each node (pdsh, ssh) -------------------------------------
 for b in pdsh ssh; do
+  d=$WORK/$b-hang; mkdir -p "$d"; chmod 777 "$d"
+  # shellcheck disable=SC2046
+  PDSH_SSH_ARGS_APPEND="-F $ST/ssh_config" timeout -s KILL 120 "$DSRUN" -H "$WORK/hostfile" $(backend_flags "$b") \
+    --master_addr 10.77.0.11 --kill_grace_s 2 --hang_timeout_s 2 --enable_each_rank_log "$d/logs" --no_python \
+    --no_local_rank "$HRANK_SH" "$d" progress >"$d/stdout" 2>"$d/stderr"
+  rc=$?
+  if [ "$rc" != 0 ] && grep -rq "no progress for 2 s (--hang_timeout_s) by rank 0 (step 3) on dsn1; stacks of every rank: $d/logs/dsrun-hang-" "$d/stderr" "$d/logs" &&
+     [ -s "$(ls -d "$d"/logs/dsrun-hang-*/rank0.txt 2>/dev/null | head -1)" ]; then
+    ok "$b --hang_timeout_s 2: dsn1's dsrun-launch names rank 0 stuck at step 3, writes its stacks, the job fails (exit $rc)"
+  else not_ok "$b --hang_timeout_s: the stuck rank is named and its stacks written (rc $rc)"; show "$d/stderr"; fi
+done
+
+# --- item D + issue 23 item 4: --exit_timeout_s is job-wide under pdsh and ssh (and agent), and fails the job ----
+for b in pdsh ssh agent; do
   d=$WORK/$b-exit-timeout; start_job "$b" "$d" first_exits --exit_timeout_s 2
   for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; wait "$pid" 2>/dev/null; not_ok "$b: --exit_timeout_s 2 ends the job within 60 s"; show "$d/stderr"
   else
     wait "$pid"; rc=$?
-    if [ "$rc" = 0 ] && grep -q "rank 0 on dsn1 finished 2s ago and other ranks are still running (exit timeout)" "$d/stderr"; then
-      ok "$b: --exit_timeout_s 2 after rank 0 finished on dsn1 stops dsn2 and dsn3 and exits 0"
-    else not_ok "$b: --exit_timeout_s job-wide (rc $rc)"; show "$d/stderr"; fi
+    if [ "$rc" != 0 ] && grep -q "dsrun: exit timeout: rank 1 [^,]*dsn2[^,]*, rank 2 [^,]*dsn3[^,]* still running 2s after rank 0 [^;]*dsn1[^;]* finished cleanly; stopped them, the job fails" "$d/stderr"; then
+      ok "$b: --exit_timeout_s 2 after rank 0 finished on dsn1 stops ranks 1 and 2 on dsn2 and dsn3, names them and fails (exit $rc)"
+    else not_ok "$b: --exit_timeout_s job-wide, failing and naming the ranks (rc $rc)"; show "$d/stderr"; fi
   fi
   id=$(job_id_of "$d")
   if [ -n "$id" ] && wait_gone "$id" 30 >/dev/null; then ok "$b: nothing of the exit-timed-out job is left on any host"
   else not_ok "$b: nothing of the exit-timed-out job ($id) is left" "left: $(job_id_left "$id")"; fi
 done
+
+# --- issue 23 item 3: a rank stuck in state D (frozen by the cgroup v1 freezer) under agent and pdsh ---------------
+if [ ! -w /sys/fs/cgroup/freezer ]; then
+  not_ok "agent/pdsh: a rank in state D is given up (needs the cgroup v1 freezer to freeze a rank; /sys/fs/cgroup/freezer not writable)"
+else
+  for b in agent pdsh; do
+    FREEZER=/sys/fs/cgroup/freezer/dsrun-hardening-$b-$$; mkdir -p "$FREEZER"
+    d=$WORK/$b-stuck; start_job "$b" "$d" stuck
+    if ! for _ in $(seq 600); do [ -s "$d/pid.0" ] && [ -s "$d/pid.1" ] && [ -s "$d/pid.2" ] && break; sleep 0.1; done ||
+       [ ! -s "$d/pid.2" ]; then
+      not_ok "$b: 3 ranks start for the state D check"; show "$d/stderr"; kill -9 "$pid"; wait "$pid" 2>/dev/null
+    else
+      stuck=$(cat "$d/pid.1")
+      echo "$stuck" > "$FREEZER/cgroup.procs" && echo FROZEN > "$FREEZER/freezer.state"
+      for _ in $(seq 100); do grep -qx FROZEN "$FREEZER/freezer.state" && break; sleep 0.1; done
+      touch "$d/go"
+      # 3 s grace + 10 s kill wait, with slack: the guard is against a hang (the bug), not a timing check.
+      for _ in $(seq 900); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; wait "$pid" 2>/dev/null; not_ok "$b: dsrun ends while rank 1 is in state D"; show "$d/stderr"
+      else
+        wait "$pid"; rc=$?
+        if [ "$rc" = 3 ] && grep -q "rank 1 (dsn2 pid $stuck) is still alive 10s after SIGKILL, in state D (disk sleep)" "$d/stderr"; then
+          ok "$b: rank 1 frozen in state D on dsn2 is named with its state 10 s after SIGKILL; dsrun exits with rank 0's code 3"
+        else not_ok "$b: a rank in state D is named and dsrun exits 3 (rc $rc)"; show "$d/stderr"; fi
+      fi
+    fi
+    echo THAWED > "$FREEZER/freezer.state"
+    for p in $(cat "$FREEZER/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    for _ in $(seq 50); do rmdir "$FREEZER" 2>/dev/null && break; sleep 0.1; done
+  done
+fi
 
 # --- item 6: Slurm runs exactly on the hostfile's hosts -----------------------------------------------------------
 if ! "$CLUSTER" slurm-up 3 >"$WORK/slurm.log" 2>&1; then not_ok "slurm comes up on the test cluster" "$(tail -5 "$WORK/slurm.log")"
@@ -247,6 +332,15 @@ else
   hosts=$(cat "$d"/host.* 2>/dev/null | sort | tr '\n' ' ')
   if [ "$rc" = 0 ] && [ "$hosts" = "dsn2 dsn2 " ]; then ok "slurm: a hostfile naming only dsn2 runs both ranks on dsn2"
   else not_ok "slurm: a hostfile naming only dsn2 runs both ranks there (rc $rc, hosts: $hosts)"; show "$d/stderr"; fi
+  bad=""
+  for r in 0 1; do
+    for kv in GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_WORLD_SIZE=2 ROLE_RANK=$r ROLE_WORLD_SIZE=2 ROLE_NAME=default \
+              TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0; do
+      tr '\0' '\n' < "$d/env.$r" 2>/dev/null | grep -qxF "$kv" || bad="$bad rank $r lacks $kv;"
+    done
+  done
+  if [ -z "$bad" ]; then ok "slurm (rank mode): both ranks have torchrun's variables"
+  else not_ok "slurm: torchrun's variables on every rank" "$bad"; fi
   printf 'dsn1 slots=1\ndsn9 slots=1\n' > "$WORK/hostfile-dsn9"
   timeout -s KILL 60 "$DSRUN" -H "$WORK/hostfile-dsn9" --launcher slurm --master_addr 10.77.0.11 --no_python \
     /bin/true >"$WORK/dsn9.out" 2>"$WORK/dsn9.err"

@@ -44,6 +44,7 @@ RankLaunchSettings everySettingSet() {
   s.tagOutput = true;
   s.killGraceS = 2.5;
   s.exitTimeoutS = 0.25;
+  s.hangTimeoutS = 120;
   return s;
 }
 
@@ -54,7 +55,7 @@ TEST_CASE("every launch setting survives toArgv and fromArgv", "[launcher][launc
   CHECK(s.toArgv() == Words{"--no_python", "--module", "--no_local_rank", "--save_pid", "4242",
                             "--enable_each_rank_log=/var/log/ranks", "--bind_cores_to_rank", "--bind_core_list=0,2-5",
                             "--job_id=job-7", "--python=/opt/venv/bin/python", "--tag_output", "--kill_grace_s=2.5",
-                            "--exit_timeout_s=0.25"});
+                            "--exit_timeout_s=0.25", "--hang_timeout_s=120"});
   CHECK(RankLaunchSettings::fromArgv(s.toArgv()) == s);
 }
 
@@ -73,6 +74,7 @@ TEST_CASE("each launch setting alone round-trips and changes the command line", 
       [](RankLaunchSettings& s) { s.tagOutput = true; },
       [](RankLaunchSettings& s) { s.killGraceS = 0; },
       [](RankLaunchSettings& s) { s.exitTimeoutS = 0; },
+      [](RankLaunchSettings& s) { s.hangTimeoutS = 1; },
   };
   const size_t i = GENERATE_COPY(range(size_t{0}, changes.size()));
   CAPTURE(i);
@@ -140,6 +142,9 @@ TEST_CASE("localJobOptions carries the settings runLocalJob acts on", "[launcher
   CHECK(job.killGraceS == 2.5);
   CHECK(job.exitTimeoutS == 0.25);
   CHECK(job.savePid == 4242);
+  CHECK(job.hangTimeoutS == 120);  // hang detection on this node (issue 23 item 7)
+  CHECK(job.hangDir == "/var/log/ranks");
+  CHECK(job.jobId == "job-7");
   CHECK_FALSE(job.announceCleanExit);
   CHECK(job.controlFds.empty());
 }

@@ -67,7 +67,12 @@ TEST_CASE("planWorld plans a local job with the full rank environment", "[launch
       {"RANK", "1"},           {"LOCAL_RANK", "1"},         {"WORLD_SIZE", "2"},
       {"LOCAL_SIZE", "2"},     {"CROSS_RANK", "0"},         {"CROSS_SIZE", "1"},
       {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
-      {"DSRUN_JOB_ID", "job-1"}, {"NCCL_DEBUG", "INFO"},    {"PYTHONPATH", "/work"}};
+      {"DSRUN_JOB_ID", "job-1"}, {"NCCL_DEBUG", "INFO"},    {"PYTHONPATH", "/work"},
+      // torchrun's names (issue 23 item 5), on every job
+      {"GROUP_RANK", "0"},     {"GROUP_WORLD_SIZE", "1"},   {"LOCAL_WORLD_SIZE", "2"},
+      {"ROLE_RANK", "1"},      {"ROLE_WORLD_SIZE", "2"},    {"ROLE_NAME", "default"},
+      {"TORCHELASTIC_RESTART_COUNT", "0"}, {"TORCHELASTIC_MAX_RESTARTS", "0"}, {"TORCHELASTIC_RUN_ID", "job-1"},
+      {"DSRUN_RESTART_COUNT", "0"}, {"DSRUN_MAX_RESTARTS", "0"}};
   CHECK(r1.env == expected);
   CHECK(r1.cores.empty());
 }
@@ -95,6 +100,12 @@ TEST_CASE("planWorld numbers ranks host by host and LOCAL_RANK by position on th
     CHECK(r.env.at("WORLD_SIZE") == "5");
     CHECK(r.env.at("CUDA_VISIBLE_DEVICES") == (i < 3 ? "0,1,2" : "1,3"));
     CHECK(r.argv[3] == "--local_rank=" + std::to_string(expectedLocal[i]));
+    // torchrun's: GROUP_* are the node's, ROLE_* the one role's (all ranks)
+    CHECK(r.env.at("GROUP_RANK") == (i < 3 ? "0" : "1"));
+    CHECK(r.env.at("GROUP_WORLD_SIZE") == "2");
+    CHECK(r.env.at("LOCAL_WORLD_SIZE") == (i < 3 ? "3" : "2"));
+    CHECK(r.env.at("ROLE_RANK") == std::to_string(i));
+    CHECK(r.env.at("ROLE_WORLD_SIZE") == "5");
   }
   CHECK(plan.ranksOnNode(1).size() == 2);
   CHECK(plan.ranksOnNode(1)[0]->rank == 3);
@@ -277,10 +288,25 @@ TEST_CASE("every variable planWorld sets for a rank is in the environment contra
   const std::vector<std::string> contract = {
       dsrun::kEnvRank,      dsrun::kEnvLocalRank,  dsrun::kEnvWorldSize,          dsrun::kEnvLocalSize,
       dsrun::kEnvCrossRank, dsrun::kEnvCrossSize,  dsrun::kEnvMasterAddr,         dsrun::kEnvMasterPort,
-      dsrun::kEnvCudaVisibleDevices, dsrun::kEnvJobId, "PYTHONPATH"};
+      dsrun::kEnvCudaVisibleDevices, dsrun::kEnvJobId, "PYTHONPATH",
+      // torchrun's, read by scripts written for it (issue 23 item 5)
+      dsrun::kEnvGroupRank, dsrun::kEnvGroupWorldSize, dsrun::kEnvLocalWorldSize, dsrun::kEnvRoleRank,
+      dsrun::kEnvRoleWorldSize, dsrun::kEnvRoleName, dsrun::kEnvTorchRestartCount, dsrun::kEnvTorchMaxRestarts,
+      dsrun::kEnvTorchRunId, dsrun::kEnvRestartCount, dsrun::kEnvMaxRestarts};
   for (const auto& [name, value] : plan.ranks[0].env) {
     CAPTURE(name);
     CHECK(std::find(contract.begin(), contract.end(), name) != contract.end());
   }
   CHECK(plan.ranks[0].env.size() == contract.size());
+}
+
+TEST_CASE("planWorld exports torchrun's restart budget: --max_restarts, 0 when not given", "[launcher][world_plan]") {
+  RecordingResolver resolver;
+  const WorldPlan plain = planWorld(opts({}), inputs(kTwoHosts), resolver.fn());
+  CHECK(plain.exports.at("TORCHELASTIC_MAX_RESTARTS") == "0");
+  CHECK(plain.exports.at("TORCHELASTIC_RESTART_COUNT") == "0");
+  CHECK(plain.exports.at("TORCHELASTIC_RUN_ID") == "job-1");
+  const WorldPlan three = planWorld(opts({"--max_restarts", "3"}), inputs(kTwoHosts), resolver.fn());
+  CHECK(three.exports.at("TORCHELASTIC_MAX_RESTARTS") == "3");
+  CHECK(three.ranks[3].env.at("DSRUN_MAX_RESTARTS") == "3");
 }

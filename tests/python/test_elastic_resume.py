@@ -25,7 +25,8 @@ def test_checkpoint_dir_resumes_on_another_world_size_with_the_same_losses(tmp_p
     cfg = write_config(CONFIG)
     ckpt = tmp_path / "ckpt"
     whole = run_dsrun(1, SCRIPT, "--deepspeed_config", cfg, *MODEL, "--steps", "4")
-    assert start_lines(whole.stdout) == ["starting fresh rank 0 world_size 1 restart_count unset"]
+    # dsrun sets the restart counter on every job (issue 23), continuing one it inherits
+    assert start_lines(whole.stdout) == ["starting fresh rank 0 world_size 1 restart_count 0 (DSRUN_RESTART_COUNT)"]
     first = run_dsrun(4, SCRIPT, "--deepspeed_config", cfg, *MODEL, "--steps", "2", "--checkpoint_dir", ckpt,
                       "--save_every", "2", env={"DSRUN_RESTART_COUNT": "0"})
     assert start_lines(first.stdout) == [
@@ -33,6 +34,6 @@ def test_checkpoint_dir_resumes_on_another_world_size_with_the_same_losses(tmp_p
     rest = run_dsrun(3, SCRIPT, "--deepspeed_config", cfg, *MODEL, "--steps", "4", "--checkpoint_dir", ckpt,
                      "--save_every", "2", env={"TORCHELASTIC_RESTART_COUNT": "1"})
     assert start_lines(rest.stdout) == [
-        f"resumed from step 2 rank {r} world_size 3 restart_count 1 (TORCHELASTIC_RESTART_COUNT)" for r in range(3)]
+        f"resumed from step 2 rank {r} world_size 3 restart_count 1 (DSRUN_RESTART_COUNT)" for r in range(3)]
     assert (ckpt / "latest").read_text().strip() == "global_step4"
     assert_close_lists(losses(first.stdout) + losses(rest.stdout), losses(whole.stdout), rel=1e-5)

@@ -75,7 +75,9 @@ TEST_CASE("mpich builds -n/-ppn/-genv/-hosts and prefers mpirun.mpich", "[launch
   auto f = makePlan(kTwoWorkers, {"--launcher", "mpich", "train.py", "--lr", "0.1 x"});
   Words argv = dsrun::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK(Words(argv.begin(), argv.begin() + 5) == Words{"mpirun.mpich", "-n", "8", "-ppn", "4"});
-  const Words genv = {"-genv", "PYTHONPATH", "/work/job", "-genv", "MASTER_ADDR", "10.0.0.1", "-genv", "MASTER_PORT",
+  const Words genv = {"-genv", "DSRUN_MAX_RESTARTS", "0", "-genv", "DSRUN_RESTART_COUNT", "0", "-genv", "PYTHONPATH",
+                      "/work/job", "-genv", "TORCHELASTIC_MAX_RESTARTS", "0", "-genv", "TORCHELASTIC_RESTART_COUNT", "0",
+                      "-genv", "TORCHELASTIC_RUN_ID", "job-1", "-genv", "MASTER_ADDR", "10.0.0.1", "-genv", "MASTER_PORT",
                       "29500", "-genv", "WORLD_SIZE", "8", "-genv", "LOCAL_SIZE", "4", "-hosts", "worker-0,worker-1"};
   CHECK(Words(argv.begin() + 5, argv.begin() + 5 + static_cast<long>(genv.size())) == genv);
   tailOf(argv, "mpich");
@@ -120,7 +122,9 @@ TEST_CASE("slurm builds srun with --export and keeps comma values in srun's envi
   const dsrun::Command c = dsrun::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx);
   CHECK(Words(c.argv.begin(), c.argv.begin() + 10) ==
         Words{"srun", "-n", "8", "-p", "debug", "--nodelist=worker-0,worker-1", "--nodes=2", "--ntasks-per-node=4",
-              "--kill-on-bad-exit=1", "--export=ALL,NCCL_A=1,PYTHONPATH=/work/job"});
+              "--kill-on-bad-exit=1",
+              "--export=ALL,DSRUN_MAX_RESTARTS=0,DSRUN_RESTART_COUNT=0,NCCL_A=1,PYTHONPATH=/work/job,"
+              "TORCHELASTIC_MAX_RESTARTS=0,TORCHELASTIC_RESTART_COUNT=0,TORCHELASTIC_RUN_ID=job-1"});
   CHECK(c.env.at("NCCL_B") == "x,y");
   tailOf(c.argv, "slurm");
 }

@@ -43,21 +43,29 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
   CHECK(f->plan.ranksOnNode(0).front()->env.at("PYTHONPATH") == "/work/job:/lib");
 }
 
-TEST_CASE("dsrun-launch in an elastic round gives each rank torchrun's ROLE_RANK (its RANK), and only then",
+TEST_CASE("dsrun-launch gives each rank torchrun's per-rank names on every job (issue 23 item 5)",
           "[launcher][node_launch]") {
   auto f = dsrun::test::makePlan("a slots=2\nb slots=2\n", {"--master_addr", "h0", "s.py"}, {});
   const Words argv = dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "1", false);
   dsrun::NodeLaunchArgs args = dsrun::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
   args.nodeRank = 1;
-  const auto plain = dsrun::nodeRankSpecs(args, {}, 8);
-  REQUIRE(plain.size() == 2);
-  CHECK(plain[0].command.env.count("ROLE_RANK") == 0);
-  // The elastic controller exports the role's size (and the restart counter) in the node's remote line.
-  const auto elastic = dsrun::nodeRankSpecs(args, {{"ROLE_WORLD_SIZE", "4"}, {"DSRUN_RESTART_COUNT", "2"}}, 8);
-  REQUIRE(elastic.size() == 2);
-  CHECK(elastic[0].command.env.at("ROLE_RANK") == "2");
-  CHECK(elastic[1].command.env.at("ROLE_RANK") == "3");
-  CHECK(elastic[1].command.env.at("ROLE_WORLD_SIZE") == "4");
+  // The job-wide ones (restart counter) arrive in the node's environment, from the remote line's exports.
+  const auto specs = dsrun::nodeRankSpecs(args, {{"TORCHELASTIC_RESTART_COUNT", "2"}}, 8);
+  REQUIRE(specs.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& env = specs[i].command.env;
+    CAPTURE(i);
+    CHECK(env.at("ROLE_RANK") == std::to_string(2 + i));
+    CHECK(env.at("ROLE_WORLD_SIZE") == "4");
+    CHECK(env.at("GROUP_RANK") == "1");
+    CHECK(env.at("GROUP_WORLD_SIZE") == "2");
+    CHECK(env.at("LOCAL_WORLD_SIZE") == "2");
+    CHECK(env.at("ROLE_NAME") == "default");
+    CHECK(env.at("TORCHELASTIC_RESTART_COUNT") == "2");
+  }
+  // The same values dsrun planned for those ranks.
+  CHECK(specs[1].command.env.at("ROLE_RANK") == f->plan.ranks[3].env.at("ROLE_RANK"));
+  CHECK(specs[1].command.env.at("GROUP_RANK") == f->plan.ranks[3].env.at("GROUP_RANK"));
 }
 
 TEST_CASE("nodeLaunchArgv writes every non-default per-rank setting in dsrun-launch's order",
@@ -186,6 +194,12 @@ TEST_CASE("rank mode maps each launcher's variables to the rank contract", "[lau
   CHECK(out.at("MASTER_ADDR") == "10.0.0.1");
   CHECK(out.at("MASTER_PORT") == "29500");
   CHECK(out.at("DSRUN_JOB_ID") == "job-1");
+  // torchrun's names under MPI and Slurm too (issue 23 item 5); TORCHELASTIC_* arrive as exports
+  CHECK(out.at("GROUP_RANK") == std::to_string(node));
+  CHECK(out.at("LOCAL_WORLD_SIZE") == std::to_string(localSize));
+  CHECK(out.at("ROLE_RANK") == std::to_string(rank));
+  CHECK(out.at("ROLE_WORLD_SIZE") == std::to_string(world));
+  CHECK(out.at("ROLE_NAME") == "default");
 }
 
 TEST_CASE("rank mode refuses missing or disagreeing variables", "[launcher][node_launch]") {

@@ -41,8 +41,11 @@ TEST_CASE("pdsh builds DeepSpeed's command with dsrun-launch and quoted words", 
   auto f = makePlan(kTwoWorkers, {"--no_python", "/bin/echo", "a b", "$x%n"}, {{"NCCL_DEBUG", "IN FO"}});
   PdshBackend pdsh(fakeSite());
   const dsrun::Command c = pdsh.buildCommand(f->plan, *f->ctx);
-  CHECK(c.argv == Words{"pdsh", "-S", "-f", "1024", "-w", "worker-0,worker-1", "export NCCL_DEBUG='IN FO';",
-                        "export PYTHONPATH=/work/job;", "cd /work/job;", "/opt/dsrun/bin/dsrun-launch",
+  // torchrun's job-wide variables travel as exports, as DeepSpeed's exported variables do (issue 23 item 5)
+  CHECK(c.argv == Words{"pdsh", "-S", "-f", "1024", "-w", "worker-0,worker-1", "export DSRUN_MAX_RESTARTS=0;",
+                        "export DSRUN_RESTART_COUNT=0;", "export NCCL_DEBUG='IN FO';", "export PYTHONPATH=/work/job;",
+                        "export TORCHELASTIC_MAX_RESTARTS=0;", "export TORCHELASTIC_RESTART_COUNT=0;",
+                        "export TORCHELASTIC_RUN_ID=job-1;", "cd /work/job;", "/opt/dsrun/bin/dsrun-launch",
                         "--world_info=eyJ3b3JrZXItMCI6IFswLCAxLCAyLCAzXSwgIndvcmtlci0xIjogWzAsIDEsIDIsIDNdfQ==",
                         "--node_rank=%n", "--master_addr=10.0.0.1", "--master_port=29500", "--no_python",
                         "--job_id=job-1", "--kill_grace_s=30", "/bin/echo", "'a b'", "'$x%%n'"});

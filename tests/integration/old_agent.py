@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""A stand-in for a dsrun-agent of another protocol version (protocol_skew.sh): a TLS server with a node
+certificate that reads the client's Hello frame and answers as that agent would, then closes.
+  old_agent.py NODEDIR PORT error   -> Error "protocol version mismatch: client 'dsrun' speaks version N, this agent
+                                       speaks version N-1", as an agent one version older than the client answers
+  old_agent.py NODEDIR PORT welcome -> Welcome{protocol_version: N-1} (an older agent that only says its version)
+Prints "listening" once bound; answers every connection the same way until killed. Frames: a 4-byte big-endian
+length, then an Envelope (proto/agent.proto: Envelope.welcome = 2, Envelope.error = 9, Error.message = 2,
+Welcome.protocol_version = 1), encoded by hand so that no protobuf module is needed."""
+import socket
+import ssl
+import struct
+import sys
+
+
+def field(number, payload):
+    """A length-delimited protobuf field: tag, varint length, payload."""
+    length, out = len(payload), bytearray()
+    while True:
+        byte = length & 0x7F
+        length >>= 7
+        out.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    return bytes([number << 3 | 2]) + bytes(out) + payload
+
+
+def varint(data, at):
+    """The varint at data[at:], and where it ends."""
+    value, shift = 0, 0
+    while True:
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if not byte & 0x80:
+            return value, at
+
+
+def hello_version(envelope):
+    """Hello.protocol_version of an Envelope{hello = 1}: the client's version, 0 if absent."""
+    if not envelope or envelope[0] != (1 << 3 | 2):
+        return 0
+    size, at = varint(envelope, 1)
+    hello = envelope[at:at + size]
+    at = 0
+    while at < len(hello):
+        tag, at = varint(hello, at)
+        if tag == (1 << 3 | 0):
+            return varint(hello, at)[0]
+        if tag & 7 == 0:
+            at = varint(hello, at)[1]
+        elif tag & 7 == 2:
+            size, at = varint(hello, at)
+            at += size
+        else:
+            return 0
+    return 0
+
+
+def main():
+    node_dir, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(f"{node_dir}/cert.pem", f"{node_dir}/key.pem")
+    ctx.load_verify_locations(f"{node_dir}/ca.pem")
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    server = socket.create_server(("127.0.0.1", port))
+    print("listening", flush=True)
+    while True:
+        conn, _ = server.accept()
+        try:
+            with ctx.wrap_socket(conn, server_side=True) as tls:
+                header = tls.recv(4)
+                if len(header) < 4:
+                    continue
+                (size,) = struct.unpack(">I", header)
+                hello = b""
+                while len(hello) < size:
+                    chunk = tls.recv(size - len(hello))
+                    if not chunk:
+                        break
+                    hello += chunk
+                client = hello_version(hello)
+                ours = client - 1  # an agent one version older than the client
+                if mode == "error":
+                    text = (f"protocol version mismatch: client 'dsrun' speaks version {client}, "
+                            f"this agent speaks version {ours}").encode()
+                    envelope = field(9, field(2, text))
+                else:
+                    envelope = field(2, bytes([0x08, ours]))  # Welcome{protocol_version: ours}
+                tls.sendall(struct.pack(">I", len(envelope)) + envelope)
+                tls.unwrap()
+        except (ssl.SSLError, OSError):
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Version skew (issue 23 item 8): dsrun meets an agent one protocol version older (tests/integration/old_agent.py
+# answers a real dsrun's Hello as such an agent would) and refuses it with one error naming the host and both
+# versions before anything starts, both when the agent refuses (Error) and when it welcomes with its version.
+# The agent's side (an older client refused with both versions) is agent_server_test's.
+#   protocol_skew.sh DSRUN [PYTHON]
+set -u
+DSRUN=$(readlink -f "${1:?usage: protocol_skew.sh DSRUN [PYTHON]}")
+PY=${2:-python3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+t=$(mktemp -d /tmp/dsrun-skew.XXXXXX)
+fake=""
+cleanup() { [ -n "$fake" ] && kill "$fake" 2>/dev/null; rm -rf "$t"; }
+trap cleanup EXIT
+"$DSRUN" --make_tls "$t/tls" >/dev/null && "$DSRUN" --make_node_cert "$t/tls" --host 127.0.0.1 --out "$t/node" >/dev/null ||
+  { not_ok "dsrun --make_tls / --make_node_cert"; finish; }
+printf '127.0.0.1 slots=1\n' > "$t/hostfile"
+for mode in error welcome; do
+  port=$((30900 + RANDOM % 90))
+  "$PY" "$HERE/old_agent.py" "$t/node" "$port" "$mode" > "$t/fake.out" 2>&1 &
+  fake=$!
+  wait_for 10 grep -q listening "$t/fake.out" || { not_ok "$mode: the stand-in agent listens"; cat "$t/fake.out"; continue; }
+  timeout 60 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$t/tls" -H "$t/hostfile" --force_multi \
+    --master_addr 127.0.0.1 --no_python --no_local_rank /bin/touch "$t/ran-$mode" >"$t/$mode.out" 2>"$t/$mode.err"
+  rc=$?
+  kill "$fake"; wait "$fake" 2>/dev/null; fake=""
+  errors=$(grep -c '^dsrun' "$t/$mode.err")
+  if [ "$rc" != 0 ] && [ ! -e "$t/ran-$mode" ] && [ "$errors" = 1 ] &&
+     grep -q "^dsrun: cannot start the job, nothing was started: agent 127.0.0.1:$port: .*protocol version mismatch: .*speaks version [0-9]*, this .* speaks version [0-9]*" "$t/$mode.err" &&
+     grep -q "hint: run the same dsrun release on every host" "$t/$mode.err" && ! grep -qi "reset\|warn" "$t/$mode.err"; then
+    ok "$mode: an agent one protocol version older is refused in one error naming 127.0.0.1:$port and both versions (exit $rc); nothing ran"
+  else
+    not_ok "$mode: an older agent is refused naming the host and both versions (rc $rc)"; sed 's/^/#   | /' "$t/$mode.err"
+  fi
+done
+finish
