@@ -140,7 +140,6 @@ def test_zero3_consolidated_16bit_state_dict_and_save_16bit_model_equal_the_live
 
 
 def test_clone_tensors_for_torch_save_copies_views_into_their_own_storage():
-    from deepspeed.checkpoint.utils import clone_tensors_for_torch_save  # noqa: F401 (the DeepSpeed name)
     from dsrt.checkpoint.utils import clone_tensors_for_torch_save as clone
     flat = torch.arange(10.0)
     out = clone({"a": flat[:3], "b": [flat[3:5], (flat[5:],)], "n": 1})
