@@ -1,5 +1,5 @@
 #pragma once
-// MeshProbe: the agent's half of the all-pairs mesh probe (issue 12 item 4, docs/agent.md). Before any rank
+// MeshProbe: the agent's half of the all-pairs mesh probe (docs/agent.md). Before any rank
 // starts, the launcher gives each agent the listen addresses of the job's other agents; the agent opens a
 // TCP connection to each (resolve + connect, all at once, closed again at once, no bytes sent) and reports
 // per target whether it connected, so a pair of hosts that cannot reach each other is named before Gloo or

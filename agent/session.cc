@@ -193,7 +193,7 @@ void Session::useLauncherBudget() {
   const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
   if (launcherSilenceMs_ == 0 || std::chrono::milliseconds(launcherSilenceMs_) >= ownBudget) return;
   // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
-  // outlive that by our own longer timeout (issue 23 item 1: a node cut off keeps training otherwise). From the
+  // outlive that by our own longer timeout (a node cut off would keep training otherwise). From the
   // launch on, not before: the launcher beats once its ranks run, not while it connects and probes the hosts.
   const auto period = std::max(std::chrono::milliseconds(1),
                                std::chrono::milliseconds(launcherSilenceMs_) / timing_.heartbeatThreshold);
@@ -284,7 +284,7 @@ void Session::whenDrained(std::function<void()> resume) {
 void Session::runDrainedCallbacks() {
   // Posted, never called from here: a resumed reader asks congested()/whenDrained() again at once,
   // and calling it inline recursed without bound while a stopped session still looked congested
-  // (the agent's SIGSEGV of issue 12 A).
+  // (the agent's SIGSEGV).
   auto callbacks = std::exchange(drainedCallbacks_, {});
   for (auto& fn : callbacks) boost::asio::post(stream_.get_executor(), std::move(fn));
 }

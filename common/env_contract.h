@@ -18,7 +18,7 @@ inline constexpr const char* kEnvJobId = "DSRUN_JOB_ID";
 /// one 21-byte record "%20lld\n" at offset 0 (runtime/progress_file.h). Unset: no progress is written.
 inline constexpr const char* kEnvProgressFile = "DSRUN_PROGRESS_FILE";
 
-// Every job (issue 23 item 5; docs/launcher.md "torchrun's variables"): the restart counter (failure restarts of
+// Every job (docs/launcher.md "torchrun's variables"): the restart counter (failure restarts of
 // the whole world: --max_restarts, or the elastic controller's; scale-ups are not counted), the same on every
 // rank, under dsrun's and torchrun's names, and torchrun's per-rank names.
 inline constexpr const char* kEnvRestartCount = "DSRUN_RESTART_COUNT";

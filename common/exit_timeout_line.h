@@ -1,5 +1,5 @@
 #pragma once
-// The one line every backend prints when --exit_timeout_s stops the ranks still running (issue 23 item 4):
+// The one line every backend prints when --exit_timeout_s stops the ranks still running:
 // those ranks were cut short, so the job fails, and the line names each of them.
 
 #include <string>

@@ -202,8 +202,8 @@ int JobController::exitCode() const {
   if (!failures_.empty()) return failures_[earliestFailure(failures_)].exitCode;
   if (stopCausedCode_) return *stopCausedCode_;
   if (firstSignal_) return 128 + *firstSignal_;
-  // Ranks the exit timeout cut short did not finish their work, even when they exited 0 on the SIGTERM
-  // (issue 23 item 4): the job fails on every backend.
+  // Ranks the exit timeout cut short did not finish their work, even when they exited 0 on the SIGTERM: the
+  // job fails on every backend.
   if (stopCause_ == StopCause::ExitTimeout) return 1;
   return 0;
 }

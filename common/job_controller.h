@@ -1,5 +1,5 @@
 #pragma once
-// JobController: the lifecycle decisions of one job, for every backend (issue 10). It is told what
+// JobController: the lifecycle decisions of one job, for every backend. It is told what
 // happened (a rank started, exited or failed, a host was lost, a signal arrived, time passed) and
 // answers with a JobDecision that its driver carries out in its own medium: JobSupervisor signals
 // process groups through a Spawner, the agent's ProcessTable does the same per job, AgentJob sends

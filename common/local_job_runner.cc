@@ -304,7 +304,7 @@ void LocalJobRunner::printRootCause() {
 
 void LocalJobRunner::drainOutput() {
   // The limit counts silence only: time spent writing to a slow reader of dsrun's output is progress,
-  // and giving up then would drop lines the ranks wrote (issue 12 B).
+  // and giving up then would drop lines the ranks wrote.
   double limit = monotonicSeconds() + kDrainLimitS;
   while (!streams_.empty()) {
     double left = limit - monotonicSeconds();

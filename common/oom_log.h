@@ -1,6 +1,6 @@
 #pragma once
 // OomLog: tells whether the kernel's OOM killer killed a process, so a rank that died of SIGKILL can be
-// reported as "out of memory" (issue 12 item 7). Two sources, each used when readable: the kernel log
+// reported as "out of memory". Two sources, each used when readable: the kernel log
 // (/dev/kmsg: "Out of memory: Killed process PID (comm)" or "Memory cgroup out of memory: Killed process
 // PID"), read from where it stood when the OomLog was made; and the oom_kill counter of this process's
 // cgroup (cgroup v2 memory.events, v1 memory.oom_control), compared with its value then. Not thread-safe.

@@ -1,5 +1,5 @@
 #pragma once
-// MASTER_PORT pre-flight (issue 12 item 3): before any rank starts, the master host must be able to bind the
+// MASTER_PORT pre-flight: before any rank starts, the master host must be able to bind the
 // rendezvous port, else the job fails or hangs much later in the rendezvous (pytorch#73320). When it cannot,
 // the error names the port and the process holding it, found the way ss(8) does: the listening socket's inode
 // in /proc/net/tcp{,6}, then the process with that socket among /proc/*/fd.

@@ -1,5 +1,5 @@
 #pragma once
-// Root cause across hosts (issue 12, item 8): every failure a job sees carries the time it happened
+// Root cause across hosts: every failure a job sees carries the time it happened
 // (the agent's wall clock when it reaped the rank; for a lost agent, when it was last heard from).
 // The earliest is the one named and decides the exit code; the later ones are counted as its
 // consequences (a peer's "connection closed" after rank 3 raised is not the cause). Pure functions.

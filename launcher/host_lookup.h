@@ -1,5 +1,5 @@
 #pragma once
-// Before anything starts, every host a launch would reach must have an address (issue 23 item 9): a typo in
+// Before anything starts, every host a launch would reach must have an address: a typo in
 // a hostfile is refused with its file and line instead of surfacing as one host's ssh error after the
 // other hosts' ranks were started. A dry run only warns, so a cluster's job can be planned on a laptop.
 

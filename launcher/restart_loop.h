@@ -1,5 +1,5 @@
 #pragma once
-// runWithRestarts: torchrun's --max-restarts for jobs that are not elastic (issue 23 item 6). When the job
+// runWithRestarts: torchrun's --max-restarts for jobs that are not elastic. When the job
 // fails, the whole world is already stopped (every backend stops every rank on the first failure); it is
 // started again, with TORCHELASTIC_RESTART_COUNT/DSRUN_RESTART_COUNT one higher, until it succeeds or the
 // budget is used. Elastic jobs have their own controller (elastic_job.h) and do not come here.

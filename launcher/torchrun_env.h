@@ -1,6 +1,6 @@
 #pragma once
 // torchrun's per-rank variables (torch/distributed/elastic/agent/server/local_elastic_agent.py), set on every
-// job and backend so that scripts written for torchrun find them (issue 23 item 5). Pure functions.
+// job and backend so that scripts written for torchrun find them. Pure functions.
 //
 // Left out on purpose (docs/launcher.md "torchrun's variables"):
 // - TORCHELASTIC_USE_AGENT_STORE: torchrun's agent hosts the TCPStore and tells the ranks to join it as

@@ -8,7 +8,7 @@ namespace dsrun::proto {
 
 /// Bumped on every incompatible change to agent.proto; both sides must agree exactly.
 /// 2: RankLaunch argv, env and cwd are bytes (1 refused non-UTF-8 text); Welcome.host_address.
-/// 3: Hello.launcher_silence_ms and RankExited.given_up_state (issue 23): a version-2 agent would accept a newer
+/// 3: Hello.launcher_silence_ms and RankExited.given_up_state: a version-2 agent would accept a newer
 ///    launcher and silently keep a cut-off node's ranks running for its own, longer timeout, so the versions
 ///    must meet as an error naming both (the agent's refusal, or the launcher's check of Welcome), not a Welcome.
 inline constexpr uint32_t kProtocolVersion = 3;

@@ -1,5 +1,5 @@
 #pragma once
-// ProgressFile: the rank's half of hang detection (issue 10). When DSRUN_PROGRESS_FILE names a file, the
+// ProgressFile: the rank's half of hang detection. When DSRUN_PROGRESS_FILE names a file, the
 // engine writes its global step counter there after every optimizer step, so the launcher's agent can tell
 // a rank that stopped moving from a slow one. The file always holds one fixed-size record,
 // "%20lld\n" (the step right-aligned in 20 columns, then a newline: 21 bytes), rewritten in place with one

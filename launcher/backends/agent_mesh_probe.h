@@ -1,5 +1,5 @@
 #pragma once
-// The all-pairs agent mesh probe (issue 12 item 4, docs/agent.md; on by default, --no_mesh_probe): before any rank
+// The all-pairs agent mesh probe (docs/agent.md; on by default, --no_mesh_probe): before any rank
 // starts, every agent of the job is asked to open a TCP connection to every other agent's listen address
 // (MeshProbeRequest, agent/mesh_probe.h), all agents at once. A pair that cannot connect (a partial
 // network partition: both hosts reach the launcher, not each other) is named before Gloo or NCCL would

@@ -1,5 +1,5 @@
 #pragma once
-// MASTER_PORT pre-flight on the agent backend (issue 12 item 3, docs/agent.md): before any rank starts,
+// MASTER_PORT pre-flight on the agent backend (docs/agent.md): before any rank starts,
 // the agent of the first host (where rank 0's c10d store will bind MASTER_PORT) checks that the port can
 // be bound there, or picks a free one for --master_port 0 (PortCheckRequest, agent/port_preflight.h). A
 // port in use ends the launch with one error naming the host, the port and its holder; nothing starts.

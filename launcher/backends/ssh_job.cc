@@ -239,7 +239,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
     }
     if (!stopping && nowSeconds() >= nextBeat) {
       // Unacknowledged beats make TCP_USER_TIMEOUT end a silent host's connection; dsrun-launch's relay
-      // stops its ranks when they stop arriving (every job: issue 23 item 1).
+      // stops its ranks when they stop arriving (every job).
       nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
       for (Node& n : nodes) {
         if (!n.done) n.session->write(kHeartbeatLine);
@@ -271,7 +271,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
       return failure->exitCode;
     }
     if (signalled) return 128 + *signalled;
-    if (exitTimedOut) return 1;  // the ranks still running were cut short: the job fails (issue 23 item 4)
+    if (exitTimedOut) return 1;  // the ranks still running were cut short: the job fails
     if (!facts.events.empty()) return facts.events.front().exitCode;
     if (facts.rescaled) return 0;
     for (const Node& n : nodes) {

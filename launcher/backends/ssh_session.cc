@@ -35,7 +35,7 @@ std::string lowerCopy(std::string s) {
 }
 
 // libssh's own messages are dsrun DEBUG lines: its warnings (e.g. with LogLevel ERROR in ssh_config, ~24 lines
-// per connection) repeat what dsrun's error already says (issue 12 item 9).
+// per connection) repeat what dsrun's error already says.
 void logFromLibssh(int /*priority*/, const char* function, const char* message, void* /*userdata*/) {
   DSRUN_LOG(DEBUG) << "libssh " << (function != nullptr ? function : "") << ": " << (message != nullptr ? message : "");
 }

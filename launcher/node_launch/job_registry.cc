@@ -49,7 +49,7 @@ std::string environValue(pid_t pid, const std::string& name) {
 /// Names every process of the job still alive kKillWaitS after the final SIGKILL, on stderr.
 void reportSurvivors(const std::string& jobId) {
   // A process in uninterruptible sleep (state D) outlives SIGKILL until the kernel lets go: name each one still
-  // there after a bounded wait, with its rank and state, rather than leave the reader guessing (issue 23 item 3).
+  // there after a bounded wait, with its rank and state, rather than leave the reader guessing.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKillWaitS);
   std::vector<pid_t> left = processesOfJob(jobId, ::getpid());
   while (!left.empty() && std::chrono::steady_clock::now() < deadline) {

@@ -1,4 +1,4 @@
-// The agent against launchers that misbehave (issue 12 A): one that stops reading while a rank
+// The agent against launchers that misbehave: one that stops reading while a rank
 // floods, one that vanishes mid-frame, one that floods requests without reading the replies; and
 // the output window (Hello.output_window_bytes / OutputCredit) that bounds what the agent sends.
 #include <signal.h>

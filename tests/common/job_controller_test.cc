@@ -204,7 +204,7 @@ TEST_CASE("the exit timeout runs from the first clean exit", "[common][controlle
   CHECK(*controller.nextDeadline() == Approx(6));
   CHECK(controller.onTime(5.9).empty());
   CHECK(controller.onTime(6) == std::vector<JobDecision>{{Action::Stop, SIGTERM, 1, StopCause::ExitTimeout}});
-  controller.onRankExit(2, 0, 6.1);  // exits 0 on SIGTERM as asked: still cut short (issue 23 item 4)
+  controller.onRankExit(2, 0, 6.1);  // exits 0 on SIGTERM as asked: still cut short
   CHECK(controller.exitCode() == 1);
 
   SECTION("a grace of 0 kills in the same call") {

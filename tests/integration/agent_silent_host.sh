@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 12 C on the network-namespace cluster (scripts/test_cluster.sh): a host that goes silent
+# Lost hosts on the network-namespace cluster (scripts/test_cluster.sh): a host that goes silent
 # mid-job (its veth set down: packets dropped, no reset) ends the job within the heartbeat budget with
 # a line naming the host; two Ctrl-C end dsrun at once even while a host is silent; the silent host's agent
-# (and, on the ssh backend, its dsrun-launch) stops its rank on the launcher's budget (issue 23 item 1). Needs root; run
+# (and, on the ssh backend, its dsrun-launch) stops its rank on the launcher's budget. Needs root; run
 # under the integration lock (the cluster's names are machine-wide). Sharness style.
 # usage: agent_silent_host.sh DSRUN DSRUN_AGENT
 set -u
@@ -60,7 +60,7 @@ id1=$(job_id silent-1)
 for _ in $(seq 150); do [ "$(job_procs "$id1")" = 0 ] && break; sleep 0.1; done
 check "nothing of the job is left on either host (dsn2's agent stopped its rank itself)" \
   test -n "$id1" -a "$(job_procs "$id1")" = 0
-# issue 23 item 1: dsn2's agent judges the launcher by the launcher's own budget (500 ms x 5), not its longer
+# dsn2's agent judges the launcher by the launcher's own budget (500 ms x 5), not its longer
 # --heartbeat_timeout_s (10 s), so the cut-off node stops its rank when dsrun gives the host up.
 check "dsn2's agent stopped the job after the launcher's budget of silence (2500 ms) and says so" \
   grep -q "no heartbeat for 2500 ms, stopping its jobs" "$DSRUN_CLUSTER_STATE/agent_dsn2.log"
@@ -78,7 +78,7 @@ check "two Ctrl-C with a silent host end dsrun with 130 (not the heartbeat verdi
 check "the second Ctrl-C says it killed every rank" grep -q "received SIGINT while stopping; sent SIGKILL to every rank" "$WORK/silent-2.err"
 ip link set vdsn2 up
 
-# 3. issue 23 item 1, ssh backend: dsn2 goes silent; dsrun's heartbeat lines stop reaching its dsrun-launch, which
+# 3. ssh backend: dsn2 goes silent; dsrun's heartbeat lines stop reaching its dsrun-launch, which
 #    stops its rank after --agent_heartbeat_ms x --agent_heartbeat_misses (2.5 s) instead of training on, cut off.
 mkdir -p "$WORK/ssh-1"; chmod 777 "$WORK/ssh-1"
 printf '#!/bin/sh\necho $$ >"%s/pid.$RANK"\nexec sleep 120\n' "$WORK/ssh-1" >"$WORK/ssh-1.sh"; chmod 755 "$WORK/ssh-1.sh"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A rank for the hardening tests of issue 23 (local_hardening.sh, launch_hardening.sh):
+# A rank for the hardening tests (local_hardening.sh, launch_hardening.sh):
 #   hardening_rank.sh OUT_DIR MODE [N]
 # OUT_DIR is shared by every rank (and every test-cluster host). Every wait is bounded (300 s). MODE:
 #   torchrun   write torchrun's variables (and RANK, LOCAL_RANK, WORLD_SIZE) as NAME=value lines to tr.RANK; exit 0

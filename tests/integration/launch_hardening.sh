@@ -1,5 +1,5 @@
 #!/bin/bash
-# Launcher hardening (issue 12 items D, 2, 5, 6) on the test cluster of scripts/test_cluster.sh: 3 network-
+# Launcher hardening on the test cluster of scripts/test_cluster.sh: 3 network-
 # namespace hosts dsn1..dsn3 with sshd and dsrun-agents. Sharness style.
 #   launch_hardening.sh DSRUN DSRUN_AGENT
 # - agent: a non-UTF-8 argument and environment value arrive byte for byte; MASTER_ADDR is inferred with
@@ -8,8 +8,8 @@
 #   the healthy cluster and names the pair when dsn2 has no route to dsn3, and --no_mesh_probe skips it;
 # - kill -9 of dsrun under pdsh, ssh and agent: nothing of the job is left on any host;
 # - --exit_timeout_s is job-wide under pdsh, ssh and agent: rank 0 exits 0 on dsn1, the ranks on dsn2/dsn3 are
-#   stopped T seconds later, named in one line, and the job fails (issue 23 item 4);
-# - issue 23: torchrun's variables on every rank (pdsh, ssh, agent, slurm); --max_restarts 1 on a job that is not
+#   stopped T seconds later, named in one line, and the job fails;
+# - torchrun's variables on every rank (pdsh, ssh, agent, slurm); --max_restarts 1 on a job that is not
 #   elastic restarts the whole world once (pdsh, ssh, agent); --hang_timeout_s under pdsh and ssh (dsrun-launch);
 #   a rank frozen in state D (cgroup v1 freezer) is given up and named under agent and pdsh;
 # - slurm: a hostfile naming only dsn2 runs exactly there; a host Slurm does not know is named.
@@ -229,7 +229,7 @@ for b in pdsh ssh agent; do
   else not_ok "$b: kill -9 of dsrun leaves nothing of the job ($id) within 30 s" "left: $(job_id_left "$id")"; show "$d/stderr"; fi
 done
 
-# --- issue 23 item 5: torchrun's variables on every rank (the kill -9 runs above recorded their environments) ------
+# --- torchrun's variables on every rank (the kill -9 runs above recorded their environments) ------
 for b in pdsh ssh agent; do
   d=$WORK/$b-kill9; id=$(job_id_of "$d"); bad=""
   for r in 0 1 2; do
@@ -242,7 +242,7 @@ for b in pdsh ssh agent; do
   else not_ok "$b: torchrun's variables on every rank" "$bad"; fi
 done
 
-# --- issue 23 item 6: --max_restarts on a job that is not elastic, under pdsh, ssh and agent ---------------------
+# --- --max_restarts on a job that is not elastic, under pdsh, ssh and agent ---------------------
 for b in pdsh ssh agent; do
   d=$WORK/$b-restart; mkdir -p "$d"; chmod 777 "$d"
   # shellcheck disable=SC2046
@@ -259,7 +259,7 @@ for b in pdsh ssh agent; do
   else not_ok "$b --max_restarts 1 restarts the whole world (rc $rc, attempts: $counts, job ids: $ids)"; show "$d/stderr"; fi
 done
 
-# --- issue 23 item 7: hang detection by dsrun-launch on each node (pdsh, ssh) -------------------------------------
+# --- hang detection by dsrun-launch on each node (pdsh, ssh) -------------------------------------
 for b in pdsh ssh; do
   d=$WORK/$b-hang; mkdir -p "$d"; chmod 777 "$d"
   # shellcheck disable=SC2046
@@ -273,7 +273,7 @@ for b in pdsh ssh; do
   else not_ok "$b --hang_timeout_s: the stuck rank is named and its stacks written (rc $rc)"; show "$d/stderr"; fi
 done
 
-# --- item D + issue 23 item 4: --exit_timeout_s is job-wide under pdsh and ssh (and agent), and fails the job ----
+# --- --exit_timeout_s is job-wide under pdsh and ssh (and agent), and fails the job ----
 for b in pdsh ssh agent; do
   d=$WORK/$b-exit-timeout; start_job "$b" "$d" first_exits --exit_timeout_s 2
   for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -289,7 +289,7 @@ for b in pdsh ssh agent; do
   else not_ok "$b: nothing of the exit-timed-out job ($id) is left" "left: $(job_id_left "$id")"; fi
 done
 
-# --- issue 23 item 3: a rank stuck in state D (frozen by the cgroup v1 freezer) under agent and pdsh ---------------
+# --- a rank stuck in state D (frozen by the cgroup v1 freezer) under agent and pdsh ---------------
 if [ ! -w /sys/fs/cgroup/freezer ]; then
   not_ok "agent/pdsh: a rank in state D is given up (needs the cgroup v1 freezer to freeze a rank; /sys/fs/cgroup/freezer not writable)"
 else

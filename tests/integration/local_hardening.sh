@@ -1,5 +1,5 @@
 #!/bin/bash
-# Launcher hardening, second round (issue 23), on one machine with the local backend:
+# Launcher hardening, second round, on one machine with the local backend:
 #   local_hardening.sh DSRUN [TORCHRUN_PYTHON]
 # - item 5: torchrun's variables equal what Debian's torchrun (TORCHRUN_PYTHON -m torch.distributed.run, default
 #   /usr/bin/python3) sets for the same world: one node of 2 ranks (both run), two nodes of 2 (torchrun's two

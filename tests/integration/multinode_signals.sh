@@ -1,5 +1,5 @@
 #!/bin/bash
-# Signals and sibling termination under the pdsh and ssh backends (issue 12 item 1 and 9, docs/backends.md),
+# Signals and sibling termination under the pdsh and ssh backends (docs/backends.md),
 # and USR1/USR2 through mpirun (openmpi) and srun (slurm, also Ctrl-C: scancel passes each signal on),
 # on the test cluster of scripts/test_cluster.sh: 3 network-namespace hosts dsn1..dsn3 with sshd, one rank
 # each. Sharness style.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12 A, B, 1, 8 and the Ctrl-C half of C, on the local backend and on real dsrun-agents on
+# Output and signals, and Ctrl-C, on the local backend and on real dsrun-agents on
 # loopback addresses: a reader of dsrun's output that stalls 20 s; every line of 8 ranks with partial
 # lines and early exits, repeated; signal counts per rank (Slurm's test_116_25: USR1 x2, USR2 x3,
 # TERM x1); one Ctrl-C = one SIGINT per rank and exit 130; Ctrl-C during connect and launch; the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Version skew (issue 23 item 8): dsrun meets an agent one protocol version older (tests/integration/old_agent.py
+# Version skew: dsrun meets an agent one protocol version older (tests/integration/old_agent.py
 # answers a real dsrun's Hello as such an agent would) and refuses it with one error naming the host and both
 # versions before anything starts, both when the agent refuses (Error) and when it welcomes with its version.
 # The agent's side (an older client refused with both versions) is agent_server_test's.

@@ -61,7 +61,7 @@ TEST_CASE("parseHostfile rejects bad hostfiles naming source:line and what it fo
       {"worker-1 slot=4\n", "h:1: expected 'slots=<N>' after host 'worker-1', got 'slot=4'"},
       {"worker-1 slots=99999999999\n", "h:1: slot count too large for host 'worker-1', got 'slots=99999999999'"},
       {"a slots=1\n\n\nworker-1\n", "h:4: expected '<host> slots=<N>', got 'worker-1'"},
-      // user@host is refused where it is written, not later inside dsrun-launch (issue 12 item 9)
+      // user@host is refused where it is written, not later inside dsrun-launch
       {"dsn1 slots=1\nroot@dsn2 slots=1\n",
        "h:2: a host may not carry a user name, got 'root@dsn2'\n  hint: write the host alone and set the user in "
        "~/.ssh/config ('Host dsn2' / 'User root')"},

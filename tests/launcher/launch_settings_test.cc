@@ -142,7 +142,7 @@ TEST_CASE("localJobOptions carries the settings runLocalJob acts on", "[launcher
   CHECK(job.killGraceS == 2.5);
   CHECK(job.exitTimeoutS == 0.25);
   CHECK(job.savePid == 4242);
-  CHECK(job.hangTimeoutS == 120);  // hang detection on this node (issue 23 item 7)
+  CHECK(job.hangTimeoutS == 120);  // hang detection on this node
   CHECK(job.hangDir == "/var/log/ranks");
   CHECK(job.jobId == "job-7");
   CHECK_FALSE(job.announceCleanExit);

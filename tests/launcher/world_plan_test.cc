@@ -68,7 +68,7 @@ TEST_CASE("planWorld plans a local job with the full rank environment", "[launch
       {"LOCAL_SIZE", "2"},     {"CROSS_RANK", "0"},         {"CROSS_SIZE", "1"},
       {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
       {"DSRUN_JOB_ID", "job-1"}, {"NCCL_DEBUG", "INFO"},    {"PYTHONPATH", "/work"},
-      // torchrun's names (issue 23 item 5), on every job
+      // torchrun's names, on every job
       {"GROUP_RANK", "0"},     {"GROUP_WORLD_SIZE", "1"},   {"LOCAL_WORLD_SIZE", "2"},
       {"ROLE_RANK", "1"},      {"ROLE_WORLD_SIZE", "2"},    {"ROLE_NAME", "default"},
       {"TORCHELASTIC_RESTART_COUNT", "0"}, {"TORCHELASTIC_MAX_RESTARTS", "0"}, {"TORCHELASTIC_RUN_ID", "job-1"},
@@ -289,7 +289,7 @@ TEST_CASE("every variable planWorld sets for a rank is in the environment contra
       dsrun::kEnvRank,      dsrun::kEnvLocalRank,  dsrun::kEnvWorldSize,          dsrun::kEnvLocalSize,
       dsrun::kEnvCrossRank, dsrun::kEnvCrossSize,  dsrun::kEnvMasterAddr,         dsrun::kEnvMasterPort,
       dsrun::kEnvCudaVisibleDevices, dsrun::kEnvJobId, "PYTHONPATH",
-      // torchrun's, read by scripts written for it (issue 23 item 5)
+      // torchrun's, read by scripts written for it
       dsrun::kEnvGroupRank, dsrun::kEnvGroupWorldSize, dsrun::kEnvLocalWorldSize, dsrun::kEnvRoleRank,
       dsrun::kEnvRoleWorldSize, dsrun::kEnvRoleName, dsrun::kEnvTorchRestartCount, dsrun::kEnvTorchMaxRestarts,
       dsrun::kEnvTorchRunId, dsrun::kEnvRestartCount, dsrun::kEnvMaxRestarts};

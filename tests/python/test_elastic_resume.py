@@ -1,4 +1,4 @@
-"""Through dsrun: examples/train_mlp.py --checkpoint_dir resumes at another world size (issue 10). With an
+"""Through dsrun: examples/train_mlp.py --checkpoint_dir resumes at another world size. With an
 elasticity block the global batch stays 24 while the job runs 4 ranks to step 2 and 3 ranks to step 4; each
 rank prints its start line with the world size and restart count, and the losses equal one process."""
 
@@ -25,7 +25,7 @@ def test_checkpoint_dir_resumes_on_another_world_size_with_the_same_losses(tmp_p
     cfg = write_config(CONFIG)
     ckpt = tmp_path / "ckpt"
     whole = run_dsrun(1, SCRIPT, "--deepspeed_config", cfg, *MODEL, "--steps", "4")
-    # dsrun sets the restart counter on every job (issue 23), continuing one it inherits
+    # dsrun sets the restart counter on every job, continuing one it inherits
     assert start_lines(whole.stdout) == ["starting fresh rank 0 world_size 1 restart_count 0 (DSRUN_RESTART_COUNT)"]
     first = run_dsrun(4, SCRIPT, "--deepspeed_config", cfg, *MODEL, "--steps", "2", "--checkpoint_dir", ckpt,
                       "--save_every", "2", env={"DSRUN_RESTART_COUNT": "0"})

@@ -43,7 +43,7 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
   CHECK(f->plan.ranksOnNode(0).front()->env.at("PYTHONPATH") == "/work/job:/lib");
 }
 
-TEST_CASE("dsrun-launch gives each rank torchrun's per-rank names on every job (issue 23 item 5)",
+TEST_CASE("dsrun-launch gives each rank torchrun's per-rank names on every job",
           "[launcher][node_launch]") {
   auto f = dsrun::test::makePlan("a slots=2\nb slots=2\n", {"--master_addr", "h0", "s.py"}, {});
   const Words argv = dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "1", false);
@@ -194,7 +194,7 @@ TEST_CASE("rank mode maps each launcher's variables to the rank contract", "[lau
   CHECK(out.at("MASTER_ADDR") == "10.0.0.1");
   CHECK(out.at("MASTER_PORT") == "29500");
   CHECK(out.at("DSRUN_JOB_ID") == "job-1");
-  // torchrun's names under MPI and Slurm too (issue 23 item 5); TORCHELASTIC_* arrive as exports
+  // torchrun's names under MPI and Slurm too; TORCHELASTIC_* arrive as exports
   CHECK(out.at("GROUP_RANK") == std::to_string(node));
   CHECK(out.at("LOCAL_WORLD_SIZE") == std::to_string(localSize));
   CHECK(out.at("ROLE_RANK") == std::to_string(rank));

@@ -41,7 +41,7 @@ TEST_CASE("pdsh builds DeepSpeed's command with dsrun-launch and quoted words", 
   auto f = makePlan(kTwoWorkers, {"--no_python", "/bin/echo", "a b", "$x%n"}, {{"NCCL_DEBUG", "IN FO"}});
   PdshBackend pdsh(fakeSite());
   const dsrun::Command c = pdsh.buildCommand(f->plan, *f->ctx);
-  // torchrun's job-wide variables travel as exports, as DeepSpeed's exported variables do (issue 23 item 5)
+  // torchrun's job-wide variables travel as exports, as DeepSpeed's exported variables do
   CHECK(c.argv == Words{"pdsh", "-S", "-f", "1024", "-w", "worker-0,worker-1", "export DSRUN_MAX_RESTARTS=0;",
                         "export DSRUN_RESTART_COUNT=0;", "export NCCL_DEBUG='IN FO';", "export PYTHONPATH=/work/job;",
                         "export TORCHELASTIC_MAX_RESTARTS=0;", "export TORCHELASTIC_RESTART_COUNT=0;",

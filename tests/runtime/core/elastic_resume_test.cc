@@ -1,4 +1,4 @@
-// Resume at another world size (issue 10, "Resume in the runtime"): a run that saves on N ranks after step k
+// Resume at another world size: a run that saves on N ranks after step k
 // and resumes on M ranks (4 -> 3, 3 -> 2, 2 -> 4) trains steps k+1..K like an uninterrupted run at the
 // same global batch, for ZeRO stages 0-3, offload_optimizer (stages 1-3), offload_param (stage 3), fp16
 // with its dynamic loss scaler, and a batch set by an elasticity block (micro batch and accumulation

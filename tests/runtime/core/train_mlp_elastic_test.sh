@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Integration (issue 10, resume in the runtime): examples/train_mlp --checkpoint_dir D --save_every 3 under
+# Integration (resume in the runtime): examples/train_mlp --checkpoint_dir D --save_every 3 under
 # dsrun with an elasticity block (train_mlp_elastic.json: global batch 24 at 1-4 ranks; micro 4 x 2
 # accumulation at 3 ranks, 2 x 3 at 4 ranks, 4 x 3 at 2 ranks). The job runs 4 ranks to step 3, then 3 ranks to
 # step 6, then 2 ranks to step 9, each start loading D: every rank says `starting fresh` / `resumed from
