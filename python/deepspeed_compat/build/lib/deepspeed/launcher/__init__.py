@@ -1,1 +1,0 @@
-"""deepspeed.launcher on dsrun: ``runner`` (the `deepspeed` command)."""
