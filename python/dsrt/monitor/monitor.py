@@ -1,7 +1,18 @@
 """Monitor and MonitorMaster: DeepSpeed's monitor interface (deepspeed/monitor/monitor.py). The engine hands
 MonitorMaster lists of (name, value, step) events; rank 0 passes them to every enabled writer."""
 
+import importlib
 from abc import ABC, abstractmethod
+
+
+def require_package(block, package, hint=""):
+    """The module PACKAGE, which the enabled ds_config block BLOCK writes through; ImportError naming both and
+    the pip command when it is missing."""
+    try:
+        return importlib.import_module(package)
+    except ImportError as e:
+        raise ImportError(f"ds_config \"{block}\" is enabled but the {package} package is not importable "
+                          f"({e}): pip install {package}{hint}") from e
 
 
 class Monitor(ABC):

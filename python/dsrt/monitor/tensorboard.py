@@ -3,16 +3,12 @@ OUTPUT_PATH/JOB_NAME, flushed after each batch of events (deepspeed/monitor/tens
 
 import os
 
-from dsrt.monitor.monitor import Monitor
+from dsrt.monitor.monitor import Monitor, require_package
 
 
 def _summary_writer_class():
-    try:
-        import tensorboard  # noqa: F401  (torch.utils.tensorboard needs it)
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError as e:
-        raise ImportError("ds_config \"tensorboard\" is enabled but the tensorboard package is not importable "
-                          f"({e}): pip install tensorboard") from e
+    require_package("tensorboard", "tensorboard")  # torch.utils.tensorboard needs it
+    from torch.utils.tensorboard import SummaryWriter
     return SummaryWriter
 
 

@@ -1,23 +1,14 @@
 """wandb: wandb.init(project, group, entity=team) once, then wandb.log({name: value}, step=step) per event
 (deepspeed/monitor/wandb.py). Offline runs work as with DeepSpeed: WANDB_MODE=offline writes ./wandb/."""
 
-from dsrt.monitor.monitor import Monitor
-
-
-def _wandb():
-    try:
-        import wandb
-    except ImportError as e:
-        raise ImportError("ds_config \"wandb\" is enabled but the wandb package is not importable "
-                          f"({e}): pip install wandb (WANDB_MODE=offline logs without an account)") from e
-    return wandb
+from dsrt.monitor.monitor import Monitor, require_package
 
 
 class WandbMonitor(Monitor):
 
     def __init__(self, wandb_config):
         super().__init__(wandb_config)
-        self.wandb = _wandb()
+        self.wandb = require_package("wandb", "wandb", " (WANDB_MODE=offline logs without an account)")
         self.enabled = wandb_config.enabled
         self.run = self.wandb.init(project=wandb_config.project, group=wandb_config.group, entity=wandb_config.team)
 
