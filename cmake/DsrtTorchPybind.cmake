@@ -27,6 +27,9 @@ function(dsrt_torch_pybind11)
   if(_rc EQUAL 0)
     foreach(flag IN LISTS _flags)
       string(REGEX REPLACE "^-D" "" def "${flag}")
+      # torch writes the values shell-escaped (-DPYBIND11_BUILD_ABI=\"_cxxabi1016\"); CMake quotes a
+      # definition's value itself, so the backslashes must go or they reach the compiler.
+      string(REPLACE "\\\"" "\"" def "${def}")
       if(def)
         list(APPEND _defs "${def}")
       endif()
