@@ -23,7 +23,6 @@
 #include "launcher/node_launch/stdin_control.h"
 #include "launcher/real_machine.h"
 #include "launcher/python_interpreter.h"
-#include "launcher/world_plan.h"
 
 namespace {
 
