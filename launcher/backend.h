@@ -27,18 +27,17 @@ struct LaunchContext {
   const Options& options;     ///< the parsed command line (launcher_args, ssh_port, tls_dir, ...)
   const EnvMap& launcherEnv;  ///< the launcher's own environment (base of local ranks' environment)
   int launcherPid = 0;        ///< dsrun's pid: names DeepSpeed's --save_pid file /tmp/<pid>.deepspeed
-  bool firstHostChecked = false;  ///< preflightFirstHost already ran (beforeLaunch need not repeat its check)
+  bool firstHostChecked = false;  ///< prepareLaunch already checked the first host (beforeLaunch need not)
 };
 
-/// What preflightFirstHost found out about MASTER_ADDR.
-struct MasterAddrSource {
-  enum class Kind {
-    Ssh,        ///< infer it as DeepSpeed does: `ssh FIRST_HOST hostname -I`
-    Known,      ///< `address` is it
-    FromAgent,  ///< the first host's agent reports it in its Welcome (plan.masterAddr stays empty)
-  };
-  Kind kind = Kind::Ssh;
-  std::string address;  ///< with Known
+/// What Backend::prepareLaunch learned before the launch is planned (launcher_app.cc turns it into the
+/// plan's Rendezvous).
+struct LaunchPreparation {
+  /// MASTER_ADDR when the plan infers it (draft.masterAddrHost set): the address, or empty to infer it as
+  /// DeepSpeed does, the first word of `ssh FIRST_HOST hostname -I` (Machine::resolveMasterAddr).
+  std::string masterAddr;
+  /// MASTER_PORT as the backend's pre-flight checked or picked it (--master_port 0); nullopt: as planned.
+  std::optional<int> masterPort;
 };
 
 class Backend {
@@ -54,12 +53,12 @@ class Backend {
   /// How to fix or bypass unavailability (the "hint:" line), or empty.
   virtual std::string unavailableHint() const { return {}; }
 
-  /// Runs before MASTER_ADDR is inferred for a multi-node job whose first host is `host`, so that the first
-  /// error a user sees is about reaching the hosts (DeepSpeed's order: the passwordless-ssh check, then
-  /// `ssh HOST hostname -I`). Says how MASTER_ADDR is to be found. Throws dsrun::Error naming the host.
-  virtual MasterAddrSource preflightFirstHost(const std::string& /*host*/, const LaunchContext& /*ctx*/) {
-    return {};
-  }
+  /// A launch (never a dry run) of a multi-node job calls this once, after the availability check and before
+  /// the ranks are planned: the backend checks that it can reach the first host when `draft.masterAddrHost`
+  /// names it (so that the first error is about reaching the hosts, DeepSpeed's order: the passwordless-ssh
+  /// check, then `ssh HOST hostname -I`) and says what it learned about the rendezvous. `draft` is the plan
+  /// a dry run shows (MASTER_ADDR a placeholder when inferred). Throws dsrun::Error naming the host.
+  virtual LaunchPreparation prepareLaunch(const WorldPlan& /*draft*/, const LaunchContext& /*ctx*/) { return {}; }
 
   /// The per-node commands this backend would run for `plan` (--dry_run); empty for `local`. Pure: runs
   /// nothing. May throw BackendUnavailable when it cannot even describe them.

@@ -219,7 +219,7 @@ WorldPlan ElasticJob::planRound(const ResourcePool& world, const std::vector<Hos
   }
   const bool userMasterLeads = options_.masterAddr == world.front().host || options_.masterAddr == firstAddress;
   p.masterAddr = userMasterLeads ? options_.masterAddr : firstAddress;
-  planRanks(p, options_);
+  planRanks(p, rankProgram(options_));
   // Worlds re-formed after ranks had run and failed; a scale-up or a world the mesh probe refused before
   // any rank started is not a restart of the ranks.
   const int failureRestarts = static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(), [](const Restart& r) {

@@ -56,18 +56,19 @@ PlanInputs gatherPlanInputs(const Options& options, const Machine& machine) {
 namespace {
 
 // Local backend, before any rank starts: MASTER_PORT must be bindable here, or --master_port 0 picks one.
-void preflightMasterPort(const Options& options, WorldPlan& plan, Machine& machine) {
-  if (options.noSsh && plan.localNode != 0) {
-    if (plan.masterPort == 0) throw ConfigError("--master_port 0 needs the master host: pass the port it printed");
-    return;  // the master is another host; its own dsrun checks the port
+// Returns the port the ranks get.
+int preflightLocalMasterPort(const Options& options, const WorldPlan& draft, Machine& machine) {
+  if (options.noSsh && draft.localNode != 0) {
+    if (draft.masterPort == 0) throw ConfigError("--master_port 0 needs the master host: pass the port it printed");
+    return draft.masterPort;  // the master is another host; its own dsrun checks the port
   }
-  if (plan.masterPort != 0) {
-    machine.checkPortBindable(plan.masterPort);
-    return;
+  if (draft.masterPort != 0) {
+    machine.checkPortBindable(draft.masterPort);
+    return draft.masterPort;
   }
-  plan.masterPort = machine.pickFreePort();
-  for (PlannedRank& rank : plan.ranks) rank.env[kEnvMasterPort] = std::to_string(plan.masterPort);
-  DSRUN_LOG(INFO) << "--master_port 0: MASTER_PORT=" << plan.masterPort;
+  const int port = machine.pickFreePort();
+  DSRUN_LOG(INFO) << "--master_port 0: MASTER_PORT=" << port;
+  return port;
 }
 
 // DeepSpeed's --log_level names onto dsrun's levels (critical is as quiet as dsrun gets: errors only).
@@ -95,30 +96,30 @@ std::vector<std::string> ignoredBackendFlags(const Options& options, const World
   return notes;
 }
 
-// What --dry_run shows for a MASTER_ADDR that only a launch learns: how it would be found, never an address.
-std::string inferredMasterAddr(const Options& options, const std::string& host) {
-  if (!options.noSsh && options.launcher == "agent") {
-    return strCat("<inferred at launch: the address the agent on ", host, " answers on>");
+void throwIfUnavailable(const Backend& backend) {
+  if (std::optional<std::string> reason = backend.unavailableReason()) {
+    throw BackendUnavailable(std::string(backend.name()), *reason, backend.unavailableHint());
   }
-  return strCat("<inferred at launch: the first address of 'hostname -I' on ", host, ">");
 }
 
-// MASTER_ADDR from plan.masterAddrHost, as DeepSpeed infers it: the backend checks it can reach that host
-// first (so the first error is about reaching it, DeepSpeed's order), then says where the address comes from.
-void inferMasterAddr(WorldPlan& plan, LaunchContext& ctx, const BackendRegistry& registry, Machine& machine) {
-  MasterAddrSource source;
-  if (!ctx.options.noSsh) {
-    source = registry.create(ctx.options.launcher)->preflightFirstHost(plan.masterAddrHost, ctx);
-    ctx.firstHostChecked = true;
+// What a launch learns before the ranks are planned, in DeepSpeed's order: the backend checks it can reach
+// the first host (so the first error is about reaching it), then MASTER_ADDR is inferred from that host
+// (the backend's answer, or `ssh HOST hostname -I`) and MASTER_PORT is checked where rank 0 will bind it.
+Rendezvous learnRendezvous(const WorldPlan& draft, Backend& backend, LaunchContext& ctx, Machine& machine) {
+  Rendezvous out;
+  LaunchPreparation prepared;
+  if (draft.multiNode) {
+    prepared = backend.prepareLaunch(draft, ctx);
+    ctx.firstHostChecked = !draft.masterAddrHost.empty();
   }
-  switch (source.kind) {
-    case MasterAddrSource::Kind::Known: setMasterAddr(plan, source.address); break;
-    case MasterAddrSource::Kind::FromAgent: setMasterAddr(plan, ""); break;  // the agent's Welcome tells it
-    case MasterAddrSource::Kind::Ssh:
-      // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
-      setMasterAddr(plan, machine.resolveMasterAddr(plan.masterAddrHost, sshOptionsFor(ctx.options, ctx.launcherEnv)));
-      break;
+  if (!draft.masterAddrHost.empty()) {
+    // The same ssh settings the backend and its passwordless-ssh check use (PDSH_SSH_ARGS_APPEND, --ssh_config).
+    out.inferredAddr = !prepared.masterAddr.empty()
+                           ? prepared.masterAddr
+                           : machine.resolveMasterAddr(draft.masterAddrHost, sshOptionsFor(ctx.options, ctx.launcherEnv));
   }
+  out.masterPort = draft.launcher == "local" ? preflightLocalMasterPort(ctx.options, draft, machine) : prepared.masterPort;
+  return out;
 }
 
 }  // namespace
@@ -166,40 +167,30 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
 
   applyLogLevel(options);
   const PlanInputs inputs = gatherPlanInputs(options, machine);
-  // The master address of a multi-node job costs an ssh round trip: refuse an unusable backend first.
-  auto checkBackend = [&](const std::string& name) {
-    const std::unique_ptr<Backend> backend = registry.create(name);
-    if (std::optional<std::string> reason = backend->unavailableReason()) {
-      throw BackendUnavailable(std::string(backend->name()), *reason, backend->unavailableHint());
-    }
-  };
   LaunchContext ctx{options, inputs.launcherEnv, machine.pid()};
-  // Planned first with a placeholder for an inferred MASTER_ADDR: a dry run contacts no host, and a launch
-  // checks that every host has an address before asking the first one for its own.
-  WorldPlan plan = planWorld(options, inputs, [&](const std::string& host) { return inferredMasterAddr(options, host); });
-  for (const std::string& note : plan.notes) DSRUN_LOG(INFO) << note;
-  for (const std::string& note : ignoredBackendFlags(options, plan)) DSRUN_LOG(WARN) << note;
-  checkHostsResolve(plan, options, inputs.hostfile ? &*inputs.hostfile : nullptr, inputs.launcherEnv, machine);
+  // The plan a dry run prints: nothing learned from any host, an inferred MASTER_ADDR shown as where it would
+  // come from. A launch checks that every host has an address before asking the first one anything.
+  const WorldPlan draft = planWorld(options, inputs, Rendezvous{});
+  for (const std::string& note : draft.notes) DSRUN_LOG(INFO) << note;
+  for (const std::string& note : ignoredBackendFlags(options, draft)) DSRUN_LOG(WARN) << note;
+  checkHostsResolve(draft, options, inputs.hostfile ? &*inputs.hostfile : nullptr, inputs.launcherEnv, machine);
 
-  const std::unique_ptr<Backend> backend = registry.create(plan.launcher);
+  const std::unique_ptr<Backend> backend = registry.create(draft.launcher);  // the launch's one backend
   if (options.dryRun) {
-    const std::string json = dryRunJson(plan, backend->nodeCommands(plan, ctx));
+    const std::string json = dryRunJson(draft, backend->nodeCommands(draft, ctx));
     out << json << "\n" << std::flush;
     return 0;
   }
-  if (!plan.masterAddrHost.empty()) {
-    if (!options.noSsh) checkBackend(options.launcher);
-    inferMasterAddr(plan, ctx, registry, machine);
-  }
-  checkBackend(plan.launcher);
-  if (plan.launcher == "local") {
-    preflightMasterPort(options, plan, machine);
-  } else if (plan.masterPort == 0 && plan.launcher != "agent") {
+  // Learning the rendezvous of a multi-node job costs a round trip: refuse an unusable backend first.
+  throwIfUnavailable(*backend);
+  if (draft.masterPort == 0 && draft.launcher != "local" && draft.launcher != "agent") {
     // The agent backend asks the first host's agent to pick it (launcher/backends/agent_port_preflight.h).
     throw ConfigError(strCat("--master_port 0 picks a free port on the master host, which only the local and "
-                             "agent backends can do; got --launcher ", plan.launcher,
+                             "agent backends can do; got --launcher ", draft.launcher,
                              "\n  hint: pass a fixed --master_port"));
   }
+  // The same planner with what the launch learned: what the ranks get, never patched afterwards.
+  const WorldPlan plan = planWorld(options, inputs, learnRendezvous(draft, *backend, ctx, machine));
   if (plan.elastic) return backend->run(plan, ctx);  // the elastic controller restarts on its own terms
   return runWithRestarts(
       plan, options, [&](const WorldPlan& attempt) { return backend->run(attempt, ctx); },

@@ -76,17 +76,26 @@ ElasticBounds elasticBounds(const Options& options, const ResourcePool& candidat
   return b;
 }
 
+// What a plan shows for a MASTER_ADDR that only a launch learns (a dry run contacts no host): how it would
+// be found, never an address.
+std::string addressToInfer(const Options& options, const std::string& host) {
+  if (!options.noSsh && options.launcher == "agent") {
+    return strCat("<inferred at launch: the address the agent on ", host, " answers on>");
+  }
+  return strCat("<inferred at launch: the first address of 'hostname -I' on ", host, ">");
+}
+
 }  // namespace
 
 // The cores --bind_cores_to_rank shares out on each node: --bind_core_list, else cores 0..N-1 where N is
 // the physical core count (what DeepSpeed does with psutil.cpu_count(logical=False)).
-std::vector<int> bindableCores(const Options& options, const PlanInputs& inputs) {
-  if (inputs.launcherEnv.count("KMP_AFFINITY") > 0) {
+std::vector<int> bindableCores(const RankLaunchSettings& launch, const EnvMap& env, int physicalCores) {
+  if (env.count("KMP_AFFINITY") > 0) {
     throw ConfigError("--bind_cores_to_rank: KMP_AFFINITY is set and conflicts with core binding"
                       "\n  hint: unset KMP_AFFINITY before launching");
   }
-  if (options.launch.bindCoreList) return parseRangeList(*options.launch.bindCoreList);
-  std::vector<int> cores(static_cast<size_t>(std::max(inputs.physicalCores, 1)));
+  if (launch.bindCoreList) return parseRangeList(*launch.bindCoreList);
+  std::vector<int> cores(static_cast<size_t>(std::max(physicalCores, 1)));
   std::iota(cores.begin(), cores.end(), 0);
   return cores;
 }
@@ -99,19 +108,9 @@ std::vector<const PlannedRank*> WorldPlan::ranksOnNode(int nodeRank) const {
   return out;
 }
 
-std::vector<std::string> rankArgv(const Options& options, int localRank) {
-  std::vector<std::string> argv;
-  if (!options.launch.noPython) {
-    argv = {options.launch.python, "-u"};
-    if (options.launch.module) argv.push_back("-m");
-  }
-  argv.push_back(options.userScript);
-  if (!options.launch.noLocalRank) argv.push_back(strCat("--local_rank=", localRank));
-  argv.insert(argv.end(), options.userArgs.begin(), options.userArgs.end());
-  return argv;
-}
+RankProgram rankProgram(const Options& options) { return {options.userScript, options.userArgs, options.launch}; }
 
-WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const MasterAddrResolver& resolveMasterAddr) {
+WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rendezvous& rendezvous) {
   checkSupported(options);
   ActiveResources active = resolveActiveResources(options, inputs.hostfile, inputs.gpuCount, inputs.launcherEnv);
 
@@ -133,7 +132,7 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   plan.multiNode = (options.forceMulti || hostCount > 1 || plan.elastic) && !options.noSsh;
   plan.launcher = plan.multiNode ? options.launcher : "local";
   plan.localNode = options.noSsh ? options.nodeRank : 0;
-  plan.masterPort = options.masterPort;
+  plan.masterPort = rendezvous.masterPort.value_or(options.masterPort);
   plan.jobId = inputs.jobId;
 
   const bool spansHosts = plan.multiNode || (options.noSsh && hostCount > 1);
@@ -141,7 +140,8 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
     plan.masterAddr = options.masterAddr;
   } else if (active.fromHostfile && spansHosts) {
     plan.masterAddrHost = plan.hosts.front().host;
-    plan.masterAddr = resolveMasterAddr(plan.masterAddrHost);
+    plan.masterAddr = rendezvous.inferredAddr.empty() ? addressToInfer(options, plan.masterAddrHost)
+                                                      : rendezvous.inferredAddr;
   } else {
     plan.masterAddr = "127.0.0.1";
   }
@@ -151,17 +151,14 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Mast
   // dsrun inherits (an outer supervisor that restarts dsrun itself: a Slurm requeue, a script) is continued.
   const int restarts = inheritedRestartCount(inputs.launcherEnv);
   for (auto& [name, value] : torchrunJobEnv(restarts, restartBudget(options), plan.jobId)) plan.exports[name] = value;
-  if (options.launch.bindCoresToRank) plan.coreList = bindableCores(options, inputs);
-  planRanks(plan, options);
+  if (options.launch.bindCoresToRank) {
+    plan.coreList = bindableCores(options.launch, inputs.launcherEnv, inputs.physicalCores);
+  }
+  planRanks(plan, rankProgram(options));
   return plan;
 }
 
-void setMasterAddr(WorldPlan& plan, const std::string& address) {
-  plan.masterAddr = address;
-  for (PlannedRank& rank : plan.ranks) rank.env[kEnvMasterAddr] = address;
-}
-
-void planRanks(WorldPlan& plan, const Options& options) {
+void planRanks(WorldPlan& plan, const RankProgram& program) {
   const std::vector<int>& coreList = plan.coreList;
   plan.ranks.clear();
   const int hostCount = static_cast<int>(plan.hosts.size());
@@ -178,7 +175,7 @@ void planRanks(WorldPlan& plan, const Options& options) {
       r.nodeRank = node;
       r.host = host.host;
       r.slot = host.slots[static_cast<size_t>(localRank)];
-      r.argv = rankArgv(options, localRank);
+      r.argv = rankArgv(program, localRank);
       r.env = plan.exports;
       r.env[kEnvRank] = std::to_string(rank);
       r.env[kEnvLocalRank] = std::to_string(localRank);
@@ -191,7 +188,7 @@ void planRanks(WorldPlan& plan, const Options& options) {
       r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
       r.env[kEnvJobId] = plan.jobId;
       addTorchrunRankEnv(r.env, rank, totalRanks, node, hostCount, localSize);
-      if (options.launch.bindCoresToRank) {
+      if (program.launch.bindCoresToRank) {
         r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
         r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
       }

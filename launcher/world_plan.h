@@ -1,8 +1,7 @@
 #pragma once
-// planWorld: the pure planner from options + what the machine told us to the whole job: which hosts run
+// planWorld: the pure planner from options + what the machine and the backend told us to the whole job: which hosts run
 // which ranks, with which environment and argv. Backends (launcher/backends/) and --dry_run consume it.
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "launcher/environment.h"
 #include "launcher/hostfile.h"
 #include "launcher/options.h"
+#include "launcher/rank_program.h"
 #include "launcher/resource_spec.h"
 
 namespace dsrun {
@@ -68,30 +68,37 @@ struct PlanInputs {
   std::string jobId;                 ///< DSRUN_JOB_ID for this job
 };
 
-/// Infers MASTER_ADDR for a host (Machine::resolveMasterAddr in production).
-using MasterAddrResolver = std::function<std::string(const std::string& host)>;
+/// What a launch learned about the rendezvous before planning (Backend::prepareLaunch, launcher_app.cc); a
+/// dry run learns nothing and plans with the default value.
+struct Rendezvous {
+  /// MASTER_ADDR as inferred from the plan's masterAddrHost (ssh `hostname -I`, or the address its agent
+  /// answered on); empty: not learned, and the plan shows how a launch would find it.
+  std::string inferredAddr;
+  /// MASTER_PORT as a pre-flight checked or picked it (--master_port 0); nullopt: --master_port.
+  std::optional<int> masterPort;
+};
 
-/// Plans the job. MASTER_ADDR: --master_addr if given, else `resolveMasterAddr(first active host)` when
-/// the ranks span several hosts (multi-node, or --no_ssh over several hosts), else 127.0.0.1.
+/// The RankProgram of dsrun's command line.
+RankProgram rankProgram(const Options& options);
+
+/// Plans the job. Pure: the same arguments give the same plan, and nothing is asked of any host.
+/// MASTER_ADDR: --master_addr if given, else, when the ranks span several hosts (multi-node, or --no_ssh over
+/// several hosts), the address inferred from the first active host (plan.masterAddrHost):
+/// `rendezvous.inferredAddr`, or when it is empty a placeholder saying how a launch would infer it; else
+/// 127.0.0.1. MASTER_PORT: rendezvous.masterPort, else --master_port.
 /// Throws ConfigError/ParseError for everything the user must fix (see resolveActiveResources, plus
 /// --no_python with --module, --no_ssh without a valid --node_rank, --bind_cores_to_rank with
 /// KMP_AFFINITY set or too few cores, --elastic_training off the agent backend or with bad bounds, --autotuning).
-WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const MasterAddrResolver& resolveMasterAddr);
-
-/// Sets MASTER_ADDR to `address` in the plan and in every rank's environment (an address inferred after
-/// planning: runDsrun plans first, then checks the hosts, then asks the first host).
-void setMasterAddr(WorldPlan& plan, const std::string& address);
+WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rendezvous& rendezvous);
 
 /// Fills plan.ranks for plan.hosts (contiguous ranks, host by host) from plan.masterAddr, masterPort, jobId,
-/// exports and coreList: the second half of planWorld, reused by the elastic controller for every new world.
-void planRanks(WorldPlan& plan, const Options& options);
+/// exports and coreList: the second half of planWorld, reused by the elastic controller and the restart loop
+/// for every new world, and by dsrun-launch for its node's share.
+void planRanks(WorldPlan& plan, const RankProgram& program);
 
 /// The cores --bind_cores_to_rank shares out on each node: --bind_core_list, else cores 0..N-1 where N is
-/// the physical core count (DeepSpeed's psutil.cpu_count(logical=False)). Throws ConfigError with KMP_AFFINITY
-/// set in the launcher's environment.
-std::vector<int> bindableCores(const Options& options, const PlanInputs& inputs);
-
-/// The argv of one rank (DeepSpeed's launch.py): [PYTHON -u [-m]] SCRIPT [--local_rank=N] ARGS...
-std::vector<std::string> rankArgv(const Options& options, int localRank);
+/// `physicalCores` (DeepSpeed's psutil.cpu_count(logical=False)). Throws ConfigError with KMP_AFFINITY set in
+/// `env` (the launcher's environment).
+std::vector<int> bindableCores(const RankLaunchSettings& launch, const EnvMap& env, int physicalCores);
 
 }  // namespace dsrun

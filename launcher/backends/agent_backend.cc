@@ -6,11 +6,13 @@
 #include <ctime>
 
 #include "common/error.h"
+#include "common/logging.h"
 #include "common/rank_log.h"
 #include "common/strings.h"
 #include "launcher/elastic_job.h"
 #include "launcher/backends/agent_job.h"
 #include "launcher/backends/agent_elastic_rounds.h"
+#include "launcher/backends/agent_port_preflight.h"
 #include "tls/ssl_context.h"
 
 namespace dsrun {
@@ -28,7 +30,38 @@ std::string hostName() {
   return buf;
 }
 
+// The launcher's TLS context (--tls_dir); a ConfigError says how to make one.
+boost::asio::ssl::context clientContext(const Options& o) {
+  if (o.tlsDir.empty()) {
+    throw ConfigError("--launcher agent needs --tls_dir DIR (the launcher's TLS directory)\n"
+                      "  hint: create one with 'dsrun --make_tls DIR', give each host its own with 'dsrun "
+                      "--make_node_cert DIR --host NAME --out NODEDIR' and start 'dsrun-agent --tls_dir NODEDIR' "
+                      "there");
+  }
+  return tls::makeSslContext(o.tlsDir, tls::Role::Client);
+}
+
+// Sent in Hello and shown in the agents' logs.
+std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
+  return strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", jobId);
+}
+
 }  // namespace
+
+LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
+  if (draft.elastic) return {};
+  auto ssl = clientContext(ctx.options);
+  const std::string& first = draft.hosts.front().host;
+  const AgentRendezvous r = learnAgentRendezvous(ssl, first, ctx.options.agentPort, clientName(ctx, draft.jobId),
+                                                 draft.masterPort, AgentJob::Settings().connectTimeout);
+  LaunchPreparation out;
+  out.masterPort = r.masterPort;
+  if (!draft.masterAddrHost.empty()) {
+    out.masterAddr = r.address;
+    DSRUN_LOG(INFO) << "MASTER_ADDR=" << r.address << " (the address of the agent on " << first << ")";
+  }
+  return out;
+}
 
 std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const {
   std::vector<NodeCommand> out;
@@ -45,13 +78,7 @@ std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const
 
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   const Options& o = ctx.options;
-  if (o.tlsDir.empty()) {
-    throw ConfigError("--launcher agent needs --tls_dir DIR (the launcher's TLS directory)\n"
-                      "  hint: create one with 'dsrun --make_tls DIR', give each host its own with 'dsrun "
-                      "--make_node_cert DIR --host NAME --out NODEDIR' and start 'dsrun-agent --tls_dir NODEDIR' "
-                      "there");
-  }
-  auto ssl = tls::makeSslContext(o.tlsDir, tls::Role::Client);
+  auto ssl = clientContext(o);
   AgentJob::Settings s;
   s.port = o.agentPort;
   s.program = o.userScript;
@@ -68,7 +95,7 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
     s.logTag = rankLogPrefix(std::time(nullptr));
     s.hangDir = s.launch.eachRankLogDir;
   }
-  s.clientName = strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", plan.jobId);
+  s.clientName = clientName(ctx, plan.jobId);
   if (plan.elastic) {
     AgentElasticRounds rounds(ssl, s);
     return ElasticJob(plan, o, rounds).run();

@@ -11,10 +11,11 @@ class AgentBackend : public Backend {
   std::string_view name() const override { return "agent"; }
   /// Always usable: the agent client is built in; unreachable agents are reported by run().
   std::optional<std::string> unavailableReason() const override { return std::nullopt; }
-  /// MASTER_ADDR comes from the first host's agent (Welcome.host_address): no ssh anywhere.
-  MasterAddrSource preflightFirstHost(const std::string&, const LaunchContext&) override {
-    return {MasterAddrSource::Kind::FromAgent, {}};
-  }
+  /// The rendezvous from the first host's agent (learnAgentRendezvous, one short connection): MASTER_ADDR is
+  /// the address it answers on (no ssh anywhere), MASTER_PORT checked or picked there. Not for an elastic
+  /// job, whose every world checks its own first host. Throws ConfigError without --tls_dir or with an
+  /// unusable one, and what learnAgentRendezvous throws.
+  LaunchPreparation prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) override;
   /// No command runs on the nodes; each entry names the agent and the ranks it is asked to start:
   /// {"dsrun-agent", "HOST:PORT", "--job_id", ID, "--ranks", "0,1"}.
   std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const override;

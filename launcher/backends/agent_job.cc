@@ -133,7 +133,11 @@ int AgentJob::run() {
                                          " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun "
                                          "--make_node_cert' from --tls_dir")));
   }
-  if (const std::optional<int> stopped = preflightMasterPort()) return *stopped;
+  // A launch's MASTER_PORT was checked before it was planned (AgentBackend::prepareLaunch); an elastic world
+  // has a new first host each time and checks it here.
+  if (settings_.elasticRound) {
+    if (const std::optional<int> stopped = preflightMasterPort()) return *stopped;
+  }
   if (settings_.meshProbe && nodes_.size() > 1) {
     if (const std::optional<int> stopped = probeMesh()) return *stopped;
   }
@@ -279,21 +283,8 @@ void AgentJob::connectAll() {
   }
 }
 
-std::string AgentJob::masterAddr() const {
-  if (!plan_.masterAddr.empty()) return plan_.masterAddr;
-  // Inferred without ssh: the address the first host's agent answered on (docs/agent.md).
-  for (const auto& node : nodes_) {
-    if (node->nodeRank == 0) return node->address.empty() ? node->host : node->address;
-  }
-  return plan_.hosts.front().host;
-}
-
 void AgentJob::launchAll() {
   launched_ = true;
-  const std::string master = masterAddr();
-  if (plan_.masterAddr.empty()) {
-    DSRUN_LOG(INFO) << "MASTER_ADDR=" << master << " (the address of the agent on " << plan_.hosts.front().host << ")";
-  }
   if (!settings_.launch.eachRankLogDir.empty() && !settings_.elasticRound) {
     // Said once at the start: with the output in files on the hosts, the terminal would otherwise stay silent.
     std::string pattern = rankLogPath(settings_.launch.eachRankLogDir, settings_.logTag, 0);
@@ -316,8 +307,9 @@ void AgentJob::launchAll() {
       rank->set_local_rank(spec.localRank);
       for (const auto& word : spec.command.argv) rank->add_argv(word);
       for (const auto& [name, value] : spec.command.env) {
-        proto::addEnv(*rank, name,
-                      name == kEnvMasterAddr ? master : name == kEnvMasterPort ? std::to_string(masterPort_) : value);
+        // An elastic world's --master_port 0 is picked by its own pre-flight; every other value is the plan's.
+        const bool pickedPort = name == kEnvMasterPort && settings_.elasticRound && plan_.masterPort == 0;
+        proto::addEnv(*rank, name, pickedPort ? std::to_string(masterPort_) : value);
       }
       rank->set_cwd(settings_.cwd);
       for (int core : spec.cores) rank->add_cores(core);

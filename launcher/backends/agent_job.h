@@ -109,16 +109,15 @@ class AgentJob {
   void connectAll();
   /// The closing block for the job's first failure when it was a rank's (not a lost host or a spawn error).
   void printRootCauseBlock();
-  /// MASTER_PORT pre-flight on the first host (agent_port_preflight.cc): sets masterPort_, or returns the
-  /// exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every client closed.
+  /// An elastic round's MASTER_PORT pre-flight on its first host (agent_port_preflight.cc): sets masterPort_,
+  /// or returns the exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every
+  /// client closed.
   std::optional<int> preflightMasterPort();
   /// With settings_.meshProbe and two hosts or more: the all-pairs probe (agent_mesh_probe.cc); returns the
   /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
   std::optional<int> probeMesh();
   void launchAll();
-  /// plan.masterAddr, or when it is empty the first host's Welcome.host_address.
-  std::string masterAddr() const;
   void onRankExited(Node& node, const agent::RankExited& exited);
   void onSpawnError(Node& node, const std::string& message);
   void onNodeLost(Node& node, const std::string& reason);
@@ -164,7 +163,7 @@ class AgentJob {
   JobController controller_;                       ///< decides: failures, signals, exit timeout, exit code
   bool abandoned_ = false;                         ///< a second stop signal: end now
   bool launched_ = false;                          ///< LaunchRequests have been sent
-  int masterPort_ = 0;                             ///< MASTER_PORT the ranks get (set by preflightMasterPort)
+  int masterPort_ = 0;                             ///< an elastic round's MASTER_PORT (set by preflightMasterPort)
   std::chrono::steady_clock::time_point loopResumed_{};  ///< end of the last blocking pause of this loop
   size_t startedRanks_ = 0;                        ///< RankStarted reports received
   bool rescaling_ = false;                         ///< elastic round stopped to admit hosts

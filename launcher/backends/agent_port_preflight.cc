@@ -33,9 +33,12 @@ std::optional<int> preflightAgentMasterPort(boost::asio::io_context& io, AgentCl
   }
   if (interrupted()) return std::nullopt;
   if (!reply) {
-    throw Error(strCat("agent ", master.address(), ": ",
-                       master.closed() ? "connection lost" : strCat("no answer within ", timeout.count(), " ms"),
-                       " during the MASTER_PORT pre-flight; nothing was started"));
+    if (master.closed()) {
+      throw Error(strCat("agent ", master.address(), ": connection lost during the MASTER_PORT pre-flight; nothing "
+                         "was started"));
+    }
+    throw TimeoutError(strCat("agent ", master.address(), ": no answer within ", timeout.count(),
+                              " ms during the MASTER_PORT pre-flight; nothing was started"));
   }
   if (!reply->error().empty()) {
     // The agent's error may carry a hint line: "nothing was started" belongs to the first line.
@@ -50,6 +53,53 @@ std::optional<int> preflightAgentMasterPort(boost::asio::io_context& io, AgentCl
                     << ", picked by its agent)";
   }
   return checked;
+}
+
+std::string startAgentHint(int agentPort) {
+  return strCat("\n  hint: start 'dsrun-agent --listen ADDR:", agentPort,
+                " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun --make_node_cert' from --tls_dir");
+}
+
+AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::string& host, int agentPort,
+                                     const std::string& clientName, int masterPort,
+                                     std::chrono::milliseconds timeout) {
+  boost::asio::io_context io;
+  // Shared with the callbacks: they may run while the client is torn down below.
+  struct State {
+    bool ready = false;
+    std::string address;
+    std::optional<std::string> closed;
+  };
+  const auto state = std::make_shared<State>();
+  AgentClient::Callbacks cb;
+  cb.onReady = [state](const agent::Welcome& w) {
+    state->ready = true;
+    state->address = w.host_address();
+  };
+  cb.onClosed = [state](const std::string& reason) { state->closed = reason; };
+  const std::shared_ptr<AgentClient> client = AgentClient::create(io, ssl, host, agentPort, clientName, std::move(cb));
+  client->connect(timeout);
+  while (!state->ready && !state->closed && io.run_one() > 0) {
+  }
+  if (!state->ready) {
+    const std::string reason = state->closed.value_or(strCat("agent ", client->address(), ": no answer"));
+    // An agent that answered with a version mismatch runs: its own hint (the same release everywhere) is the one.
+    const bool answered = reason.find("protocol version mismatch") != std::string::npos;
+    client->close();
+    throw Error(strCat("cannot start the job, nothing was started: ", reason,
+                       answered ? std::string() : startAgentHint(agentPort)));
+  }
+  AgentRendezvous out;
+  out.address = state->address.empty() ? host : state->address;
+  try {
+    out.masterPort = *preflightAgentMasterPort(io, *client, masterPort, timeout, [] { return false; });
+  } catch (...) {
+    client->close();
+    throw;
+  }
+  client->close();
+  io.poll();  // let the cancelled handlers release the client
+  return out;
 }
 
 std::optional<int> AgentJob::preflightMasterPort() {

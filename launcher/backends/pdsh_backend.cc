@@ -81,8 +81,9 @@ Command PdshBackend::sshCheck(const WorldPlan& plan, const LaunchContext& ctx) c
   return sshCheckFor(plan.hosts.front().host, ctx);
 }
 
-MasterAddrSource PdshBackend::preflightFirstHost(const std::string& host, const LaunchContext& ctx) {
-  if (!ctx.options.noSshCheck) {
+LaunchPreparation PdshBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
+  const std::string& host = draft.masterAddrHost;
+  if (!host.empty() && !ctx.options.noSshCheck) {
     // Only a hostfile's first host is checked here (planWorld infers MASTER_ADDR from hostfile hosts only).
     checkPasswordlessSsh(host, sshCheckFor(host, ctx), ctx.options.hostfile, "PDSH_SSH_ARGS_APPEND", runCheck_);
   }

@@ -26,9 +26,10 @@ class PdshBackend : public CommandBackend {
   std::optional<Command> signalCommand(const WorldPlan& plan, const LaunchContext& ctx,
                                        const std::vector<int>& signals) const override;
 
-  /// The passwordless-ssh check of the first host (unless --no_ssh_check), before MASTER_ADDR inference.
-  MasterAddrSource preflightFirstHost(const std::string& host, const LaunchContext& ctx) override;
-  /// The passwordless-ssh check `beforeLaunch` runs (unless --no_ssh_check or preflightFirstHost ran it).
+  /// The passwordless-ssh check of the first host (unless --no_ssh_check) when MASTER_ADDR is inferred from
+  /// it; the address itself is DeepSpeed's `ssh HOST hostname -I`.
+  LaunchPreparation prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) override;
+  /// The passwordless-ssh check `beforeLaunch` runs (unless --no_ssh_check or prepareLaunch ran it).
   Command sshCheck(const WorldPlan& plan, const LaunchContext& ctx) const;
 
  protected:

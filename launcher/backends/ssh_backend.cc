@@ -52,8 +52,9 @@ std::vector<NodeCommand> SshBackend::nodeCommands(const WorldPlan& plan, const L
   return out;
 }
 
-MasterAddrSource SshBackend::preflightFirstHost(const std::string& host, const LaunchContext& ctx) {
-  SshSession session(targetFor(host, ctx.options));
+LaunchPreparation SshBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
+  if (draft.masterAddrHost.empty()) return {};
+  SshSession session(targetFor(draft.masterAddrHost, ctx.options));
   session.exec("hostname -I");
   const std::string hint = "\n  hint: pass --master_addr ADDR (the address of the first host)";
   std::string output;
@@ -67,8 +68,8 @@ MasterAddrSource SshBackend::preflightFirstHost(const std::string& host, const L
     }
     if (n < 0) break;
     if (nowSeconds() > deadline) {
-      throw Error(strCat("cannot infer the master address: 'hostname -I' on ", session.peer(),
-                         " did not finish within 30 s", hint));
+      throw TimeoutError(strCat("cannot infer the master address: 'hostname -I' on ", session.peer(),
+                                " did not finish within 30 s", hint));
     }
     pollfd p{session.fd(), POLLIN, 0};
     ::poll(&p, 1, 100);
@@ -80,7 +81,7 @@ MasterAddrSource SshBackend::preflightFirstHost(const std::string& host, const L
     throw Error(strCat("cannot infer the master address: 'hostname -I' on ", session.peer(),
                        " printed no address (exit status ", session.exitStatus(), ")", hint));
   }
-  return {MasterAddrSource::Kind::Known, first};
+  return {first, std::nullopt};
 }
 
 int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {

@@ -20,9 +20,10 @@ class SshBackend : public Backend {
   /// One entry per host: the remote shell words that host runs.
   std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const override;
   int run(const WorldPlan& plan, const LaunchContext& ctx) override;
-  /// Connects to the first host with the backend's own settings (its passwordless-ssh check) and runs
-  /// `hostname -I` there: MASTER_ADDR without OpenSSH, and an ssh error first if the host is unreachable.
-  MasterAddrSource preflightFirstHost(const std::string& host, const LaunchContext& ctx) override;
+  /// When MASTER_ADDR is inferred (draft.masterAddrHost): connects to that host with the backend's own
+  /// settings (its passwordless-ssh check) and runs `hostname -I` there: MASTER_ADDR without OpenSSH, and an
+  /// ssh error first if the host is unreachable. Throws TimeoutError when `hostname -I` takes over 30 s.
+  LaunchPreparation prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) override;
 
   /// Where each host is reached (config file, port).
   static SshTarget targetFor(const std::string& host, const Options& options);

@@ -23,7 +23,6 @@
 #include "launcher/node_launch/stdin_control.h"
 #include "launcher/real_machine.h"
 #include "launcher/python_interpreter.h"
-#include "launcher/world_plan.h"
 
 namespace {
 
@@ -75,7 +74,7 @@ int runRank(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   spec.rank = id.rank;
   spec.localRank = id.localRank;
   spec.host = hostName();
-  spec.command.argv = dsrun::rankArgv(dsrun::optionsForNodeLaunch(args), id.localRank);
+  spec.command.argv = dsrun::rankArgv(args.program(), id.localRank);
   spec.command.env =
       dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.launch.jobId);
   return dsrun::runRankProcess(spec, args.launch.killGraceS, /*signalsReachRank=*/args.rankEnv == "slurm");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launcher/launch_settings.h"
+#include "launcher/rank_program.h"
 
 namespace dsrun {
 
@@ -32,6 +33,9 @@ struct NodeLaunchArgs {
   std::string rankEnv;                      ///< --rank_env FLAVOR (rank mode)
   std::string userScript;                   ///< the program (first positional)
   std::vector<std::string> userArgs;        ///< its arguments, untouched
+
+  /// What each rank runs (script, arguments, launch settings): what planRanks needs from this command line.
+  RankProgram program() const { return {userScript, userArgs, launch}; }
 };
 
 /// Parses `args` (no argv[0]); `--flag=value` and `--flag value` both work, parsing stops at the first

@@ -9,17 +9,6 @@
 
 namespace dsrun {
 
-Options optionsForNodeLaunch(const NodeLaunchArgs& args) {
-  Options options;
-  options.userScript = args.userScript;
-  options.userArgs = args.userArgs;
-  options.launch = args.launch;
-  options.masterAddr = args.masterAddr;
-  options.masterPort = args.masterPort;
-  options.forceMulti = true;
-  return options;
-}
-
 std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& env, int physicalCores) {
   const ResourcePool world = decodeWorldInfo(args.worldInfo);
   if (args.nodeRank < 0 || args.nodeRank >= static_cast<int>(world.size())) {
@@ -28,20 +17,15 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
   }
   // The world dsrun planned, re-planned here with the same code (planRanks) for this node's ranks. The
   // exported variables arrived in `env` already (rankSpecsForNode lays the ranks' own over it).
-  const Options options = optionsForNodeLaunch(args);
+  const RankProgram program = args.program();
   WorldPlan plan;
   plan.hosts = world;
   plan.masterAddr = args.masterAddr;
   plan.masterPort = args.masterPort;
   plan.jobId = args.launch.jobId;
   plan.multiNode = true;
-  if (options.launch.bindCoresToRank) {
-    PlanInputs inputs;
-    inputs.launcherEnv = env;
-    inputs.physicalCores = physicalCores;
-    plan.coreList = bindableCores(options, inputs);
-  }
-  planRanks(plan, options);
+  if (program.launch.bindCoresToRank) plan.coreList = bindableCores(program.launch, env, physicalCores);
+  planRanks(plan, program);
   return rankSpecsForNode(plan, args.nodeRank, env);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // nodeRankSpecs: dsrun-launch's node mode rebuilds its node's ranks with the launcher's own planner
-// (planWorld), so RANK, LOCAL_RANK, CUDA_VISIBLE_DEVICES, cores and argv follow exactly the rules the
-// launcher used for --dry_run.
+// (planRanks, from the RankProgram its flags carry), so RANK, LOCAL_RANK, CUDA_VISIBLE_DEVICES, cores and
+// argv follow exactly the rules the launcher used for --dry_run.
 
 #include <vector>
 
@@ -9,12 +9,8 @@
 #include "common/rank_spec.h"
 #include "launcher/environment.h"
 #include "launcher/node_launch/node_launch_args.h"
-#include "launcher/options.h"
 
 namespace dsrun {
-
-/// The launcher Options equivalent to `args` (script, argv flags, master address, core binding).
-Options optionsForNodeLaunch(const NodeLaunchArgs& args);
 
 /// The RankSpecs of node `args.nodeRank` of `args.worldInfo`. `env` is this process's environment: the
 /// launcher already exported the propagated variables into it, so they are not propagated again (no

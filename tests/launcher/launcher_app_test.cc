@@ -5,9 +5,12 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/error.h"
+#include "launcher/dry_run.h"
 #include "launcher/fake_machine.h"
 #include "launcher/local_backend.h"
 
@@ -24,6 +27,9 @@ struct Recorder {
   int launcherPid = 0;
   std::optional<std::string> unavailable;
   int exitCode = 0;
+  int created = 0;                           ///< backends the registry made
+  std::vector<dsrun::WorldPlan> prepared;    ///< the drafts prepareLaunch was given
+  dsrun::LaunchPreparation preparation;      ///< what prepareLaunch answers
 };
 
 class RecordingBackend : public dsrun::Backend {
@@ -38,6 +44,10 @@ class RecordingBackend : public dsrun::Backend {
     if (name_ == "local") return out;
     for (const auto& host : plan.hosts) out.push_back({host.host, {name_, host.host, ctx.options.launcherArgs}});
     return out;
+  }
+  dsrun::LaunchPreparation prepareLaunch(const dsrun::WorldPlan& draft, const dsrun::LaunchContext&) override {
+    rec_.prepared.push_back(draft);
+    return rec_.preparation;
   }
   int run(const dsrun::WorldPlan& plan, const dsrun::LaunchContext& ctx) override {
     rec_.runs.push_back(plan);
@@ -61,7 +71,10 @@ struct Fixture {
     machine.env = {{"PATH", "/bin"}, {"NCCL_DEBUG", "INFO"}};
     machine.processId = static_cast<int>(getpid());
     for (const char* name : {"local", "pdsh", "ssh"}) {
-      registry.add(name, [this, name] { return std::make_unique<RecordingBackend>(name, rec); });
+      registry.add(name, [this, name] {
+        ++rec.created;
+        return std::make_unique<RecordingBackend>(name, rec);
+      });
     }
   }
   int run(const Args& args) { return dsrun::runDsrun(args, machine, registry, out); }
@@ -290,4 +303,117 @@ TEST_CASE("dsrun --master_port 0 picks a free port for every local rank, pdsh re
   REQUIRE_THROWS_WITH(f.run({"--launcher", "pdsh", "--master_port", "0", "train.py"}),
                       Contains("--master_port 0 picks a free port on the master host, which only the local and "
                                "agent backends can do; got --launcher pdsh"));
+}
+
+TEST_CASE("a launch creates its backend once: no backend is made while planning or inferring MASTER_ADDR",
+          "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = kTwoHosts;
+  f.machine.hostAddrs["worker-0"] = "10.0.0.5";
+  auto [args, runs] = GENERATE(table<Args, size_t>({
+      {{"--dry_run", "train.py"}, 0},
+      {{"train.py"}, 1},                                  // MASTER_ADDR inferred from worker-0
+      {{"--master_addr", "10.1.1.1", "train.py"}, 1},
+      {{"--launcher", "ssh", "train.py"}, 1},
+      {{"--num_nodes", "1", "train.py"}, 1},              // local
+      {{"--max_restarts", "2", "train.py"}, 3},           // every attempt runs on the same backend
+  }));
+  CAPTURE(args);
+  f.rec.exitCode = runs == 3 ? 1 : 0;
+  f.run(args);
+  CHECK(f.rec.runs.size() == runs);
+  CHECK(f.rec.created == 1);
+}
+
+TEST_CASE("the backend is prepared once, before planning, and runs the plan made with its answer unpatched",
+          "[launcher][app]") {
+  Fixture f;
+  f.machine.files["/job/hostfile"] = kTwoHosts;
+  f.rec.preparation.masterAddr = "10.7.7.7";  // what an agent's Welcome or `hostname -I` over libssh says
+  f.rec.preparation.masterPort = 4321;        // what a port pre-flight checked or picked
+  REQUIRE(f.run({"--dry_run", "--launcher", "ssh", "train.py"}) == 0);
+  const Json dry = f.json();
+  CHECK(f.rec.prepared.empty());  // a dry run asks no backend anything
+
+  REQUIRE(f.run({"--launcher", "ssh", "train.py"}) == 0);
+  REQUIRE(f.rec.prepared.size() == 1);
+  CHECK(f.rec.prepared[0].masterAddr == dry["master_addr"]);  // it saw the plan a dry run shows
+  CHECK(f.machine.resolved.empty());                          // the backend's answer needs no ssh
+  REQUIRE(f.rec.runs.size() == 1);
+  const dsrun::WorldPlan& ran = f.rec.runs[0];
+  CHECK(ran.masterAddr == "10.7.7.7");
+  CHECK(ran.masterPort == 4321);
+  // The plan run is the dry run's with the learned rendezvous and this launch's job id, nothing else.
+  Json expected = dry;
+  expected["master_addr"] = "10.7.7.7";
+  expected["master_port"] = 4321;
+  expected["node_commands"] = Json::array();
+  const std::string dryJob = dry["ranks"][0]["env"]["DSRUN_JOB_ID"];
+  for (Json& rank : expected["ranks"]) {
+    for (auto& [name, value] : rank["env"].items()) {
+      if (value == dryJob) value = ran.jobId;
+    }
+    rank["env"]["MASTER_ADDR"] = "10.7.7.7";
+    rank["env"]["MASTER_PORT"] = "4321";
+  }
+  CHECK(Json::parse(dsrun::dryRunJson(ran, {})) == expected);
+}
+
+namespace {
+
+// The NUL-separated words of a /proc file a rank copied.
+std::vector<std::string> nulWords(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> words;
+  std::string word;
+  while (std::getline(in, word, '\0')) words.push_back(word);
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("a local launch gives every rank exactly the environment and argv its dry run shows", "[launcher][app]") {
+  char dirTemplate[] = "/tmp/dsrun-plan-test-XXXXXX";
+  REQUIRE(::mkdtemp(dirTemplate) != nullptr);
+  const std::string dir = dirTemplate;
+  dsrun::FakeMachine machine;
+  machine.env = {{"PATH", "/usr/bin:/bin"}, {"NCCL_DEBUG", "INFO"}, {"ODD", "a b\n$c"}};
+  machine.processId = static_cast<int>(getpid());
+  dsrun::BackendRegistry registry;
+  registry.add("local", [] { return std::make_unique<dsrun::LocalBackend>(); });
+  // Each rank copies the environment and argv it was started with, byte for byte, from /proc.
+  const Args job = {"--num_gpus", "2", "--no_python", "--no_local_rank", "/bin/sh", "-c",
+                    "cat /proc/$$/environ > \"$0/env.$RANK\" && cat /proc/$$/cmdline > \"$0/argv.$RANK\"", dir};
+  Args dryArgs = job;
+  dryArgs.insert(dryArgs.begin(), "--dry_run");
+  std::ostringstream dryOut;
+  REQUIRE(dsrun::runDsrun(dryArgs, machine, registry, dryOut) == 0);
+  const Json dry = Json::parse(dryOut.str());
+  std::ostringstream out;
+  REQUIRE(dsrun::runDsrun(job, machine, registry, out) == 0);
+
+  REQUIRE(dry["ranks"].size() == 2);
+  for (const Json& planned : dry["ranks"]) {
+    const std::string rank = std::to_string(planned["rank"].get<int>());
+    CAPTURE(rank);
+    CHECK(nulWords(dir + "/argv." + rank) == planned["argv"].get<Args>());
+    std::map<std::string, std::string> got;
+    for (const std::string& entry : nulWords(dir + "/env." + rank)) {
+      const size_t eq = entry.find('=');
+      if (eq != std::string::npos) got[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+    // The launcher's own environment, with the planned variables over it; each run has its own job id.
+    std::map<std::string, std::string> expected = machine.env;
+    const std::string dryJob = planned["env"]["DSRUN_JOB_ID"];
+    for (const auto& [name, value] : planned["env"].items()) {
+      expected[name] = value == dryJob ? got["DSRUN_JOB_ID"] : value.get<std::string>();
+    }
+    CHECK(got == expected);
+    CHECK(got["DSRUN_JOB_ID"] != dryJob);  // the comparison above did not just match two copies of one run
+  }
+  for (const char* rank : {"0", "1"}) {
+    ::unlink((dir + "/env." + rank).c_str());
+    ::unlink((dir + "/argv." + rank).c_str());
+  }
+  ::rmdir(dir.c_str());
 }

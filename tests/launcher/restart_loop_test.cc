@@ -15,7 +15,7 @@ WorldPlan twoRankPlan(const Options& options, const dsrun::EnvMap& env = {{"PATH
   in.cwd = "/work";
   in.physicalCores = 2;
   in.jobId = "job-7";
-  return dsrun::planWorld(options, in, [](const std::string& host) { return host; });
+  return dsrun::planWorld(options, in, dsrun::Rendezvous{});
 }
 
 Options withRestarts(int n) {

@@ -2,8 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "common/env_contract.h"
 #include "common/error.h"
+#include "launcher/dry_run.h"
 #include "launcher/local_backend.h"
 
 using Catch::Matchers::Contains;
@@ -34,13 +37,19 @@ PlanInputs inputs(const std::string& hostfile = "") {
 // Resolves every host to "addr-of-<host>" and records the calls.
 struct RecordingResolver {
   std::vector<std::string> calls;
-  dsrun::MasterAddrResolver fn() {
-    return [this](const std::string& host) {
-      calls.push_back(host);
-      return "addr-of-" + host;
-    };
+  std::string operator()(const std::string& host) {
+    calls.push_back(host);
+    return "addr-of-" + host;
   }
 };
+
+// Plans as a launch does (launcher_app.cc): the plan a dry run shows names the host MASTER_ADDR is inferred
+// from; what that host answered (`resolver`) is then planned with the same pure planner.
+WorldPlan planLaunch(const Options& options, const PlanInputs& in, RecordingResolver& resolver) {
+  const WorldPlan draft = planWorld(options, in, dsrun::Rendezvous{});
+  if (draft.masterAddrHost.empty()) return draft;
+  return planWorld(options, in, dsrun::Rendezvous{resolver(draft.masterAddrHost), std::nullopt});
+}
 
 const std::string kTwoHosts = "worker-0 slots=2\nworker-1 slots=2\n";
 
@@ -48,7 +57,7 @@ const std::string kTwoHosts = "worker-0 slots=2\nworker-1 slots=2\n";
 
 TEST_CASE("planWorld plans a local job with the full rank environment", "[launcher][world_plan]") {
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts({"--num_gpus", "2", "train.py", "--lr", "1"}), inputs(), resolver.fn());
+  const WorldPlan plan = planLaunch(opts({"--num_gpus", "2", "train.py", "--lr", "1"}), inputs(), resolver);
   CHECK_FALSE(plan.multiNode);
   CHECK(plan.launcher == "local");
   CHECK(plan.masterAddr == "127.0.0.1");
@@ -80,7 +89,7 @@ TEST_CASE("planWorld plans a local job with the full rank environment", "[launch
 TEST_CASE("planWorld numbers ranks host by host and LOCAL_RANK by position on the node", "[launcher][world_plan]") {
   // 3 + 2 slots: DeepSpeed's RANK % LOCAL_SIZE would give rank 3 local rank 1; dsrun gives 0.
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts({"-i", "b:1,3@a"}), inputs("a slots=3\nb slots=4\n"), resolver.fn());
+  const WorldPlan plan = planLaunch(opts({"-i", "b:1,3@a"}), inputs("a slots=3\nb slots=4\n"), resolver);
   REQUIRE(plan.worldSize() == 5);
   CHECK(plan.multiNode);
   CHECK(plan.launcher == "pdsh");
@@ -128,18 +137,61 @@ TEST_CASE("planWorld picks MASTER_ADDR by DeepSpeed's rules, honouring --master_
       }));
   CAPTURE(args, hostfile);
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts(args), inputs(hostfile), resolver.fn());
+  const WorldPlan plan = planLaunch(opts(args), inputs(hostfile), resolver);
   CHECK(plan.masterAddr == expectedAddr);
   CHECK(plan.multiNode == multi);
   CHECK(resolver.calls == (expectedResolved.empty() ? Args{} : Args{expectedResolved}));
   for (const auto& r : plan.ranks) CHECK(r.env.at("MASTER_ADDR") == expectedAddr);
 }
 
-TEST_CASE("planWorld propagates a master-address failure", "[launcher][world_plan]") {
-  auto failing = [](const std::string& host) -> std::string {
-    throw dsrun::Error("cannot infer the master address for " + host);
-  };
-  REQUIRE_THROWS_WITH(planWorld(opts({}), inputs(kTwoHosts), failing), Contains("for worker-0"));
+TEST_CASE("planWorld is pure: the same arguments give the same plan, whatever the process environment says",
+          "[launcher][world_plan]") {
+  auto [args, hostfile] = GENERATE(table<Args, std::string>({
+      {{"--num_gpus", "2"}, ""},
+      {Args{}, kTwoHosts},
+      {{"--launcher", "agent", "--bind_cores_to_rank"}, kTwoHosts},
+      {{"--no_ssh", "--node_rank", "1"}, kTwoHosts},
+      {{"--elastic_training", "--launcher", "ssh", "--master_addr", "10.0.0.1"}, kTwoHosts},
+  }));
+  CAPTURE(args);
+  const dsrun::Rendezvous learned{"10.0.0.9", 31000};
+  const WorldPlan first = planWorld(opts(args), inputs(hostfile), learned);
+  // What a planner reading the process (its environment, the clock, its pid) would see change meanwhile.
+  ::setenv("NCCL_DEBUG", "TRACE", 1);
+  ::setenv("MASTER_ADDR", "10.6.6.6", 1);
+  const WorldPlan second = planWorld(opts(args), inputs(hostfile), learned);
+  ::unsetenv("NCCL_DEBUG");
+  ::unsetenv("MASTER_ADDR");
+  CHECK(dsrun::dryRunJson(first, {}) == dsrun::dryRunJson(second, {}));
+  CHECK(first.exports == second.exports);
+  CHECK(first.notes == second.notes);
+  CHECK(first.coreList == second.coreList);
+  CHECK(first.ranks.at(0).env.at("NCCL_DEBUG") == "INFO");  // the inputs' environment, not the process's
+}
+
+TEST_CASE("the rendezvous a launch learned changes MASTER_ADDR and MASTER_PORT only, and only where inferred",
+          "[launcher][world_plan]") {
+  auto [args, hostfile, learnsAddr] = GENERATE(table<Args, std::string, bool>({
+      {Args{}, kTwoHosts, true},
+      {{"--launcher", "agent"}, kTwoHosts, true},
+      {{"--master_addr", "10.1.1.1"}, kTwoHosts, false},  // --master_addr wins over any inference
+      {{"--num_gpus", "2"}, "", false},                   // one host: 127.0.0.1
+  }));
+  CAPTURE(args);
+  const WorldPlan offline = planWorld(opts(args), inputs(hostfile), dsrun::Rendezvous{});
+  const WorldPlan learned = planWorld(opts(args), inputs(hostfile), dsrun::Rendezvous{"10.0.0.9", 31000});
+  CHECK(offline.masterPort == 29500);
+  CHECK(learned.masterPort == 31000);
+  CHECK(learned.masterAddr == (learnsAddr ? "10.0.0.9" : offline.masterAddr));
+  if (learnsAddr) CHECK_THAT(offline.masterAddr, Contains("<inferred at launch: "));
+  REQUIRE(offline.ranks.size() == learned.ranks.size());
+  for (size_t i = 0; i < offline.ranks.size(); ++i) {
+    dsrun::EnvMap expected = offline.ranks[i].env;
+    expected["MASTER_ADDR"] = learned.masterAddr;
+    expected["MASTER_PORT"] = "31000";
+    CHECK(learned.ranks[i].env == expected);
+    CHECK(learned.ranks[i].argv == offline.ranks[i].argv);
+  }
 }
 
 TEST_CASE("planWorld builds each rank's command as DeepSpeed's launch.py does", "[launcher][world_plan]") {
@@ -152,7 +204,7 @@ TEST_CASE("planWorld builds each rank's command as DeepSpeed's launch.py does", 
       {{"--python", "/opt/py/bin/python", "train.py"}, {"/opt/py/bin/python", "-u", "train.py", "--local_rank=0"}},
   }));
   RecordingResolver resolver;
-  CHECK(planWorld(opts(args), inputs(), resolver.fn()).ranks[0].argv == expected);
+  CHECK(planLaunch(opts(args), inputs(), resolver).ranks[0].argv == expected);
 }
 
 TEST_CASE("planWorld keeps argv and environment values byte for byte", "[launcher][world_plan]") {
@@ -165,7 +217,7 @@ TEST_CASE("planWorld keeps argv and environment values byte for byte", "[launche
   in.launcherEnv["NCCL_TRICKY"] = " sp 'q' \"d\" $X\nnl ✓ ";
   in.envFiles.push_back({"/work/.deepspeed_env", "FROM_FILE=a \"b\" 'c' $d\n"});
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts(args), in, resolver.fn());
+  const WorldPlan plan = planLaunch(opts(args), in, resolver);
   const Args argv = plan.ranks[0].argv;
   CHECK(Args(argv.begin() + 4, argv.end()) == tricky);
   CHECK(plan.ranks[0].env.at("NCCL_TRICKY") == " sp 'q' \"d\" $X\nnl ✓ ");
@@ -176,7 +228,7 @@ TEST_CASE("planWorld lets the rank contract override propagated variables", "[la
   PlanInputs in = inputs();
   in.envFiles.push_back({"/work/.deepspeed_env", "RANK=99\nMASTER_PORT=1\nNCCL_DEBUG=WARN\n"});
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts({}), in, resolver.fn());
+  const WorldPlan plan = planLaunch(opts({}), in, resolver);
   CHECK(plan.ranks[0].env.at("RANK") == "0");
   CHECK(plan.ranks[0].env.at("MASTER_PORT") == "29500");
   CHECK(plan.ranks[0].env.at("NCCL_DEBUG") == "WARN");
@@ -190,7 +242,7 @@ TEST_CASE("planWorld binds cores per local rank and sets OMP_NUM_THREADS", "[lau
       {{"--num_gpus", "2", "--bind_cores_to_rank", "--bind_core_list", "1,3-5,7"}, {1, 3}, {4, 5}, "2"},
   }));
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts(args), inputs(), resolver.fn());
+  const WorldPlan plan = planLaunch(opts(args), inputs(), resolver);
   CHECK(plan.ranks[0].cores == cores0);
   CHECK(plan.ranks[1].cores == cores1);
   CHECK(plan.ranks[1].env.at("OMP_NUM_THREADS") == threads);
@@ -198,7 +250,7 @@ TEST_CASE("planWorld binds cores per local rank and sets OMP_NUM_THREADS", "[lau
 
 TEST_CASE("planWorld ignores --bind_core_list without --bind_cores_to_rank, as DeepSpeed", "[launcher][world_plan]") {
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts({"--bind_core_list", "0-1"}), inputs(), resolver.fn());
+  const WorldPlan plan = planLaunch(opts({"--bind_core_list", "0-1"}), inputs(), resolver);
   CHECK(plan.ranks[0].cores.empty());
   CHECK(plan.ranks[0].env.count("OMP_NUM_THREADS") == 0);
 }
@@ -232,15 +284,15 @@ TEST_CASE("planWorld rejects impossible requests with one clear line", "[launche
   PlanInputs in = inputs(hostfile);
   if (!extraEnv.empty()) in.launcherEnv[extraEnv] = "granularity=fine";
   RecordingResolver resolver;
-  REQUIRE_THROWS_AS(planWorld(opts(args), in, resolver.fn()), dsrun::Error);
-  REQUIRE_THROWS_WITH(planWorld(opts(args), in, resolver.fn()), Contains(expected));
+  REQUIRE_THROWS_AS(planLaunch(opts(args), in, resolver), dsrun::Error);
+  REQUIRE_THROWS_WITH(planLaunch(opts(args), in, resolver), Contains(expected));
 }
 
 TEST_CASE("elastic training: DeepSpeed's default bounds, the first world is the first max hosts",
           "[launcher][world_plan]") {
   RecordingResolver resolver;
   const Args base{"--elastic_training", "--launcher", "agent", "--master_addr", "10.0.0.1"};
-  WorldPlan plan = planWorld(opts(base), inputs(kTwoHosts), resolver.fn());
+  WorldPlan plan = planLaunch(opts(base), inputs(kTwoHosts), resolver);
   REQUIRE(plan.elastic);
   CHECK(plan.elastic->minNodes == 1);
   CHECK(plan.elastic->maxNodes == 2);
@@ -249,15 +301,15 @@ TEST_CASE("elastic training: DeepSpeed's default bounds, the first world is the 
   CHECK(plan.multiNode);
   Args capped = base;
   capped.insert(capped.end(), {"--max_elastic_nodes", "1", "--max_restarts", "7"});
-  plan = planWorld(opts(capped), inputs(kTwoHosts), resolver.fn());
+  plan = planLaunch(opts(capped), inputs(kTwoHosts), resolver);
   CHECK(plan.hosts.size() == 1);
   CHECK(plan.worldSize() == 2);
   CHECK(plan.elastic->candidates.size() == 2);
   CHECK(plan.elastic->maxRestarts == 7);
   CHECK(plan.launcher == "agent");  // one host still runs through the agent
   CHECK(resolver.calls.empty());    // --master_addr is required: nothing inferred
-  plan = planWorld(opts({"--elastic_training", "--launcher", "ssh", "--master_addr", "10.0.0.1"}), inputs(kTwoHosts),
-                   resolver.fn());
+  plan = planLaunch(opts({"--elastic_training", "--launcher", "ssh", "--master_addr", "10.0.0.1"}), inputs(kTwoHosts),
+                    resolver);
   REQUIRE(plan.elastic);
   CHECK(plan.launcher == "ssh");
   CHECK(plan.elastic->maxNodes == 2);
@@ -265,7 +317,7 @@ TEST_CASE("elastic training: DeepSpeed's default bounds, the first world is the 
 
 TEST_CASE("with --no_ssh the local node is the --node_rank host's share of the world", "[launcher][world_plan]") {
   RecordingResolver resolver;
-  const WorldPlan plan = planWorld(opts({"--no_ssh", "--node_rank", "1"}), inputs(kTwoHosts), resolver.fn());
+  const WorldPlan plan = planLaunch(opts({"--no_ssh", "--node_rank", "1"}), inputs(kTwoHosts), resolver);
   CHECK(plan.launcher == "local");
   CHECK(plan.localNode == 1);
   const auto specs = dsrun::rankSpecsForNode(plan, plan.localNode, {{"PATH", "/bin"}, {"RANK", "stale"}});
@@ -284,7 +336,7 @@ TEST_CASE("every variable planWorld sets for a rank is in the environment contra
   RecordingResolver resolver;
   PlanInputs in = inputs();
   in.launcherEnv.clear();
-  const WorldPlan plan = planWorld(opts({}), in, resolver.fn());
+  const WorldPlan plan = planLaunch(opts({}), in, resolver);
   const std::vector<std::string> contract = {
       dsrun::kEnvRank,      dsrun::kEnvLocalRank,  dsrun::kEnvWorldSize,          dsrun::kEnvLocalSize,
       dsrun::kEnvCrossRank, dsrun::kEnvCrossSize,  dsrun::kEnvMasterAddr,         dsrun::kEnvMasterPort,
@@ -302,11 +354,11 @@ TEST_CASE("every variable planWorld sets for a rank is in the environment contra
 
 TEST_CASE("planWorld exports torchrun's restart budget: --max_restarts, 0 when not given", "[launcher][world_plan]") {
   RecordingResolver resolver;
-  const WorldPlan plain = planWorld(opts({}), inputs(kTwoHosts), resolver.fn());
+  const WorldPlan plain = planLaunch(opts({}), inputs(kTwoHosts), resolver);
   CHECK(plain.exports.at("TORCHELASTIC_MAX_RESTARTS") == "0");
   CHECK(plain.exports.at("TORCHELASTIC_RESTART_COUNT") == "0");
   CHECK(plain.exports.at("TORCHELASTIC_RUN_ID") == "job-1");
-  const WorldPlan three = planWorld(opts({"--max_restarts", "3"}), inputs(kTwoHosts), resolver.fn());
+  const WorldPlan three = planLaunch(opts({"--max_restarts", "3"}), inputs(kTwoHosts), resolver);
   CHECK(three.exports.at("TORCHELASTIC_MAX_RESTARTS") == "3");
   CHECK(three.ranks[3].env.at("DSRUN_MAX_RESTARTS") == "3");
 }

@@ -34,7 +34,7 @@ inline std::unique_ptr<PlanFixture> makePlan(const std::string& hostfile, std::v
   inputs.cwd = "/work/job";
   inputs.physicalCores = 8;
   inputs.jobId = "job-1";
-  f->plan = planWorld(f->options, inputs, [](const std::string&) { return std::string("10.0.0.1"); });
+  f->plan = planWorld(f->options, inputs, Rendezvous{"10.0.0.1", std::nullopt});
   f->ctx = std::make_unique<LaunchContext>(LaunchContext{f->options, f->env, 777});
   return f;
 }
