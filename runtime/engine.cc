@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/backend_device_check.h"
+#include "runtime/comms/pending_comm.h"
 #include "runtime/config/config_warnings.h"
 #include "runtime/config/lr_schedule.h"
 #include "runtime/malloc_tuning.h"
@@ -64,6 +65,7 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   }
   TORCH_CHECK(!ctx.params.empty(), "dsrt::initialize: the model has no parameter that requires grad");
   ctx.pg = dist.pg;
+  ctx.commsLog = dist.commsLog;
   ctx.rank = dist.env.rank;
   ctx.worldSize = dist.env.worldSize;
   ctx.reduceBucketNumel = cfg.zero.reduceBucketSize;
@@ -107,10 +109,13 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
 // transient copy stays small: one flat copy of the whole model would be the peak of ZeRO-3's memory.
 constexpr int64_t kBroadcastBucketNumel = int64_t{1} << 22;
 
-void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t end, c10d::ProcessGroup& pg) {
+void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t end, c10d::ProcessGroup& pg,
+                     const std::shared_ptr<comms::CommsLog>& commsLog) {
   if (end - begin == 1 && params[begin].is_contiguous()) {
     std::vector<at::Tensor> one{params[begin].detach()};
+    comms::PendingComm timing = comms::PendingComm::start(commsLog, comms::kBroadcast, one[0]);
     pg.broadcast(one)->wait();
+    timing.waited();
     return;
   }
   std::vector<at::Tensor> flat;
@@ -118,7 +123,9 @@ void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t
     flat.push_back(params[i].detach().reshape({-1}));
   }
   std::vector<at::Tensor> buffer{at::cat(flat)};
+  comms::PendingComm timing = comms::PendingComm::start(commsLog, comms::kBroadcast, buffer[0]);
   pg.broadcast(buffer)->wait();
+  timing.waited();
   int64_t offset = 0;
   for (size_t i = begin; i < end; ++i) {
     params[i].detach().copy_(buffer[0].narrow(0, offset, params[i].numel()).view(params[i].sizes()));
@@ -126,7 +133,8 @@ void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t
   }
 }
 
-void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessGroup& pg) {
+void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessGroup& pg,
+                           const std::shared_ptr<comms::CommsLog>& commsLog) {
   if (pg.getSize() == 1 || params.empty()) {
     return;
   }
@@ -135,13 +143,13 @@ void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessG
   int64_t numel = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     if (i > begin && numel + params[i].numel() > kBroadcastBucketNumel) {
-      broadcastBucket(params, begin, i, pg);
+      broadcastBucket(params, begin, i, pg, commsLog);
       begin = i;
       numel = 0;
     }
     numel += params[i].numel();
   }
-  broadcastBucket(params, begin, params.size(), pg);
+  broadcastBucket(params, begin, params.size(), pg, commsLog);
 }
 
 // DeepSpeed's module.half() / module.bfloat16(): every floating parameter takes the model dtype. set_data
@@ -179,7 +187,7 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   ctx.paramGroups = std::move(paramGroups);
   // Broadcast before converting: Gloo cannot broadcast bfloat16, and rounding rank 0's fp32 values
   // gives what DeepSpeed's broadcast of the already-converted module gives.
-  broadcastFromRankZero(ctx.params, *dist_->pg);
+  broadcastFromRankZero(ctx.params, *dist_->pg, dist_->commsLog);
   convertParams(all, precision_.modelDtype);
   params_ = ctx.params;
   for (const auto& p : params_) {
