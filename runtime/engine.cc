@@ -166,7 +166,7 @@ void convertParams(std::vector<at::Tensor>& params, c10::ScalarType dtype) {
 }  // namespace
 
 Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
-               std::vector<int> paramGroups)
+               std::vector<int> paramGroups, bool modelAvoidsHalfKernels)
     : config_(std::move(config)), dist_(std::move(dist)) {
   tuneMallocForTraining();  // before the first step's allocations (malloc_tuning.h)
   TORCH_CHECK(dist_ && dist_->pg, "dsrt::Engine: no process group (call dsrt::init_distributed first)");
@@ -177,6 +177,14 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   for (const auto& p : params) {
     if (auto refusal = backendDeviceRefusal(dist_->pg->getBackendName(), p.device())) {
       TORCH_CHECK(false, *refusal);
+    }
+  }
+  // Every rank probes the same torch, so every rank refuses here, before the first collective: a fp16
+  // model on such a CPU would otherwise fail inside its first forward, in torch's words.
+  if (precision_.modelDtype == at::kHalf && !modelAvoidsHalfKernels && !params.empty()) {
+    const c10::Device device = params.front().device();
+    if (std::optional<std::string> missing = precision::missingHalfMatmul(device)) {
+      TORCH_CHECK(false, precision::fp16Refusal(config_.source, device, *missing));
     }
   }
   std::vector<at::Tensor> all = params;
@@ -196,7 +204,6 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   strategy_ = makeGradStrategy(config_.zero.stage, std::move(ctx));
   strategy_->zeroGrad();
   applyScheduledMomentum();
-  warnMissingHalfKernels();
   lastPrint_ = std::chrono::steady_clock::now();
 }
 
@@ -204,17 +211,6 @@ Engine::~Engine() = default;
 
 c10::Device Engine::paramDevice() const {
   return params_.empty() ? c10::Device(c10::kCPU) : params_.front().device();
-}
-
-void Engine::warnMissingHalfKernels() const {
-  // Not a refusal: a model may compute around the missing kernels (dsrt::zero::linear does on the CPU,
-  // as do fp32-computing Python modules), so the engine warns here and refuses in the forward that needs one.
-  if (precision_.modelDtype != at::kHalf || dist_->env.rank != 0) return;
-  if (std::optional<std::string> missing = precision::missingHalfMatmul(paramDevice())) {
-    const std::string refusal = precision::fp16Refusal(config_.source, paramDevice(), *missing);
-    config::warnOnce(refusal.substr(0, refusal.find('\n')) + "; a model that runs torch's float16 kernels "
-                     "will fail in its forward (" + refusal.substr(refusal.find("hint: ") + 6) + ")");
-  }
 }
 
 void Engine::explainForwardError(const std::string& what) const {
