@@ -102,6 +102,7 @@ void ShardedAllgather::postUpTo(int64_t ready) {
       std::vector<at::Tensor> inputs{rows[static_cast<size_t>(rank_)]};
       works_.push_back(pg_->allgather(outputs, inputs));
     }
+    // A point-to-point shard is several sends and receives with no future: wait() times it once all are done.
     if (works_.size() == firstWork + 1) {
       timing.watch(works_.back());
     }
