@@ -18,7 +18,8 @@ def run(stage):
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
     config = {"train_batch_size": 4, "gradient_clipping": 1.0,
               "optimizer": {"type": "Adam", "params": {"lr": 0.01}},
-              "zero_optimization": {"stage": stage},
+              # ZeRO-3: no persistent parameters, so every use of a layer is a gather.
+              "zero_optimization": {"stage": stage, "stage3_param_persistence_threshold": 0},
               "comms_logger": {"enabled": True}}
     params = sum(p.numel() for p in model.parameters())  # before ZeRO-3 partitions them
     comm.reset_log()
