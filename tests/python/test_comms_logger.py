@@ -105,7 +105,13 @@ def _two_rank_summaries(stages):
         procs.append(subprocess.Popen([sys.executable, str(Path(__file__).with_name("comms_logger_worker.py")),
                                        *map(str, stages)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, env=env))
-    outputs = [p.communicate(timeout=240) for p in procs]
+    try:
+        outputs = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:  # a rank left waiting for a failed peer must not outlive the test
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, f"rank exited {p.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}"
     results = [json.loads(line[len("RESULT "):]) for line in outputs[0][0].splitlines() if line.startswith("RESULT ")]
