@@ -6,9 +6,14 @@ add_config_arguments, deepspeed.initialize(training_data=...), engine(x, y) / en
 The corpus is the English fortune-cookie collection of Debian's `fortunes` package (no download).
 
     build/launcher/dsrun --num_gpus 2 examples/train_gpt.py --steps 600    # or: scripts/run_main_job.sh
+
+With --monitor_dir DIR, DeepSpeed's csv_monitor writes the training loss (and the learning rate) under DIR/gpt,
+the script adds the validation loss through engine.monitor, and rank 0 draws DIR/gpt/loss_curve.png at the end
+(examples/loss_curve.py, with matplotlib).
 """
 import argparse
 import glob
+import json
 import math
 import os
 import time
@@ -158,10 +163,24 @@ def main():
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--save_dir", default=None, help="save a checkpoint here at the end")
     parser.add_argument("--load_dir", default=None, help="resume from the latest checkpoint here")
+    parser.add_argument("--monitor_dir", default=None,
+                        help="csv_monitor output path: loss CSVs and loss_curve.png go to MONITOR_DIR/gpt")
     parser = deepspeed.add_config_arguments(parser)
     args = parser.parse_args()
     if args.deepspeed_config is None:
         args.deepspeed_config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ds_config_gpt.json")
+    config = None
+    if args.monitor_dir:
+        # DeepSpeed takes the config from the arguments or from initialize(config=...), not both: the file
+        # with a csv_monitor block added goes in as a dict.
+        with open(args.deepspeed_config) as f:
+            config = json.load(f)
+        config["csv_monitor"] = {"enabled": True, "output_path": args.monitor_dir, "job_name": "gpt"}
+        args.deepspeed_config = None
+        if not args.load_dir and int(os.environ.get("RANK", "0")) == 0:
+            # csv_monitor appends; a fresh run starts fresh files (a resumed one continues them).
+            for old in glob.glob(os.path.join(args.monitor_dir, "gpt", "*.csv")):
+                os.remove(old)
 
     torch.manual_seed(args.seed)
     data, nfiles = load_corpus(args.corpus)
@@ -169,7 +188,7 @@ def main():
     train_set, val_data = CharWindows(data[:split], args.block_size), data[split:]
     model = GPT(len(VOCAB), args.block_size, args.n_layer, args.n_embd, args.n_head)
     engine, _, loader, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters(),
-                                                training_data=train_set)
+                                                training_data=train_set, config=config)
     rank0 = dist.get_rank() == 0
     if args.load_dir:
         path, client = engine.load_checkpoint(args.load_dir)
@@ -183,9 +202,14 @@ def main():
               f"output), ZeRO stage {engine.zero_optimization_stage()}, {dist.get_world_size()} ranks x "
               f"{engine.train_micro_batch_size_per_gpu()} windows of {args.block_size}", flush=True)
 
+    def record_validation(val):
+        if rank0:
+            print(f"step {engine.global_steps:5d} | validation loss {val:.4f}", flush=True)
+        # DeepSpeed's monitors count steps in samples, as Train/Samples/train_loss does.
+        engine.monitor.write_events([("Validation/loss", val, engine.global_steps * engine.train_batch_size())])
+
     val = validation_loss(engine, val_data, args.block_size, args.eval_windows)
-    if rank0:
-        print(f"step {engine.global_steps:5d} | validation loss {val:.4f}", flush=True)
+    record_validation(val)
     start_step, losses = engine.global_steps, []
     t_start = t_last = time.perf_counter()
     while engine.global_steps < args.steps:
@@ -208,8 +232,7 @@ def main():
                 losses, t_last = [], time.perf_counter()
             if step % args.eval_every == 0 or step == args.steps:
                 val = validation_loss(engine, val_data, args.block_size, args.eval_windows)
-                if rank0:
-                    print(f"step {step:5d} | validation loss {val:.4f}", flush=True)
+                record_validation(val)
             if step >= args.steps:
                 break
     if rank0:
@@ -219,6 +242,18 @@ def main():
     sample = generate(engine, "Q: What", args.sample_len, args.block_size, args.seed)
     if rank0:
         print("sample:\n" + sample, flush=True)
+    if rank0 and args.monitor_dir:
+        draw_loss_curve(os.path.join(args.monitor_dir, "gpt"))
+
+
+def draw_loss_curve(csv_dir):
+    """Rank 0, at the end: the loss curve next to the CSV files; without matplotlib one line says so."""
+    from loss_curve import plot_loss_curve
+    try:
+        print(f"loss curve: {plot_loss_curve(csv_dir)}", flush=True)
+    except ImportError:
+        print(f"loss curve not drawn: matplotlib is not installed (Debian: apt-get install python3-matplotlib; "
+              f"PyPI: pip install matplotlib); the losses are in {csv_dir}/*.csv", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/comms/comms_log.h"
 #include "runtime/rank_env.h"
 
 namespace dsrt {
@@ -37,6 +38,9 @@ struct DistContext {
   c10::intrusive_ptr<c10d::Store> store;           ///< TCPStore (or HashStore for one rank)
   c10::intrusive_ptr<c10d::ProcessGroup> pg;       ///< every rank; "gloo" or "nccl"
   std::string backend;                             ///< the backend actually chosen
+  /// Where the engines on `pg` record their collectives for the comms logger; null records nothing.
+  /// The Python package passes its deepspeed.comm logger's; a C++ program may set its own.
+  std::shared_ptr<comms::CommsLog> commsLog;
 };
 
 /// Where a tensor for `pg`'s collectives must live: the current CUDA device for NCCL (it reduces only

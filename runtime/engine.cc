@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/backend_device_check.h"
+#include "runtime/comms/pending_comm.h"
 #include "runtime/config/config_warnings.h"
 #include "runtime/config/lr_schedule.h"
 #include "runtime/malloc_tuning.h"
@@ -64,6 +65,7 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   }
   TORCH_CHECK(!ctx.params.empty(), "dsrt::initialize: the model has no parameter that requires grad");
   ctx.pg = dist.pg;
+  ctx.commsLog = dist.commsLog;
   ctx.rank = dist.env.rank;
   ctx.worldSize = dist.env.worldSize;
   ctx.reduceBucketNumel = cfg.zero.reduceBucketSize;
@@ -107,10 +109,13 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
 // transient copy stays small: one flat copy of the whole model would be the peak of ZeRO-3's memory.
 constexpr int64_t kBroadcastBucketNumel = int64_t{1} << 22;
 
-void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t end, c10d::ProcessGroup& pg) {
+void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t end, c10d::ProcessGroup& pg,
+                     const std::shared_ptr<comms::CommsLog>& commsLog) {
   if (end - begin == 1 && params[begin].is_contiguous()) {
     std::vector<at::Tensor> one{params[begin].detach()};
+    comms::PendingComm timing = comms::PendingComm::start(commsLog, comms::kBroadcast, one[0]);
     pg.broadcast(one)->wait();
+    timing.waited();
     return;
   }
   std::vector<at::Tensor> flat;
@@ -118,7 +123,9 @@ void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t
     flat.push_back(params[i].detach().reshape({-1}));
   }
   std::vector<at::Tensor> buffer{at::cat(flat)};
+  comms::PendingComm timing = comms::PendingComm::start(commsLog, comms::kBroadcast, buffer[0]);
   pg.broadcast(buffer)->wait();
+  timing.waited();
   int64_t offset = 0;
   for (size_t i = begin; i < end; ++i) {
     params[i].detach().copy_(buffer[0].narrow(0, offset, params[i].numel()).view(params[i].sizes()));
@@ -126,7 +133,8 @@ void broadcastBucket(const std::vector<at::Tensor>& params, size_t begin, size_t
   }
 }
 
-void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessGroup& pg) {
+void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessGroup& pg,
+                           const std::shared_ptr<comms::CommsLog>& commsLog) {
   if (pg.getSize() == 1 || params.empty()) {
     return;
   }
@@ -135,13 +143,13 @@ void broadcastFromRankZero(const std::vector<at::Tensor>& params, c10d::ProcessG
   int64_t numel = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     if (i > begin && numel + params[i].numel() > kBroadcastBucketNumel) {
-      broadcastBucket(params, begin, i, pg);
+      broadcastBucket(params, begin, i, pg, commsLog);
       begin = i;
       numel = 0;
     }
     numel += params[i].numel();
   }
-  broadcastBucket(params, begin, params.size(), pg);
+  broadcastBucket(params, begin, params.size(), pg, commsLog);
 }
 
 // DeepSpeed's module.half() / module.bfloat16(): every floating parameter takes the model dtype. set_data
@@ -158,7 +166,7 @@ void convertParams(std::vector<at::Tensor>& params, c10::ScalarType dtype) {
 }  // namespace
 
 Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
-               std::vector<int> paramGroups)
+               std::vector<int> paramGroups, bool modelAvoidsHalfKernels)
     : config_(std::move(config)), dist_(std::move(dist)) {
   tuneMallocForTraining();  // before the first step's allocations (malloc_tuning.h)
   TORCH_CHECK(dist_ && dist_->pg, "dsrt::Engine: no process group (call dsrt::init_distributed first)");
@@ -171,6 +179,14 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
       TORCH_CHECK(false, *refusal);
     }
   }
+  // Every rank probes the same torch, so every rank refuses here, before the first collective: a fp16
+  // model on such a CPU would otherwise fail inside its first forward, in torch's words.
+  if (precision_.modelDtype == at::kHalf && !modelAvoidsHalfKernels && !params.empty()) {
+    const c10::Device device = params.front().device();
+    if (std::optional<std::string> missing = precision::missingHalfMatmul(device)) {
+      TORCH_CHECK(false, precision::fp16Refusal(config_.source, device, *missing));
+    }
+  }
   std::vector<at::Tensor> all = params;
   StrategyContext ctx = contextFor(std::move(params), config_, *dist_);
   ctx.timers = &timers_;
@@ -179,7 +195,7 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   ctx.paramGroups = std::move(paramGroups);
   // Broadcast before converting: Gloo cannot broadcast bfloat16, and rounding rank 0's fp32 values
   // gives what DeepSpeed's broadcast of the already-converted module gives.
-  broadcastFromRankZero(ctx.params, *dist_->pg);
+  broadcastFromRankZero(ctx.params, *dist_->pg, dist_->commsLog);
   convertParams(all, precision_.modelDtype);
   params_ = ctx.params;
   for (const auto& p : params_) {
@@ -188,7 +204,6 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   strategy_ = makeGradStrategy(config_.zero.stage, std::move(ctx));
   strategy_->zeroGrad();
   applyScheduledMomentum();
-  warnMissingHalfKernels();
   lastPrint_ = std::chrono::steady_clock::now();
 }
 
@@ -196,17 +211,6 @@ Engine::~Engine() = default;
 
 c10::Device Engine::paramDevice() const {
   return params_.empty() ? c10::Device(c10::kCPU) : params_.front().device();
-}
-
-void Engine::warnMissingHalfKernels() const {
-  // Not a refusal: a model may compute around the missing kernels (dsrt::zero::linear does on the CPU,
-  // as do fp32-computing Python modules), so the engine warns here and refuses in the forward that needs one.
-  if (precision_.modelDtype != at::kHalf || dist_->env.rank != 0) return;
-  if (std::optional<std::string> missing = precision::missingHalfMatmul(paramDevice())) {
-    const std::string refusal = precision::fp16Refusal(config_.source, paramDevice(), *missing);
-    config::warnOnce(refusal.substr(0, refusal.find('\n')) + "; a model that runs torch's float16 kernels "
-                     "will fail in its forward (" + refusal.substr(refusal.find("hint: ") + 6) + ")");
-  }
 }
 
 void Engine::explainForwardError(const std::string& what) const {

@@ -37,15 +37,19 @@ class Engine {
   /// `params`: the model's trainable parameters (their storage may be re-pointed by the strategy);
   /// `dist`: the process group the config's batch arithmetic was resolved for. `paramGroups`: torch
   /// param groups, the group index of each parameter (empty: one group); their settings come from
-  /// set_group_settings().
+  /// set_group_settings(). With fp16 enabled on a device where this torch has no float16 matrix multiply
+  /// (Debian's CPU torch 1.13) the engine refuses the config, naming fp16.enabled and the remedy (bf16),
+  /// unless `modelAvoidsHalfKernels`: the model computes its float16 layers in fp32 there (as
+  /// dsrt::zero::linear does on the CPU).
   Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
-         std::vector<int> paramGroups = {});
+         std::vector<int> paramGroups = {}, bool modelAvoidsHalfKernels = false);
   virtual ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   /// Times `fn()` as the forward pass (wall_clock_breakdown) and returns its result. With fp16 on a device
-  /// whose torch lacks a Half kernel the model needs, the c10::Error names the remedy (bf16).
+  /// whose torch lacks a Half kernel the model needs after all (modelAvoidsHalfKernels), the c10::Error
+  /// names the remedy (bf16).
   template <typename Fn>
   auto forward(Fn&& fn) -> decltype(fn()) {
     auto scope = timers_.scope(EngineTimers::kForward);
@@ -155,8 +159,6 @@ class Engine {
   /// Throws the fp16 refusal (half_kernels.h) when `what` is a missing-Half-kernel error under fp16;
   /// returns for any other error, which the caller rethrows unchanged.
   void explainForwardError(const std::string& what) const;
-  /// Rank 0, fp16 only: one warning when this torch lacks float16 matrix multiplies on the parameters' device.
-  void warnMissingHalfKernels() const;
   c10::Device paramDevice() const;
   void logProgress();
   /// fp16: whether any rank's gradients overflowed (allreduce MAX of the local flags).

@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "runtime/engine.h"
+#include "runtime/comms/pending_comm.h"
 
 namespace dsrt {
 
@@ -18,7 +19,9 @@ bool Engine::anyRankOverflowed() {
     std::vector<at::Tensor> t{flag};
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::MAX;
+    comms::PendingComm timing = comms::PendingComm::start(dist_->commsLog, comms::kAllReduce, flag);
     dist_->pg->allreduce(t, opts)->wait();
+    timing.waited();
   }
   return flag.item<float>() > 0.0f;
 }

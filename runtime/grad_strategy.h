@@ -23,6 +23,7 @@
 // run on autograd's thread, which for CPU tensors is the calling thread.
 // Errors: TORCH_CHECK (c10::Error) only.
 
+#include "runtime/comms/comms_log.h"
 #include "runtime/engine_timers.h"
 
 #include <ATen/core/Tensor.h>
@@ -91,6 +92,8 @@ struct StrategyContext {
   /// wall_clock_breakdown: where strategies add their sub-phases (reduce-scatter waits, gradient copies,
   /// optimizer step, all-gather); null when built without an engine. Owned by the engine, outlives the strategy.
   EngineTimers* timers = nullptr;
+  /// comms_logger: where the strategy records its collectives (comms/pending_comm.h); null records nothing.
+  std::shared_ptr<comms::CommsLog> commsLog;
 };
 
 /// Stage 0 (DDP) or ZeRO-n. Owns gradient reduction and the optimizer update. Not copyable.

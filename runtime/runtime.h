@@ -34,6 +34,9 @@ struct InitOptions {
   /// An existing group (e.g. shared by two engines or built by a test); null: init_distributed(distOptions).
   std::shared_ptr<DistContext> dist;
   DistOptions distOptions;
+  /// The model computes its float16 layers in fp32 where this torch has no float16 kernels (as
+  /// dsrt::zero::linear does on the CPU), so fp16 is not refused there (Engine's constructor).
+  bool modelAvoidsHalfKernels = false;
 };
 
 /// torch::nn modules name their parameters (checkpoints store the names); a plain struct with only
@@ -54,8 +57,10 @@ struct HasBuffers<ModelPtr, std::void_t<decltype(std::declval<ModelPtr&>()->buff
 template <typename ModelPtr>
 class ModelEngine : public Engine {
  public:
-  ModelEngine(ModelPtr model, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist)
-      : Engine(model->parameters(), std::move(config), std::move(dist)), model_(std::move(model)) {
+  ModelEngine(ModelPtr model, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
+              bool modelAvoidsHalfKernels = false)
+      : Engine(model->parameters(), std::move(config), std::move(dist), {}, modelAvoidsHalfKernels),
+        model_(std::move(model)) {
     if constexpr (HasBuffers<ModelPtr>::value) {
       // module.half() / module.bfloat16() convert floating buffers too; the Engine did the parameters.
       at::NoGradGuard noGrad;
@@ -109,7 +114,8 @@ std::shared_ptr<ModelEngine<ModelPtr>> initialize(ModelPtr model, const std::str
                                                   const InitOptions& options = {}) {
   auto dist = resolveDist(options);
   auto cfg = loadConfig(configPath, dist->env.worldSize, dist->env.rank);
-  return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist));
+  return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist),
+                                                 options.modelAvoidsHalfKernels);
 }
 
 /// deepspeed.initialize(model=model, config=dict): the ds_config as a JSON document.
@@ -118,7 +124,8 @@ std::shared_ptr<ModelEngine<ModelPtr>> initialize(ModelPtr model, const nlohmann
                                                   const InitOptions& options = {}) {
   auto dist = resolveDist(options);
   auto cfg = loadConfig(config, dist->env.worldSize, "<json>", dist->env.rank);
-  return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist));
+  return std::make_shared<ModelEngine<ModelPtr>>(std::move(model), std::move(cfg), std::move(dist),
+                                                 options.modelAvoidsHalfKernels);
 }
 
 }  // namespace dsrt

@@ -264,7 +264,7 @@ DEEPSPEED_API = {
         ("ReduceOp", ""), ("reduce_scatter", ""), ("reduce", ""), ("all_gather_into_tensor", ""),
         ("reduce_scatter_tensor", ""), ("all_to_all_single", ""), ("send", ""), ("recv", ""), ("isend", ""),
         ("irecv", ""), ("new_group", ""), ("destroy_process_group", ""), ("monitored_barrier", ""),
-        ("log_summary", "the ops issued through deepspeed.comm; the engine's own run in C++ (monitoring.md)"),
+        ("log_summary", "the script's deepspeed.comm ops and the engine's own collectives (monitoring.md)"),
         ("configure", "the comms logger's switches"),
     ],
     "deepspeed.zero": [

@@ -21,8 +21,8 @@ packages=(
   python3-torch python3-dev pybind11-dev python3-pytest python3-numpy
   # the virtual environment with torch 2.x from PyPI (scripts/setup_torch2_env.sh)
   python3-venv
-  # the main job's text corpus (examples/train_gpt.py reads /usr/share/games/fortunes)
-  fortunes
+  # the main job's text corpus (examples/train_gpt.py reads /usr/share/games/fortunes) and its loss curve
+  fortunes python3-matplotlib
   # multi-node backends and the test cluster
   openssh-server openssh-client pdsh openmpi-bin mpich slurm-wlm slurmctld slurmd slurm-client munge
 )

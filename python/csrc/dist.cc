@@ -7,7 +7,10 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "runtime/comms/comms_log.h"
 #include "runtime/dist_env.h"
 #include "runtime/rank_env.h"
 
@@ -41,9 +44,25 @@ void bindDist(py::module_& m) {
       .def_property_readonly("local_rank", [](const DistContext& d) { return d.env.localRank; })
       .def_property_readonly("backend", [](const DistContext& d) { return d.backend; });
 
+  py::class_<comms::CommsLog, std::shared_ptr<comms::CommsLog>>(
+      m, "CommsLog", "where the engine records its own collectives for deepspeed.comm's comms logger")
+      .def(py::init<>())
+      .def("configure", &comms::CommsLog::configure, py::arg("enabled"), py::arg("prof_all"), py::arg("prof_ops"))
+      .def(
+          "take",
+          [](comms::CommsLog& log) {
+            std::vector<std::tuple<std::string, int64_t, double>> out;
+            for (auto& r : log.take()) {
+              out.emplace_back(std::move(r.op), r.bytes, r.latencyMs);
+            }
+            return out;
+          },
+          "the records since the last take(): [(op, message bytes, latency ms)], in completion order");
+
   m.def(
       "dist_context",
-      [](const py::object& group, int localRank, const std::string& source) {
+      [](const py::object& group, int localRank, const std::string& source,
+         std::shared_ptr<comms::CommsLog> commsLog) {
         auto pg = py::cast<c10::intrusive_ptr<c10d::ProcessGroup>>(group);
         auto dist = std::make_shared<DistContext>();
         dist->env.rank = pg->getRank();
@@ -52,9 +71,10 @@ void bindDist(py::module_& m) {
         dist->env.source = source;
         dist->pg = pg;
         dist->backend = pg->getBackendName();
+        dist->commsLog = std::move(commsLog);
         return dist;
       },
-      py::arg("group"), py::arg("local_rank"), py::arg("source") = "env",
+      py::arg("group"), py::arg("local_rank"), py::arg("source") = "env", py::arg("comms_log") = nullptr,
       "wraps a torch.distributed ProcessGroup (the same C++ object) for the engine");
 }
 

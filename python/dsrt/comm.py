@@ -198,7 +198,8 @@ def configure(deepspeed_config=None, enabled=None, prof_all=None, prof_ops=None,
 
 def log_summary(show_straggler=False, return_dict=False):
     """deepspeed.comm.log_summary(): rank 0 prints the comms_logger's table (ops issued through this
-    module); collective, between two barriers as DeepSpeed's. show_straggler is accepted and ignored."""
+    module and the engine's own collectives); collective, between two barriers as DeepSpeed's.
+    show_straggler is accepted and ignored."""
     barrier(log_name="log_summary_barrier")
     result = comms_logger.log_all(print_log=dist.get_rank() == 0, return_dict=return_dict)
     barrier(log_name="log_summary_barrier")
@@ -206,13 +207,20 @@ def log_summary(show_straggler=False, return_dict=False):
 
 
 def reset_log():
+    comms_logger.drain()
     comms_logger.reset_data()
 
 
+# The engine's collectives go to this log (one per process, as comms_logger), and from it to comms_logger.
+_engine_comms_log = _C.CommsLog()
+
+
 def _dist_context(local_rank: int):
-    """The engine's view (dsrt._C.DistContext) of torch.distributed's default group."""
+    """The engine's view (dsrt._C.DistContext) of torch.distributed's default group; its collectives are
+    recorded for comms_logger."""
     group = dist.distributed_c10d._get_default_group()
-    return _C.dist_context(group, local_rank, "torch.distributed")
+    comms_logger.attach_runtime(_engine_comms_log, group.size(), group.rank())
+    return _C.dist_context(group, local_rank, "torch.distributed", _engine_comms_log)
 
 
 def __getattr__(name):

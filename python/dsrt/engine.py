@@ -86,6 +86,10 @@ class DeepSpeedEngine(torch.nn.Module):
         names = [n for n, _ in named_params]
         params = [p for _, p in named_params]
         group_of = _group_indices(params, param_groups)
+        blocks = client_blocks(config, config_source)
+        # Before the engine exists, as DeepSpeed configures deepspeed.comm before _broadcast_model: the
+        # initial broadcasts are logged too.
+        comm.configure_comms_logger(blocks.comms_logger)
         if isinstance(config, str):
             self._engine = _C.Engine.from_file(params, names, config, dist_context, group_of)
         else:
@@ -120,10 +124,8 @@ class DeepSpeedEngine(torch.nn.Module):
             self.lr_scheduler = client_lr_scheduler
         self.training_dataloader = (self.deepspeed_io(training_data, collate_fn=collate_fn)
                                     if training_data is not None else None)
-        blocks = client_blocks(config, config_source)
         self.monitor = MonitorMaster(blocks.monitor, self.global_rank)
         self._events = TrainingEvents(self, self.monitor)
-        comm.configure_comms_logger(blocks.comms_logger)
         self._flops_profiler = (FlopsProfiler(model, blocks.flops_profiler, self.global_rank)
                                 if blocks.flops_profiler.enabled else None)
 
@@ -213,6 +215,8 @@ class DeepSpeedEngine(torch.nn.Module):
             self._after_applied_step(lr_kwargs)
         if self.monitor.enabled:
             self._events.after_step()
+        if comm.comms_logger.enabled:
+            comm.comms_logger.drain()  # this step's engine collectives, so verbose lines come per step
         if profiling:
             self._flops_profiler.print_model_profile(self.global_steps)
 

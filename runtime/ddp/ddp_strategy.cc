@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/ddp/bucket_plan.h"
 #include "runtime/ddp/grad_reducer.h"
 #include "runtime/optim/flat_optimizer.h"
@@ -38,6 +39,7 @@ class DdpStrategy final : public GradStrategy {
     if (ctx_.commDtype) {
       reducer_.setCommDtype(*ctx_.commDtype);
     }
+    reducer_.setCommsLog(ctx_.commsLog);
     // Same layout as the gradients: parameter i lives at reducer_.offsetOf(i) in both buffers.
     flatParams_ = at::empty_like(grad);
     for (size_t i = 0; i < ctx_.params.size(); ++i) {
@@ -168,7 +170,9 @@ class DdpStrategy final : public GradStrategy {
     }
     at::Tensor wire = ctx_.commDtype && *ctx_.commDtype != at::kFloat ? accum_.to(*ctx_.commDtype) : accum_;
     std::vector<at::Tensor> tensors{wire};
+    comms::PendingComm timing = comms::PendingComm::start(ctx_.commsLog, comms::kAllReduce, wire);
     ctx_.pg->allreduce(tensors)->wait();
+    timing.waited();
     wire.div_(world);
     if (!wire.is_same(accum_)) {
       accum_.copy_(wire);

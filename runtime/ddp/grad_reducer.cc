@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <chrono>
+#include <utility>
 
 namespace dsrt::ddp {
 
@@ -50,6 +51,7 @@ GradReducer::GradReducer(std::vector<at::Tensor> params, c10::intrusive_ptr<c10d
   pending_.assign(buckets_.size(), 0);
   works_.resize(buckets_.size());
   wires_.resize(buckets_.size());
+  timings_.resize(buckets_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     if (params_[i].numel() == 0) {
       continue;
@@ -131,7 +133,9 @@ void GradReducer::launch(size_t b) {
     wires_[b] = wire;
   }
   std::vector<at::Tensor> tensors{wire};
+  timings_[b] = comms::PendingComm::start(commsLog_, comms::kAllReduce, wire);
   works_[b] = pg_->allreduce(tensors);
+  timings_[b].watch(works_[b]);
 }
 
 double GradReducer::finish() {
@@ -147,11 +151,12 @@ double GradReducer::finish() {
   while (nextLaunch_ < buckets_.size()) {
     launch(nextLaunch_++);
   }
-  for (auto& w : works_) {
-    if (w) {
-      auto work = std::move(w);
-      w.reset();
+  for (size_t b = 0; b < works_.size(); ++b) {
+    if (works_[b]) {
+      auto work = std::move(works_[b]);
+      works_[b].reset();
       work->wait();
+      std::exchange(timings_[b], comms::PendingComm()).waited();
     }
   }
   if (pg_->getSize() > 1) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/compat/grad_accumulator.h"
 #include "runtime/ddp/bucket_plan.h"
 
@@ -47,6 +48,8 @@ class GradReducer {
   /// communication_data_type: each bucket is allreduced as a `dtype` copy, divided by the world size in
   /// that dtype and copied back (DeepSpeed's engine.allreduce_bucket). Call before the first backward.
   void setCommDtype(at::ScalarType dtype) { commDtype_ = dtype; }
+  /// comms_logger: each bucket's allreduce is recorded as an all_reduce; null records nothing.
+  void setCommsLog(std::shared_ptr<comms::CommsLog> log) { commsLog_ = std::move(log); }
 
   /// The flat gradient buffer (all parameters, bucket order).
   const at::Tensor& flatGrad() const { return flat_; }
@@ -86,6 +89,8 @@ class GradReducer {
   std::vector<c10::intrusive_ptr<c10d::Work>> works_;
   std::optional<at::ScalarType> commDtype_;
   std::vector<at::Tensor> wires_;  ///< per bucket: its commDtype copy while in flight (else undefined)
+  std::shared_ptr<comms::CommsLog> commsLog_;
+  std::vector<comms::PendingComm> timings_;  ///< per bucket: its comms_logger record while in flight
 };
 
 }  // namespace dsrt::ddp

@@ -21,6 +21,7 @@ struct BucketReducer::Pending {
   at::Tensor receivedBase;              ///< pooled buffer `received` views
   std::vector<int64_t> inCounts;        ///< alltoall split sizes (the op keeps references)
   std::vector<int64_t> outCounts;
+  comms::PendingComm timing;            ///< comms_logger record of the collective
 };
 
 BucketReducer::BucketReducer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank, int worldSize,
@@ -102,6 +103,7 @@ void BucketReducer::launch(size_t bucket) {
   }
   if (worldSize_ > 1 && mode_ == ReduceMode::kAllreduce) {
     std::vector<at::Tensor> tensors{p.wire};
+    p.timing = comms::PendingComm::start(commsLog_, comms::kAllReduce, p.wire);
     p.work = pg_->allreduce(tensors);
   } else if (worldSize_ > 1) {
     c10::AutoGradMode noGrad(false);
@@ -112,8 +114,11 @@ void BucketReducer::launch(size_t bucket) {
     p.outCounts.assign(static_cast<size_t>(worldSize_), b.rankNumels[static_cast<size_t>(rank_)]);
     p.receivedBase = takeBuffer(freeReceive_, worldSize_ * maxRunNumel_, p.wire.options());
     p.received = p.receivedBase.narrow(0, 0, worldSize_ * b.rankNumels[static_cast<size_t>(rank_)]);
+    // Gloo has no reduce-scatter, so it travels as an alltoall; it is logged as the collective it is.
+    p.timing = comms::PendingComm::start(commsLog_, comms::kReduceScatterTensor, p.wire);
     p.work = compat::allToAllSingle(*pg_, p.received, p.wire, p.outCounts, p.inCounts);
   }
+  p.timing.watch(p.work);
   inFlight_.push_back(std::move(p));
 }
 
@@ -126,6 +131,7 @@ bool BucketReducer::completeOldest() {
   if (p.work) {
     EngineTimers::MaybeScope waiting(timers_, EngineTimers::kReduceScatter);
     p.work->wait();
+    p.timing.waited();
   }
   EngineTimers::MaybeScope copying(timers_, EngineTimers::kGradCopy);
   const ReduceBucket& b = buckets_[p.bucket];

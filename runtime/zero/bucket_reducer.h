@@ -13,6 +13,7 @@
 // copies come from pools that are filled on first use and recycled (a multi-MB tensor freed every step
 // goes back to the kernel and faults in again on the next: docs/zero.md, "Step time").
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/engine_timers.h"
 #include "runtime/zero/reduce_bucket_plan.h"
 
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -78,6 +80,9 @@ class BucketReducer {
   void setCommDtype(at::ScalarType dtype) { commDtype_ = dtype; }
   /// wall_clock_breakdown: waits go to kReduceScatter, sums and deliveries to kGradCopy (null: untimed).
   void setTimers(EngineTimers* timers) { timers_ = timers; }
+  /// comms_logger: each bucket's collective is recorded (all_reduce, or reduce_scatter_tensor of the whole
+  /// bucket as deepspeed.comm measures it); null records nothing.
+  void setCommsLog(std::shared_ptr<comms::CommsLog> log) { commsLog_ = std::move(log); }
 
  private:
   struct Pending;
@@ -96,6 +101,7 @@ class BucketReducer {
   BucketIo io_;
   std::optional<at::ScalarType> commDtype_;
   EngineTimers* timers_ = nullptr;
+  std::shared_ptr<comms::CommsLog> commsLog_;
   std::vector<int64_t> missing_;    ///< per bucket: parameters not yet ready this micro-step
   std::vector<bool> ready_;         ///< per parameter
   size_t nextLaunch_ = 0;           ///< buckets [0, nextLaunch_) are launched

@@ -80,6 +80,9 @@ void ShardedAllgather::postUpTo(int64_t ready) {
     for (int r = 0; r < plan_.worldSize; ++r) {
       rows.push_back(flat_.narrow(0, plan_.partitionBegin(r) + off, n));
     }
+    comms::PendingComm timing =
+        comms::PendingComm::start(commsLog_, comms::kAllGatherIntoTensor, rows[static_cast<size_t>(rank_)]);
+    const size_t firstWork = works_.size();
     if (collective_ == FlatCollective::kFlatBase) {
       // Partitions lie back to back (partitionBegin(r) = r * partitionNumel): an in-place gather.
       at::Tensor all = flat_.narrow(0, 0, plan_.partitionNumel * plan_.worldSize);
@@ -99,20 +102,32 @@ void ShardedAllgather::postUpTo(int64_t ready) {
       std::vector<at::Tensor> inputs{rows[static_cast<size_t>(rank_)]};
       works_.push_back(pg_->allgather(outputs, inputs));
     }
+    // A point-to-point shard is several sends and receives with no future: wait() times it once all are done.
+    if (works_.size() == firstWork + 1) {
+      timing.watch(works_.back());
+    }
+    shardTimings_.emplace_back(std::move(timing), works_.size());
   }
 }
 
 void ShardedAllgather::wait() {
   postUpTo(plan_.partitionNumel);
-  for (auto& w : works_) {
-    w->wait();
+  size_t shard = 0;
+  for (size_t i = 0; i < works_.size(); ++i) {
+    works_[i]->wait();
+    for (; shard < shardTimings_.size() && shardTimings_[shard].second == i + 1; ++shard) {
+      shardTimings_[shard].first.waited();
+    }
   }
   works_.clear();
+  shardTimings_.clear();
 }
 
 void allgatherPartitions(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int rank, const PartitionPlan& plan,
-                         const at::Tensor& flat, int64_t bucketNumel) {
+                         const at::Tensor& flat, int64_t bucketNumel,
+                         const std::shared_ptr<comms::CommsLog>& commsLog) {
   ShardedAllgather gather(pg, rank, plan, flat, bucketNumel);
+  gather.setCommsLog(commsLog);
   gather.wait();
 }
 

@@ -6,6 +6,7 @@
 // point send/recv straight between the ranks' flat buffers (no allocation, no copy); other backends
 // (NCCL) get an allgather over a list of per-rank views.
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/zero/collective_choice.h"
 #include "runtime/zero/partition_plan.h"
 
@@ -13,6 +14,7 @@
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace c10d {
@@ -50,6 +52,8 @@ class ShardedAllgather {
   /// End of every shard in partition coordinates, increasing (the last is plan.partitionNumel); empty
   /// when there is nothing to exchange (one rank or an empty partition).
   const std::vector<int64_t>& shardEnds() const { return shardEnds_; }
+  /// comms_logger: each shard is recorded as one all_gather_into_tensor of this rank's piece (null: none).
+  void setCommsLog(std::shared_ptr<comms::CommsLog> log) { commsLog_ = std::move(log); }
   /// This rank's partition is final in [0, ready): posts every shard inside it not yet posted.
   void postUpTo(int64_t ready);
   /// Posts what is left and waits for every shard. Throws c10::Error on a failed collective.
@@ -65,12 +69,16 @@ class ShardedAllgather {
   std::vector<int64_t> shardEnds_;
   size_t posted_ = 0;  ///< shards [0, posted_) are in flight or done
   std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  std::shared_ptr<comms::CommsLog> commsLog_;
+  /// Per posted shard: its timing and the end of its works in works_ (a point-to-point shard has several).
+  std::vector<std::pair<comms::PendingComm, size_t>> shardTimings_;
 };
 
 /// Collective: every rank calls it with its own `flat` (plan.paddedNumel elements) whose partition
 /// `rank` is current; afterwards all partitions are. `bucketNumel` caps the elements per collective
 /// summed over ranks (at least one element per rank). Blocks until done; throws c10::Error.
 void allgatherPartitions(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int rank, const PartitionPlan& plan,
-                         const at::Tensor& flat, int64_t bucketNumel);
+                         const at::Tensor& flat, int64_t bucketNumel,
+                         const std::shared_ptr<comms::CommsLog>& commsLog = nullptr);
 
 }  // namespace dsrt::zero

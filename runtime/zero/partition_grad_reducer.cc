@@ -30,6 +30,7 @@ PartitionGradReducer::PartitionGradReducer(const StrategyContext& ctx, const Par
     reducer_->setCommDtype(*ctx.commDtype);
   }
   reducer_->setTimers(ctx.timers);
+  reducer_->setCommsLog(ctx.commsLog);
   timers_ = ctx.timers;
   bucketOf_ = bucketOfParam(reducer_->buckets(), static_cast<int64_t>(params_.size()));
   staging_.resize(reducer_->buckets().size());

@@ -31,6 +31,7 @@ Stage3ParamCoordinator::Stage3ParamCoordinator(const StrategyContext& ctx, const
       gatherer_(ctx.pg, ctx.rank, plan, ctx.params, shapesOf(ctx.params), std::move(partition)),
       inUse_(ctx.params.size(), 0) {
   gatherer_.setTimers(ctx.timers);
+  gatherer_.setCommsLog(ctx.commsLog);
   std::vector<int64_t> numels;
   for (const auto& p : params_) numels.push_back(p.numel());
   persistent_ = markPersistent(numels, settings_.persistenceThreshold, settings_.modelPersistenceThreshold);

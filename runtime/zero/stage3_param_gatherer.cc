@@ -71,9 +71,16 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
   Pending g;
   g.plan = planGather(plan_, std::move(wanted));
   g.seq = nextSeq_++;
+  if (plan_.worldSize > 1) {
+    const at::Tensor& like = params_.front();
+    g.timing = comms::PendingComm::start(commsLog_, comms::kAllGatherIntoTensor,
+                                         g.plan.pieceNumel * static_cast<int64_t>(like.element_size()),
+                                         like.device().is_cpu());
+  }
   if (!launchDirect(g)) {
     launchPacked(g);
   }
+  g.timing.watch(g.work);
   for (int64_t p : g.plan.params) {
     state_[static_cast<size_t>(p)] = State::kInFlight;
     pendingSeq_[static_cast<size_t>(p)] = g.seq;
@@ -175,6 +182,7 @@ void Stage3ParamGatherer::complete() {
     for (auto& w : g.exchange) {
       w->wait();
     }
+    g.timing.waited();
   }
   EngineTimers::MaybeScope copying(timers_, EngineTimers::kParamCopy);
   c10::AutoGradMode noGrad(false);

@@ -8,6 +8,7 @@
 // Tracks each parameter's state (released, in flight, gathered). Not thread-safe; collective: every
 // rank launches the same gathers in the same order.
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/engine_timers.h"
 #include "runtime/zero/partition_plan.h"
 #include "runtime/zero/stage3_gather_plan.h"
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 namespace c10d {
@@ -56,6 +58,9 @@ class Stage3ParamGatherer {
 
   /// wall_clock_breakdown: waits go to kParamGather, packing and installing to kParamCopy (null: untimed).
   void setTimers(EngineTimers* timers) { timers_ = timers; }
+  /// comms_logger: each gather is recorded as one all_gather_into_tensor of this rank's (padded) pieces,
+  /// as DeepSpeed's allgather_fn of a partition; null records nothing.
+  void setCommsLog(std::shared_ptr<comms::CommsLog> log) { commsLog_ = std::move(log); }
 
   int64_t launches() const { return launches_; }          ///< all-gathers launched so far
   int64_t gatheredNumel() const { return gatheredNumel_; }  ///< parameter elements gathered so far
@@ -70,6 +75,7 @@ class Stage3ParamGatherer {
     at::Tensor sendBase, recvBase;        ///< the (possibly larger) recycled buffers send/recv view
     std::vector<at::Tensor> full;         ///< direct exchange: per plan.params entry, the tensor received into
     int64_t seq = 0;
+    comms::PendingComm timing;            ///< comms_logger record of the gather
   };
   /// Gloo, host memory: each piece travels straight from its owner's partition into the parameter's new
   /// full tensor (one message per piece and peer; no packing, padding or unpacking copies).
@@ -95,6 +101,7 @@ class Stage3ParamGatherer {
   std::deque<Pending> pending_;      ///< launch order
   std::vector<at::Tensor> spares_;   ///< recycled send/recv buffers (at most kMaxSpares)
   EngineTimers* timers_ = nullptr;
+  std::shared_ptr<comms::CommsLog> commsLog_;
   int64_t nextSeq_ = 0;
   int64_t launches_ = 0;
   int64_t gatheredNumel_ = 0;

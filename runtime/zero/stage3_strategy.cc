@@ -1,5 +1,6 @@
 #include "runtime/zero/stage3_strategy.h"
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/zero/partition_group_runs.h"
 #include "runtime/zero/master_partition.h"
@@ -117,7 +118,9 @@ double Stage3Strategy::gradNorm() {
   at::Tensor sq = at::norm(g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).to(at::kDouble).pow(2).reshape({1});
   if (ctx_.worldSize > 1) {
     std::vector<at::Tensor> t{sq};
+    comms::PendingComm timing = comms::PendingComm::start(ctx_.commsLog, comms::kAllReduce, sq);
     ctx_.pg->allreduce(t)->wait();
+    timing.waited();
   }
   return std::sqrt(sq.item<double>());
 }
@@ -169,7 +172,7 @@ std::vector<at::Tensor> Stage3Strategy::fullParams() {
   // The fp32 masters, gathered on the model's device (the collective's).
   at::Tensor flat = at::zeros({plan_.paddedNumel}, ctx_.params.front().options().dtype(at::kFloat));
   flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(master_->master());
-  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel, ctx_.commsLog);
   std::vector<at::Tensor> out;
   for (size_t i = 0; i < ctx_.params.size(); ++i) {
     out.push_back(flat.narrow(0, plan_.paramOffsets[i], plan_.paramNumels[i]).view(shapes_[i]).clone());

@@ -1,5 +1,6 @@
 #include "runtime/zero/zero_optimizer.h"
 
+#include "runtime/comms/pending_comm.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/zero/partition_group_runs.h"
 #include "runtime/zero/param_allgather.h"
@@ -71,6 +72,7 @@ std::unique_ptr<BucketReducer> ZeroOptimizer::makeReducer(BucketIo io) const {
     reducer->setCommDtype(*ctx_.commDtype);
   }
   reducer->setTimers(ctx_.timers);
+  reducer->setCommsLog(ctx_.commsLog);
   return reducer;
 }
 
@@ -84,7 +86,9 @@ double ZeroOptimizer::gradNorm() {
   at::Tensor sq = at::norm(g.scalar_type() == at::kFloat ? g : g.to(at::kFloat)).to(at::kDouble).pow(2).reshape({1});
   if (ctx_.worldSize > 1) {
     std::vector<at::Tensor> t{sq};
+    comms::PendingComm timing = comms::PendingComm::start(ctx_.commsLog, comms::kAllReduce, sq);
     ctx_.pg->allreduce(t)->wait();
+    timing.waited();
   }
   return std::sqrt(sq.item<double>());
 }
@@ -92,6 +96,7 @@ double ZeroOptimizer::gradNorm() {
 void ZeroOptimizer::step(double lr, double clipScale) {
   c10::AutoGradMode noGrad(false);
   ShardedAllgather gather(ctx_.pg, ctx_.rank, plan_, allgatherView(), ctx_.allgatherBucketNumel);
+  gather.setCommsLog(ctx_.commsLog);
   {
     // clipScale is the engine's combined factor: 1/loss_scale and the clipping coefficient together
     // (DeepSpeed's unscale_and_clip_grads), applied to the fp32 gradient before the update.
@@ -122,7 +127,7 @@ std::vector<at::Tensor> ZeroOptimizer::fullParams() {
   // On the model's device, where the process group's collectives run (NCCL: device tensors only).
   at::Tensor flat = at::zeros({plan_.paddedNumel}, flatParams_.flat().options().dtype(at::kFloat));
   flat.narrow(0, plan_.partitionBegin(ctx_.rank), plan_.partitionNumel).copy_(master_.master());
-  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel);
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, flat, ctx_.allgatherBucketNumel, ctx_.commsLog);
   const auto& params = flatParams_.params();
   for (size_t i = 0; i < params.size(); ++i) {
     out.push_back(flat.narrow(0, plan_.paramOffsets[i], plan_.paramNumels[i]).view(params[i].sizes()).clone());
@@ -177,7 +182,7 @@ at::Tensor ZeroOptimizer::allgatherView() const {
 }
 
 void ZeroOptimizer::allgatherModel() {
-  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, allgatherView(), ctx_.allgatherBucketNumel);
+  allgatherPartitions(ctx_.pg, ctx_.rank, plan_, allgatherView(), ctx_.allgatherBucketNumel, ctx_.commsLog);
 }
 
 bool ZeroOptimizer::hasOverflow() {

@@ -4,7 +4,9 @@
 #   gpt_learns.sh DSRUN PYTHON_PACKAGE_DIR [PYTHON]
 # Two ranks train a 2-layer GPT for 60 steps with ZeRO stage 2 and save a checkpoint; the held-out validation
 # loss must fall well below the untrained one (ln 96 = 4.56: uniform over the vocabulary) and a sample must be
-# printed. A second run resumes from the checkpoint (same validation loss) for 10 more steps. Without the
+# printed; its csv_monitor files hold one training loss per step and the validation losses, and rank 0 draws
+# loss_curve.png from them (with matplotlib; without it the job must say so). A second run resumes from the
+# checkpoint (same validation loss) for 10 more steps, continuing the CSV files. Without the
 # corpus (Debian's `fortunes`) or a Python with torch and dsrt the script says so and exits 77 (CTest: skipped).
 set -u
 DSRUN=${1:?usage: gpt_learns.sh DSRUN PYTHON_PACKAGE_DIR [PYTHON]}
@@ -41,7 +43,7 @@ train() {
 # validation OUT STEP: the validation loss rank 0 printed at STEP (empty if none).
 validation() { sed -n "s/^step *$2 | validation loss \([0-9.]*\)$/\1/p" "$1" | tail -1; }
 
-train "$WORK/first" --steps 60 --save_dir "$WORK/ckpt"
+train "$WORK/first" --steps 60 --save_dir "$WORK/ckpt" --monitor_dir "$WORK/runs"
 if [ "$rc" = 0 ]; then ok "60 steps through dsrun exit 0"; else
   not_ok "60 steps through dsrun exit 0, got $rc"; show "$WORK/first"
 fi
@@ -57,7 +59,37 @@ else
   not_ok "a generated sample follows the prompt"; show "$WORK/first" 8
 fi
 
-train "$WORK/second" --steps 70 --load_dir "$WORK/ckpt"
+# rows FILE: the data rows of a csv_monitor file (not its header lines).
+rows() { grep -c '^[0-9]' "$1" 2>/dev/null || true; }
+# The loss curve, when this Python has matplotlib; otherwise the job's line saying why there is none.
+check_curve() {
+  local out=$1 what=$2
+  if "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
+    if grep -q "^loss curve: $WORK/runs/gpt/loss_curve.png$" "$out" &&
+       [ "$(head -c 8 "$WORK/runs/gpt/loss_curve.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+      ok "$what: rank 0 drew runs/gpt/loss_curve.png (a PNG)"
+    else
+      not_ok "$what: rank 0 draws runs/gpt/loss_curve.png"; show "$out" 8
+    fi
+  else
+    echo "# SKIP: '$PYTHON' cannot import matplotlib: no loss curve to check (apt-get install python3-matplotlib)"
+    if grep -q '^loss curve not drawn: matplotlib is not installed' "$out"; then
+      ok "$what: without matplotlib the job says the loss curve was not drawn"
+    else
+      not_ok "$what: without matplotlib the job says the loss curve was not drawn"; show "$out" 8
+    fi
+  fi
+}
+t60=$(rows "$WORK/runs/gpt/Train_Samples_train_loss.csv") val3=$(rows "$WORK/runs/gpt/Validation_loss.csv")
+if [ "$t60" = 60 ] && [ "$val3" = 3 ]; then
+  ok "csv_monitor wrote 60 training losses and 3 validation losses (steps 0, 30, 60)"
+else
+  not_ok "csv_monitor writes 60 training losses and 3 validation losses, got '$t60' and '$val3'"
+  ls -l "$WORK/runs/gpt" 2>&1 | sed 's/^/#   /'
+fi
+check_curve "$WORK/first" "first run"
+
+train "$WORK/second" --steps 70 --load_dir "$WORK/ckpt" --monitor_dir "$WORK/runs"
 r60=$(validation "$WORK/second" 60) v70=$(validation "$WORK/second" 70)
 if [ "$rc" = 0 ] && grep -q '^resumed from .* at step 60 ' "$WORK/second" && [ -n "$v70" ] &&
    awk -v a="$v60" -v b="$r60" 'BEGIN {d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'; then
@@ -66,6 +98,12 @@ else
   not_ok "resumes from the checkpoint with the same validation loss, got rc $rc, '$v60' -> '$r60', step 70 '$v70'"
   show "$WORK/second"
 fi
+
+t70=$(rows "$WORK/runs/gpt/Train_Samples_train_loss.csv")
+if [ "$t70" = 70 ]; then ok "the resumed run appended its 10 training losses (70 rows)"; else
+  not_ok "the resumed run appends its 10 training losses to the 60, got '$t70' rows"
+fi
+check_curve "$WORK/second" "resumed run"
 
 echo "1..$n"
 [ $failed -eq 0 ]

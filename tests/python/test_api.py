@@ -9,7 +9,7 @@ import torch
 import dsrt
 import dsrt as deepspeed
 
-from conftest import HalfSafeLinear
+from conftest import HalfSafeLinear, needs_cpu_half_matmul
 
 
 def tiny_model(seed=0):
@@ -206,6 +206,7 @@ def test_bf16_converts_the_model_and_still_learns():
     assert last < 0.5 * first
 
 
+@needs_cpu_half_matmul
 def test_fp16_uses_dynamic_loss_scaling_and_skips_an_overflowing_step():
     torch.manual_seed(0)
     model = HalfSafeLinear()

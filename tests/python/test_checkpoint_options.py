@@ -13,7 +13,7 @@ import dsrt
 import dsrt as deepspeed
 from dsrt.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
 
-from conftest import HalfSafeLinear
+from conftest import HalfSafeLinear, needs_cpu_half_matmul
 
 WARMUP = {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": 0.01, "warmup_num_steps": 10,
                                          "warmup_type": "linear"}}
@@ -243,6 +243,7 @@ def test_frozen_parameters_are_never_saved_and_the_default_says_so(tmp_path):
     assert names == {"0.bias", "2.weight", "2.bias"}
 
 
+@needs_cpu_half_matmul
 @pytest.mark.parametrize("stage", [0, 2])
 def test_fp16_loss_scale_follows_the_optimizer_state(tmp_path, stage):
     """DeepSpeed keeps the loss scaler in the optimizer's state dict: it comes back with the optimizer

@@ -8,6 +8,8 @@ import torch
 
 import dsrt as deepspeed
 
+from conftest import HalfSafeLinear, needs_cpu_half_matmul
+
 
 def tiny_model(seed=0):
     torch.manual_seed(seed)
@@ -162,6 +164,7 @@ def test_frozen_parameters_take_the_16bit_dtype_like_deepspeeds_module_half():
     assert model[0].weight.dtype == torch.bfloat16 and model[2].weight.dtype == torch.bfloat16
 
 
+@needs_cpu_half_matmul
 def test_fp16_auto_cast_casts_positional_float_inputs_to_half():
     seen = []
 
@@ -179,8 +182,8 @@ def test_fp16_auto_cast_casts_positional_float_inputs_to_half():
     assert seen == [(torch.float16, torch.float32)]
 
 
+@needs_cpu_half_matmul
 def test_optimizer_overflow_reports_the_skipped_fp16_step():
-    from conftest import HalfSafeLinear
     torch.manual_seed(0)
     engine, optimizer, _, _ = deepspeed.initialize(model=HalfSafeLinear(), config={
         "train_batch_size": 4, "optimizer": {"type": "Adam", "params": {"lr": 0.01}},

@@ -1,16 +1,17 @@
 """What fp16 and bf16 say on this machine, each in a fresh interpreter (warnings are once per process):
-fp16 on a torch without float16 CPU kernels warns at initialize and fails its forward with the remedy
-(bf16), while a model computing in fp32 still trains; where torch has the kernels fp16 just trains. The
-bf16-on-Gloo note is one "[dsrt] warning:" line from rank 0, not a glog line."""
+fp16 on a torch without float16 CPU kernels is refused at initialize, naming fp16.enabled and the remedy
+(bf16), whatever the model computes; where torch has the kernels fp16 trains. The decision is the probe's
+(a float16 addmm), not torch's version. The bf16-on-Gloo note is one "[dsrt] warning:" line from rank 0,
+not a glog line."""
 
 import os
 import subprocess
 import sys
 import textwrap
 
-import torch
+import pytest
 
-from conftest import BUILD
+from conftest import BUILD, cpu_half_matmul_error
 
 PRELUDE = textwrap.dedent("""
     import torch, dsrt
@@ -27,45 +28,26 @@ def run(code):
                           timeout=120, env=env)
 
 
-def torch_has_cpu_half_matmul():
-    half = torch.ones(1, 1, dtype=torch.half)
-    try:
-        torch.addmm(half, half, half)
-        return True
-    except RuntimeError:
-        return False
-
-
-def test_fp16_on_the_cpu_follows_what_this_torch_can_do():
-    proc = run("""
-        e = engine(torch.nn.Linear(8, 4), fp16={"enabled": True})
+@pytest.mark.parametrize("model", ["torch.nn.Linear(8, 4)", "HalfSafeLinear()"])
+def test_fp16_on_the_cpu_is_refused_at_initialize_exactly_where_torch_lacks_float16_kernels(model):
+    proc = run(f"""
         try:
-            loss = e(torch.randn(2, 8).half()).float().sum()
-            e.backward(loss); e.step()
-            print("TRAINED")
+            e = engine({model}, fp16={{"enabled": True}})
         except dsrt.DsrtError as err:
             print("REFUSED", err)
-    """)
-    assert proc.returncode == 0, proc.stderr
-    if torch_has_cpu_half_matmul():
-        assert "TRAINED" in proc.stdout and "float16" not in proc.stderr, proc
-        return
-    assert "REFUSED <config dict>: fp16.enabled: this torch has no float16 kernels for the model on cpu" \
-        in proc.stdout, proc
-    assert "not implemented for 'Half'" in proc.stdout and 'hint: use "bf16": {"enabled": true}' in proc.stdout
-    # Said once at initialize, already with the remedy.
-    assert proc.stderr.count("[dsrt] warning: <config dict>: fp16.enabled: this torch has no float16") == 1, proc
-    assert '"bf16": {"enabled": true}' in proc.stderr
-
-
-def test_fp16_with_a_model_that_computes_in_fp32_trains_everywhere():
-    proc = run("""
-        e = engine(HalfSafeLinear(), fp16={"enabled": True})
-        loss = e(torch.randn(2, 8)).float().sum()
+            raise SystemExit(0)
+        loss = e(torch.randn(2, 8).half()).float().sum()
         e.backward(loss); e.step()
         print("TRAINED", e.global_steps)
     """)
-    assert proc.returncode == 0 and "TRAINED 1" in proc.stdout, proc
+    assert proc.returncode == 0, proc.stderr
+    torch_says = cpu_half_matmul_error()
+    if torch_says is None:
+        assert "TRAINED 1" in proc.stdout and "float16" not in proc.stderr, proc
+        return
+    assert proc.stdout.startswith("REFUSED <config dict>: fp16.enabled: this torch has no float16 kernels for the "
+                                  "model on cpu (" + torch_says + "), got 'true'\n"), proc
+    assert 'hint: use "bf16": {"enabled": true} instead of fp16' in proc.stdout, proc
 
 
 def test_bf16_on_gloo_says_it_once_through_dsrts_warnings_not_glog():

@@ -54,23 +54,78 @@ def calc_bw_log(comm_op, size, duration, world_size):
 
 
 class CommsLogger:
-    """Records (op, log name, latency ms, message bytes); configure() reads the comms_logger block."""
+    """Records (op, log name, latency ms, message bytes); configure() reads the comms_logger block.
+
+    The engine's own collectives (gradient all_reduce, ZeRO reduce_scatter_tensor / all_gather_into_tensor, ...)
+    are issued by libdsrt, not through deepspeed.comm: it records them in a runtime log (dsrt._C.CommsLog)
+    that attach_runtime() connects. The switches below are pushed to it, so it records exactly what this
+    logger would, and drain() moves its records here; log_all() drains first."""
 
     def __init__(self):
         self.comms_dict = {}
-        self.enabled = False
+        self._runtime = None
+        self._world_size = 1
+        self._rank = 0
+        self._enabled = False
         self.verbose = False
         self.debug = False
-        self.prof_all = True
-        self.prof_ops = []
+        self._prof_all = True
+        self._prof_ops = []
+
+    # enabled, prof_all and prof_ops are mirrored into the runtime log on every change (scripts set
+    # them directly, as deepspeed.comm.configure does).
+    @property
+    def enabled(self):
+        return self._enabled
+
+    @enabled.setter
+    def enabled(self, value):
+        self._enabled = bool(value)
+        self._sync()
+
+    @property
+    def prof_all(self):
+        return self._prof_all
+
+    @prof_all.setter
+    def prof_all(self, value):
+        self._prof_all = bool(value)
+        self._sync()
+
+    @property
+    def prof_ops(self):
+        return self._prof_ops
+
+    @prof_ops.setter
+    def prof_ops(self, value):
+        self._prof_ops = list(value)
+        self._sync()
+
+    def attach_runtime(self, runtime_log, world_size, rank):
+        """Connects the engine's collective log (dsrt._C.CommsLog) of a group of ``world_size`` ranks."""
+        self._runtime = runtime_log
+        self._world_size = world_size
+        self._rank = rank
+        self._sync()
+
+    def _sync(self):
+        if self._runtime is not None:
+            self._runtime.configure(self._enabled, self._prof_all, self._prof_ops)
+
+    def drain(self):
+        """Appends the engine's collectives recorded since the last drain (their op name is their log name)."""
+        if self._runtime is None:
+            return
+        for op, msg_size, latency in self._runtime.take():
+            self.append(op, op, latency, msg_size, self._world_size, self._rank)
 
     def configure(self, block):
         """``block``: the ds_config's comms_logger dict (DeepSpeed's defaults for absent keys)."""
-        self.enabled = bool(block.get("enabled", False))
         self.verbose = bool(block.get("verbose", False))
         self.debug = bool(block.get("debug", False))
         self.prof_all = bool(block.get("prof_all", True))
         self.prof_ops = list(block.get("prof_ops", []))
+        self.enabled = bool(block.get("enabled", False))
 
     def start_profiling_comms(self):
         self.prof_all = True
@@ -107,6 +162,7 @@ class CommsLogger:
     def log_all(self, print_log=True, return_dict=False):
         """DeepSpeed's table (one row per op and message size, latencies in ms, bandwidths in Gbps);
         with return_dict, the same numbers as {"summary": {op: {bytes: {...}}}}."""
+        self.drain()
         summary = {}
         if print_log:
             print(f"{'Comm. Op': <20}{'Message Size': <20}{'Count': <20}{'Total Latency(ms)': <20}"

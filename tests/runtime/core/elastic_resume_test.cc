@@ -89,6 +89,7 @@ Segment train(const Variant& v, int world, const std::optional<std::string>& loa
   zero::testing::runRanks(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     InitOptions opts;
     opts.dist = distFor(rank, world, pg);
+    opts.modelAvoidsHalfKernels = true;  // fp16 layers compute in fp32 on the CPU
     zero::testing::NestedMlp model(init);
     auto engine = initialize(model, config, opts);
     const auto dtype = model->last->weight.scalar_type();

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "tests/runtime/core/exactness_harness.h"
 #include "tests/runtime/core/thread_world.h"
@@ -138,4 +140,44 @@ TEST_CASE("every rank starts from rank 0's parameters, whatever each rank initia
       CHECK(at::equal(got[rank][i], rankZero.params[i].detach()));
     }
   }
+}
+
+TEST_CASE("fp16 is refused at initialize exactly where this torch has no float16 matmul on the CPU, naming "
+          "fp16.enabled, torch's error and bf16; a model that computes around the kernels may say so",
+          "[runtime][core][precision]") {
+  // torch's own answer, not the engine's probe (half_kernels_test checks the probe against it).
+  std::optional<std::string> torchSays;
+  try {
+    const at::Tensor one = at::ones({1, 1}, at::kHalf);
+    at::addmm(one, one, one);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    torchSays = what.substr(0, what.find('\n'));
+  }
+  dsrt::InitOptions opts;
+  opts.dist = singleRank();
+  auto fp16 = tinyConfig(0, 4, 4);
+  fp16["fp16"] = {{"enabled", true}};
+  if (torchSays) {
+    REQUIRE_THROWS_WITH(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), fp16, opts),
+                        Contains("<json>: fp16.enabled: this torch has no float16 kernels for the model on cpu (" +
+                                 *torchSays + "), got 'true'") &&
+                            Contains("hint: use \"bf16\": {\"enabled\": true} instead of fp16"));
+  } else {
+    auto engine = dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), fp16, opts);
+    const at::Tensor loss = engine->forward(at::randn({4, 4}).to(at::kHalf)).to(at::kFloat).pow(2).mean();
+    engine->backward(loss);
+    engine->step();
+    CHECK(engine->global_steps() == 1);
+  }
+  // Said by the caller, the engine builds the fp16 model on either torch (the forward is then the model's).
+  opts.modelAvoidsHalfKernels = true;
+  auto engine = dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), fp16, opts);
+  CHECK(engine->model_dtype() == at::kHalf);
+  CHECK(engine->module()->params[0].scalar_type() == at::kHalf);
+  // bf16 is the remedy the message names: it is not refused.
+  auto bf16 = tinyConfig(0, 4, 4);
+  bf16["bf16"] = {{"enabled", true}};
+  opts.modelAvoidsHalfKernels = false;
+  CHECK(dsrt::initialize(std::make_shared<TinyMlp>(4, 8, 1), bf16, opts)->model_dtype() == at::kBFloat16);
 }

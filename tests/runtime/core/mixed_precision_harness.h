@@ -62,6 +62,7 @@ inline MixedResult trainMixed(const nlohmann::json& config, const std::shared_pt
                               int64_t dim = 12, int64_t hidden = 24) {
   InitOptions opts;
   opts.dist = dist;
+  opts.modelAvoidsHalfKernels = true;  // fp16 layers compute in fp32 on the CPU
   auto engine = initialize(std::make_shared<MixedMlp>(dim, hidden, seed), config, opts);
   const int64_t gas = engine->gradient_accumulation_steps();
   const int64_t micro = engine->train_micro_batch_size_per_gpu();

@@ -253,6 +253,7 @@ TEST_CASE("an fp16 checkpoint saved on 2 ranks and loaded on 1, 2 and 4 restores
     runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
       dsrt::InitOptions opts;
       opts.dist = distFor(rank, 2, pg);
+      opts.modelAvoidsHalfKernels = true;  // fp16 layers compute in fp32 on the CPU
       auto engine = dsrt::initialize(std::make_shared<MixedMlp>(12, 24, 7), config, opts);
       for (int step = 0; step < before; ++step) {
         auto [x, y] = dsrt::examples::microBatch(7, step, 8, 12, rank, 2);
@@ -274,6 +275,7 @@ TEST_CASE("an fp16 checkpoint saved on 2 ranks and loaded on 1, 2 and 4 restores
       runThreadWorld(world, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
         dsrt::InitOptions opts;
         opts.dist = distFor(rank, world, pg);
+        opts.modelAvoidsHalfKernels = true;  // fp16 layers compute in fp32 on the CPU
         auto c = config;
         c["train_micro_batch_size_per_gpu"] = 16 / world;
         auto engine = dsrt::initialize(std::make_shared<MixedMlp>(12, 24, 99), c, opts);  // other init
@@ -328,6 +330,7 @@ TEST_CASE("the example configs ds_config_fp16.json, ds_config_bf16.json and ds_c
     runThreadWorld(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
       dsrt::InitOptions opts;
       opts.dist = distFor(rank, 2, pg);
+      opts.modelAvoidsHalfKernels = true;  // fp16 layers compute in fp32 on the CPU
       auto engine = dsrt::initialize(std::make_shared<MixedMlp>(12, 24, 7), path, opts);
       dtype[static_cast<size_t>(rank)] = engine->module()->params[0].scalar_type();
       scale[static_cast<size_t>(rank)] = engine->cur_scale();

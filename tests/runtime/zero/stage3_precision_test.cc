@@ -47,6 +47,7 @@ PrecisionRun precisionRun(int stage, const std::string& precision, bool offload,
   dsrt::zero::testing::runRanks(2, [&](int rank, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     dsrt::InitOptions opts;
     opts.dist = dsrt::testing::distFor(rank, 2, pg);
+    opts.modelAvoidsHalfKernels = true;  // fp16 layers compute in fp32 on the CPU
     dsrt::zero::testing::NestedMlp model(init);
     auto engine = dsrt::initialize(model, config, opts);
     const auto dtype = model->last->weight.scalar_type();
