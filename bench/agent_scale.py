@@ -4,6 +4,8 @@ agent backend) measured end to end, with the mesh probe's cost, old (all pairs) 
 
 Each node is one dsrun-agent with its own node certificate listening on 127.21.X.Y (Linux routes all of
 127/8 to lo, so no root and no namespaces are needed); the hostfile gives each 8 slots. Per size:
+  * dsrun runs with --agent_heartbeat_ms 2000 (--heartbeat_ms): the default budget, 5 x 500 ms, is missed
+    at 256 nodes when the 2 shared cores are saturated (load 80-170 seen), which ends the job.
   * --runs timing runs of the default (mesh probe on) and --no_mesh_probe, interleaved. The ranks run
     /bin/date +%s.%N (as small as /bin/true, but it prints when it started, so "all running" is measured
     where it happens): launch-to-all-running = the latest rank start minus dsrun's start; launch-to-all-
@@ -11,7 +13,7 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
   * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
     user+sys (/usr/bin/time) / N, each agent's own user+sys and its ranks' (reaped children), from
     /proc/PID/stat before and after.
-  * one resource run with ranks of /bin/sleep, dsrun under strace: sockets and RSS/PSS of dsrun and of
+  * one resource run with ranks of /bin/sleep, dsrun under strace up to --trace_max nodes: sockets and RSS/PSS of dsrun and of
     the agents (sampled every 0.2 s, the peak kept), and bytes per edge (dsrun <-> one agent, TLS records
     and handshake included): the bytes of every read/write/sendmsg/recvmsg dsrun made on its connection
     to each agent (strace -yy names the peer of each socket), median over the agents.
@@ -117,6 +119,17 @@ def memory_kb(pid):
     return rss, pss
 
 
+def child_running(parent, binary):
+    """The pid of `parent`'s child that runs `binary` (dsrun under strace), or None."""
+    try:
+        for kid in open(f"/proc/{parent}/task/{parent}/children").read().split():
+            if os.path.realpath(f"/proc/{kid}/exe") == binary:
+                return int(kid)
+    except OSError:
+        pass
+    return None
+
+
 def log_time(stamp, day):
     """'HH:MM:SS.mmm' of a log line on `day` -> unix seconds."""
     t = datetime.datetime.strptime(f"{day} {stamp}", "%Y-%m-%d %H:%M:%S.%f")
@@ -184,13 +197,15 @@ class Cluster:
 
 
 def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=False):
+    traced = sample and cluster.count <= args.trace_max
     before = cluster.snapshot()
     trace = os.path.join(cluster.work, "trace")
     wrapper = ["strace", "-f", "-qq", "-yy", "-e", "trace=" + ",".join(sorted(SEND_CALLS | RECV_CALLS)), "-e",
-               "signal=none", "-o", trace] if sample else ["/usr/bin/time", "-f", "TIME %e %U %S %M"]
+               "signal=none", "--seccomp-bpf", "-o", trace] if traced else ["/usr/bin/time", "-f", "TIME %e %U %S %M"]
     cmd = wrapper + [dsrun, "--launcher", "agent", "--agent_port",
            str(cluster.port), "--tls_dir", os.path.join(cluster.work, "tls"), "-H", hostfile, "--master_addr",
-           cluster.addrs[0], "--master_port", "0", "--no_python", "--no_local_rank"]
+           cluster.addrs[0], "--master_port", "0", "--agent_heartbeat_ms", str(args.heartbeat_ms), "--no_python",
+           "--no_local_rank"]
     if not probe:
         cmd.append("--no_mesh_probe")
     env = dict(os.environ, DSRUN_LOG_LEVEL="debug", DSRUN_JOB_ID=job_id)
@@ -201,12 +216,8 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     with open(out_path, "w") as out, open(err_path, "w") as err:
         p = subprocess.Popen(cmd + rank_argv, stdout=out, stderr=err, env=env)
         if sample:
-            dsrun_pid = None
             while p.poll() is None:
-                if dsrun_pid is None:
-                    kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split() if os.path.exists(
-                        f"/proc/{p.pid}/task/{p.pid}/children") else []
-                    dsrun_pid = int(kids[0]) if kids else None
+                dsrun_pid = child_running(p.pid, dsrun)
                 if dsrun_pid:
                     peaks["dsrun_sockets"] = max(peaks["dsrun_sockets"], sockets(dsrun_pid))
                     peaks["dsrun_rss_kb"] = max(peaks["dsrun_rss_kb"], memory_kb(dsrun_pid)[0])
@@ -235,7 +246,7 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     n = cluster.count
     res["agent_cpu_us_per_node"] = sum(a[0] - b[0] for a, b in zip(after, before)) / n
     res["rank_cpu_us_per_node"] = sum(a[1] - b[1] for a, b in zip(after, before)) / n
-    if sample:
+    if traced:
         edges = edge_bytes(trace, cluster.port)
         res["edges_traced"] = len(edges)
         if edges:
@@ -292,6 +303,11 @@ def main():
     ap.add_argument("--old_dsrun", default="", help="a dsrun with the all-pairs probe")
     ap.add_argument("--old_max", type=int, default=256, help="largest size the old probe is tried at")
     ap.add_argument("--job_timeout", type=int, default=300)
+    ap.add_argument("--heartbeat_ms", type=int, default=2000,
+                    help="dsrun --agent_heartbeat_ms (budget x5): on 2 shared cores the default 500 ms (2.5 s budget) "
+                         "is missed at 256 nodes when other work starves dsrun's loop")
+    ap.add_argument("--trace_max", type=int, default=64,
+                    help="largest size whose resource run traces dsrun for bytes per edge (strace slows dsrun)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     args.dsrun = os.path.realpath(os.path.join(args.build, "launcher/dsrun"))
