@@ -11,8 +11,8 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
     where it happens): launch-to-all-running = the latest rank start minus dsrun's start; launch-to-all-
     exited = the last "exited" line of the agents' logs (ms) minus dsrun's start; dsrun's exit.
   * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
-    user+sys (/usr/bin/time) / N, each agent's own CPU and its ranks' (reaped children), from
-    /proc/PID/stat before and after (10 ms ticks, summed over the agents).
+    user+sys (/usr/bin/time) / N, each agent's own CPU (/proc/PID/task/*/schedstat, ns) and its ranks'
+    (reaped children, /proc/PID/stat, 10 ms ticks), before and after.
   * one resource run with ranks of /bin/sleep, dsrun under strace up to --trace_max nodes: sockets and RSS/PSS of dsrun and of
     the agents (sampled every 0.2 s, the peak kept), and bytes per edge (dsrun <-> one agent, TLS records
     and handshake included): the bytes of every read/write/sendmsg/recvmsg dsrun made on its connection
@@ -47,12 +47,15 @@ def address(i):
 
 
 def proc_stat(pid):
-    """(own CPU, reaped children's CPU) in µs of a live process, from /proc/PID/stat (10 ms ticks: only
-    the sum over many agents means anything; this kernel has no schedstat)."""
+    """(own CPU, reaped children's CPU) in µs of a live process: own from schedstat (ns, every thread),
+    children from stat's cutime+cstime (10 ms ticks; summed over many agents)."""
+    own = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+            own += int(f.read().split()[0]) / 1000
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    # fields[0] is the state (field 3): utime (14) is at index 11.
-    return (int(fields[11]) + int(fields[12])) * TICK_US, (int(fields[13]) + int(fields[14])) * TICK_US
+    return own, (int(fields[13]) + int(fields[14])) * TICK_US
 
 
 SEND_CALLS = {"write", "writev", "sendmsg", "sendto"}
@@ -293,7 +296,14 @@ def leftovers(cluster):
     return found
 
 
+def stop_on_signal(signum, _frame):
+    # SIGTERM / SIGHUP end the bench through the same clean-up as an error: every agent is stopped.
+    raise SystemExit(f"agent_scale.py: stopped by signal {signum}")
+
+
 def main():
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, stop_on_signal)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="16,64,256")
     ap.add_argument("--runs", type=int, default=3)

@@ -9,6 +9,7 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
   * A TLS 1.3 mutual handshake is 2 round trips split across both loops (client: ClientHello 30 %,
     verify + CertificateVerify 70 %; server: key share + sign 60 %, verify the client 40 %), then Hello /
     Welcome; dsrun sends the LaunchRequests once every agent is welcomed, as it does today.
+  * The star's RankStarted events reach dsrun as one batch per agent (their cost is per rank).
   * An agent spawns its ranks one after another on its loop (agent_per_rank_us each: fork, exec, the
     RankStarted event); each rank then execs on a core of its own (rank_exec_us) and is "running".
   * Messages take the one-way latency plus bytes at 10 Gb/s; a tree's forwarded request carries the
@@ -19,7 +20,8 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
     tree or star), only Hello / LaunchRequest / acknowledgements remain. dsrun's start-up counts in both.
   * stragglers: a fraction of nodes whose agent and ranks are 10x slower; jitter: every cost is multiplied
     by a log-normal factor (sigma 0.2) drawn per work item.
-  * kill: one interior agent (the root's first child: the largest subtree) dies at --kill_ms; its children
+  * kill: one interior agent (the root's first child: the largest subtree) dies --kill_ms after dsrun's
+    start-up (when the launch starts to fan out; 10 ms after dsrun's start nothing has happened yet); its children
     are re-fanned by its parent (a new handshake each, cold or warm, then the launch if they had not got
     it) once the failure is detected; the report counts from detection (detection itself is the
     heartbeat budget, not simulated).
@@ -121,13 +123,14 @@ class Loop:
 class Launch:
     """One simulated launch of `count` nodes x `ranks` ranks; width 0 is the star."""
 
-    def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True):
+    def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
+                 straggler_factor=10.0):
         self.c, self.count, self.ranks, self.width, self.warm = c, count, ranks, width, warm
         self.sim = Sim(rng, jitter, cores)
         self.latency = c["loopback_one_way_us"]
         slow = set(rng.sample(range(count), int(round(stragglers * count)))) if stragglers else set()
         self.dsrun = Loop(self.sim, "dsrun")
-        self.agents = [Loop(self.sim, i, 10.0 if i in slow else 1.0) for i in range(count)]
+        self.agents = [Loop(self.sim, i, straggler_factor if i in slow else 1.0) for i in range(count)]
         self.rank_running = [[] for _ in range(count)]
         self.got_launch = [False] * count
         self.acked = 0
@@ -160,13 +163,13 @@ class Launch:
         self.sim.at(self.sim.now + delay, lambda: None if (to is not None and self.agents[to].dead) else fn())
 
     # --- protocol ------------------------------------------------------------------------------------------
-    def connect(self, parent, child, then, urgent=True):
+    def connect(self, parent, child, then, urgent=True, fresh=False):
         """parent (None = dsrun) opens a TLS connection to child and exchanges Hello/Welcome; then()."""
         p, ch, c = self.loop(parent), self.agents[child], self.c
         def hello():
             p.post(self.c_msg, lambda: self.send(child, 300, lambda: ch.post(
                 self.c_msg, lambda: self.send(parent, 300, lambda: p.post(self.c_msg, then, urgent)), True)), urgent)
-        if self.warm and not getattr(self, "refan", False):
+        if self.warm and not fresh:  # a re-fan opens a connection that did not exist: a handshake even when warm
             hello()
             return
         p.post(0.3 * c["tls_client_us"], lambda: self.send(child, 300, lambda: ch.post(
@@ -178,17 +181,21 @@ class Launch:
         c = self.c
         def started():
             kids = self.children(None)
-            welcomed = {"n": 0}
-            def one_welcomed():
-                welcomed["n"] += 1
-                if welcomed["n"] == len(kids):  # as today: launch once every connection is up
+            welcomed = set()
+            def one_welcomed(k):
+                if k in welcomed:
+                    return
+                welcomed.add(k)
+                if len(welcomed) == len(kids):  # as today: launch once every connection is up (or found dead)
                     for k in kids:
                         self.forward(None, k)
+            self.welcomed_root = one_welcomed
             for k in kids:
-                self.connect(None, k, one_welcomed)
+                self.connect(None, k, lambda k=k: one_welcomed(k))
+            if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
+                self.killed_at = self.sim.now + self.kill
+                self.sim.at(self.killed_at, self.kill_victim)
         self.dsrun.post(c["dsrun_startup_us"], started)
-        if self.kill is not None:
-            self.sim.at(self.kill, self.kill_victim)
 
     def request_bytes(self, child):
         common = 5000 + 330 * self.ranks  # the measured ~7.6 KB edge for 8 ranks, less the handshake
@@ -207,6 +214,8 @@ class Launch:
         if self.got_launch[i]:
             return
         def handle():
+            if self.got_launch[i]:
+                return
             self.got_launch[i] = True
             kids = self.children(i)
             self.pending_acks = getattr(self, "pending_acks", {})
@@ -226,9 +235,12 @@ class Launch:
                     if a.dead:
                         return
                     self.rank_running[i].append(self.sim.now)
-                    if self.width == 0:
-                        self.send(None, 100, lambda: self.dsrun.post(self.c_msg, self.star_event))
-                    elif len(self.rank_running[i]) == self.ranks:
+                    if len(self.rank_running[i]) < self.ranks:
+                        return
+                    if self.width == 0:  # its RankStarted events, handled by dsrun as one batch
+                        self.send(None, 100 * self.ranks, lambda: self.dsrun.post(self.c_msg * self.ranks,
+                                                                                   self.star_event))
+                    else:
                         self.subtree_done(i)
                 self.sim.run_cpu(exec_us, running)
                 if r + 1 < self.ranks:
@@ -238,7 +250,7 @@ class Launch:
 
     def star_event(self):
         self.acked += 1
-        if self.acked == self.count * self.ranks:
+        if self.acked == self.count:
             self.dsrun_knows = self.sim.now
 
     def subtree_done(self, i):
@@ -268,18 +280,18 @@ class Launch:
         self.agents[v].dead = True
         self.rank_running[v] = []
         self.reparent = {k: (None,) for k in self.children(v)}  # re-fanned by the victim's parent (dsrun)
-        self.refan = True
         if getattr(self, "pending_acks", None) is not None and v in self.pending_acks:
             self.pending_acks[v] = 10 ** 9
         # dsrun no longer waits for the victim; it waits for the victim's children instead.
         self.acked -= len(self.children(v)) - 1
+        self.welcomed_root(v)  # its connection fails: dsrun launches the others without it
         for k in self.children(v):
             def attached(k=k):
                 if not self.got_launch[k]:
                     self.forward(None, k)
                 elif self.pending_acks.get(k, 1) <= 0:
                     self.acked += 1  # its subtree was already done; the ack went to the dead parent
-            self.connect(None, k, attached)
+            self.connect(None, k, attached, fresh=True)
 
     def result(self):
         self.start()
@@ -287,6 +299,7 @@ class Launch:
         starts = [t for rs in self.rank_running for t in rs]
         expected = (self.count - (1 if self.victim is not None else 0)) * self.ranks
         return {"all_running_ms": max(starts) / 1000 if len(starts) == expected else None,
+                "killed_at_ms": getattr(self, "killed_at", 0) / 1000,
                 "ranks_running": len(starts), "dsrun_knows_ms": self.dsrun_knows and self.dsrun_knows / 1000,
                 "dsrun_cpu_us": self.dsrun.cpu_us, "agent_cpu_us_per_node": sum(a.cpu_us for a in self.agents) / self.count,
                 "max_sockets": (len(self.children(None)) if self.width == 0 else self.width + 1)}
@@ -339,43 +352,47 @@ def project(args, c):
     rng = random.Random(args.seed)
     widths = [int(w) for w in args.widths.split(",")]
     out = {"targets": {}, "curve": {}}
-    print(f"10,000-node projection: {args.runs} runs each, 1 % stragglers (10x slower), jitter sigma 0.2; "
-          f"one-way latency {c['loopback_one_way_us']:.0f} us")
-    print("\n| topology | cold p50 ms | cold p99 ms | warm p50 ms | warm p99 ms | kill at 10 ms: cold p99 ms after "
-          "detection | warm | dsrun CPU ms (cold) | sockets per process |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"{args.nodes:,}-node x 8-rank projection (simulated; the tree is not built): {args.runs} runs per cell "
+          f"({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for the star); 1 % stragglers "
+          f"({args.straggler_factor:g}x slower agent and ranks); jitter sigma 0.2; one-way latency "
+          f"{c['loopback_one_way_us']:.0f} us; t = 0 at dsrun's start (its start-up: {c['dsrun_startup_us'] / 1000:.0f} ms)")
+    print("\n| topology | cold p50 | cold p99 | warm p50 | warm p99 | no stragglers: cold p99 | warm p99 | interior "
+          "agent killed 10 ms in: cold p99 after the kill | warm | dsrun CPU ms (cold) | sockets per process |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
+        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, **kw).result() for _ in range(runs)]
     for width in [0] + widths:
         row = {}
+        runs = args.star_runs if width == 0 else args.runs
+        side = args.star_runs if width == 0 else args.side_runs
         for warm in (False, True):
-            runs = [Launch(c, args.nodes, 8, width, warm, rng, stragglers=0.01).result() for _ in range(args.runs)]
-            row["warm" if warm else "cold"] = runs
+            key = "warm" if warm else "cold"
+            row[key] = sim(args.nodes, width, warm, runs, stragglers=0.01)
+            row[key + "_even"] = sim(args.nodes, width, warm, side)
             if width:
-                kills = [Launch(c, args.nodes, 8, width, warm, rng, stragglers=0.01, kill_ms=10).result()
-                         for _ in range(args.runs)]
-                row[("warm" if warm else "cold") + "_kill"] = kills
-        ms = lambda rs, q: pct([r["all_running_ms"] for r in rs], q)  # noqa: E731
-        kill = lambda k: (f"{pct([r['all_running_ms'] - 10 for r in row[k] if r['all_running_ms']], 99):.0f}"  # noqa: E731
-                          if k in row and all(r["all_running_ms"] for r in row[k]) else "-")
+                row[key + "_kill"] = sim(args.nodes, width, warm, side, stragglers=0.01, kill_ms=10)
+        def p(key, q):
+            rs = row.get(key)
+            if not rs or any(r["all_running_ms"] is None for r in rs):
+                return "-" if not rs else "not all running"
+            return f"{pct([r['all_running_ms'] - r['killed_at_ms'] for r in rs], q):.0f}"
         name = "star (today)" if width == 0 else f"tree, width {width}"
-        print(f"| {name} | {ms(row['cold'], 50):.0f} | {ms(row['cold'], 99):.0f} | {ms(row['warm'], 50):.0f} | "
-              f"{ms(row['warm'], 99):.0f} | {kill('cold_kill')} | {kill('warm_kill')} | "
-              f"{statistics.median(r['dsrun_cpu_us'] for r in row['cold']) / 1000:.0f} | "
-              f"{row['cold'][0]['max_sockets']} |")
+        print(f"| {name} | {p('cold', 50)} | {p('cold', 99)} | {p('warm', 50)} | {p('warm', 99)} | {p('cold_even', 99)} "
+              f"| {p('warm_even', 99)} | {p('cold_kill', 99)} | {p('warm_kill', 99)} | "
+              f"{statistics.median(r['dsrun_cpu_us'] for r in row['cold']) / 1000:.0f} | {row['cold'][0]['max_sockets']:,} |")
         out["targets"][name] = {k: [r["all_running_ms"] for r in v] for k, v in row.items()}
     sizes = [int(s) for s in args.curve_sizes.split(",")]
-    print("\n| nodes x 8 ranks: all running, cold / warm, median ms | star | " +
+    print("\n| nodes x 8 ranks, 1 % stragglers: all running, cold / warm, median ms | star | " +
           " | ".join(f"width {w}" for w in widths) + " |")
     print("|---|---|" + "---|" * len(widths))
     for n in sizes:
         cells = []
         for width in [0] + widths:
-            cold = statistics.median(Launch(c, n, 8, width, False, rng, stragglers=0.01).result()["all_running_ms"]
-                                     for _ in range(args.curve_runs))
-            warm = statistics.median(Launch(c, n, 8, width, True, rng, stragglers=0.01).result()["all_running_ms"]
-                                     for _ in range(args.curve_runs))
+            cold = statistics.median(r["all_running_ms"] for r in sim(n, width, False, args.curve_runs, stragglers=0.01))
+            warm = statistics.median(r["all_running_ms"] for r in sim(n, width, True, args.curve_runs, stragglers=0.01))
             cells.append(f"{cold:.0f} / {warm:.0f}")
             out["curve"].setdefault(str(width), {})[n] = (cold, warm)
-        print(f"| {n:,} | " + " | ".join(cells) + " |")
+        print(f"| {n:,} | " + " | ".join(cells) + " |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
@@ -416,7 +433,10 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--widths", default="8,16,32,64")
     ap.add_argument("--curve_sizes", default="16,64,256,1000,4000,10000")
-    ap.add_argument("--curve_runs", type=int, default=3)
+    ap.add_argument("--curve_runs", type=int, default=1)
+    ap.add_argument("--side_runs", type=int, default=10, help="runs for the kill and no-straggler cells")
+    ap.add_argument("--star_runs", type=int, default=3, help="runs for the star's cells (slow to simulate)")
+    ap.add_argument("--straggler_factor", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--json", default="")
     ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
