@@ -58,7 +58,8 @@ TEST_CASE("mesh plan: up to 16 hosts every host probes every other", "[launcher]
   }
 }
 
-TEST_CASE("mesh plan: above 16 hosts each probes at most ceil(log2 N) + 1 distinct others", "[launcher][agent][mesh]") {
+TEST_CASE("mesh plan: above 16 hosts each probes at most ceil(log2 N) + 1 distinct others",
+          "[launcher][agent][mesh]") {
   const size_t count = GENERATE(17, 18, 31, 32, 33, 64, 100, 255, 256, 257, 1000, 1024, 10000);
   CAPTURE(count);
   const size_t bound = ceilLog2(count) + 1;
@@ -72,6 +73,12 @@ TEST_CASE("mesh plan: above 16 hosts each probes at most ceil(log2 N) + 1 distin
     CHECK(peers.back() < count);
     pairs += peers.size();
   }
+  // Probed by at least ceil(log2 N) others: a host nobody can reach is caught by as many probes.
+  std::vector<size_t> probedBy(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    for (size_t j : meshProbePeers(i, count)) ++probedBy[j];
+  }
+  CHECK(*std::min_element(probedBy.begin(), probedBy.end()) >= ceilLog2(count));
   CHECK(pairs == meshProbePairCount(count));
   CHECK(pairs <= count * bound);
   CHECK(pairs < count * (count - 1));
