@@ -14,8 +14,9 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
     RankStarted event); each rank then execs on a core of its own (rank_exec_us) and is "running".
   * Messages take the one-way latency plus bytes at 10 Gb/s; a tree's forwarded request carries the
     common part once plus 64 bytes per node of the subtree (the plan is sent once per subtree).
-  * --machine CORES: every work item and every rank's exec also needs one of CORES shared cores (FIFO),
-    to replay this machine's runs; otherwise each process has its own core (a cluster).
+  * validate: every work item and every rank's exec also needs one of the machine's shared cores (FIFO),
+    at the share of the 2 cores the real run got (its processes' CPU over its wall time: 6 sessions share
+    them), to replay this machine's runs; project: each process has its own core (a cluster).
   * cold: every connection needs its TLS handshake; warm: connections are already open (a persistent
     tree or star), only Hello / LaunchRequest / acknowledgements remain. dsrun's start-up counts in both.
   * stragglers: a fraction of nodes whose agent and ranks are 10x slower; jitter: every cost is multiplied
@@ -45,6 +46,12 @@ class Sim:
     """The event queue and, with `cores`, the pool of shared cores."""
 
     def __init__(self, rng, jitter, cores=None):
+        # A fractional share of cores (what a run got of 2 cores shared with other work): ceil(share) cores,
+        # each running at share / ceil(share) of its speed.
+        self.speed = 1.0
+        if cores is not None:
+            self.speed = cores / math.ceil(cores)
+            cores = math.ceil(cores)
         self.now = 0.0
         self.events = []
         self.seq = 0
@@ -65,6 +72,8 @@ class Sim:
         if self.cores is None:
             self.at(self.now + us, done)
             return
+        us = us / self.speed
+
         def start():
             def finish():
                 self.cores += 1
@@ -104,6 +113,8 @@ class Loop:
             self._next()
 
     def _next(self):
+        if self.busy:
+            return
         for q in self.queues:
             if q:
                 us, fn = q.pop(0)
@@ -330,7 +341,7 @@ def validate(args, c):
                 continue
             # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
             used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
-            cores = max(1, min(2, round(used / (run["all_running_s"] * 1e6))))
+            cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
             sim = Launch(c, int(count), 8, 0, False, random.Random(int(count)), cores=cores, jitter=False).result()
             r_ms = run["all_running_s"] * 1000
             d_real = run["dsrun_cpu_us"] / int(count)
@@ -338,7 +349,7 @@ def validate(args, c):
             errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
                     (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
             errors.append(errs)
-            print(f"| {count} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores} | {d_real:,.0f} | "
+            print(f"| {count} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | {d_real:,.0f} | "
                   f"{d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
                   f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
     if errors:
