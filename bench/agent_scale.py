@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
@@ -217,8 +218,13 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     t0 = time.time()
     with open(out_path, "w") as out, open(err_path, "w") as err:
         p = subprocess.Popen(cmd + rank_argv, stdout=out, stderr=err, env=env)
+        reaped = None  # (status, usage) once dsrun's wrapper is reaped
         if sample:
-            while p.poll() is None:
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    reaped = (status, usage)
+                    break
                 dsrun_pid = child_running(p.pid, dsrun)
                 if dsrun_pid:
                     peaks["dsrun_sockets"] = max(peaks["dsrun_sockets"], sockets(dsrun_pid))
@@ -234,7 +240,17 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
                     peaks["agent_sockets_median"] = statistics.median(socks)
                     peaks["agent_rss_kb"], peaks["agent_pss_kb"] = rss, pss
                 time.sleep(0.2)
-        rc = p.wait(timeout=args.job_timeout)
+        # wait4's usage of /usr/bin/time includes dsrun's (its reaped child) in µs; time's own -f figures
+        # come in 10 ms steps, too coarse for 16 nodes.
+        if reaped is None:
+            watchdog = threading.Timer(args.job_timeout, p.kill)  # a hung job ends the bench, not the machine
+            watchdog.start()
+            _, status, usage = os.wait4(p.pid, 0)
+            watchdog.cancel()
+            reaped = (status, usage)
+        status, usage = reaped
+        rc = os.waitstatus_to_exitcode(status)
+        p.returncode = rc
     t1 = time.time()
     after = cluster.snapshot()
     err_text = open(err_path).read()
@@ -243,7 +259,7 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     if rc != 0:
         res["error"] = next((line for line in err_text.splitlines() if line.startswith("dsrun:")), err_text[-300:])
     if m:
-        res["dsrun_cpu_us"] = (float(m.group(2)) + float(m.group(3))) * 1e6
+        res["dsrun_cpu_us"] = (usage.ru_utime + usage.ru_stime) * 1e6
         res["dsrun_maxrss_kb"] = int(m.group(4))
     n = cluster.count
     res["agent_cpu_us_per_node"] = sum(a[0] - b[0] for a, b in zip(after, before)) / n
