@@ -242,22 +242,30 @@ class Launch:
         def one(r):
             def spawned():
                 exec_us = self.sim.cost(c["rank_exec_us"]) * a.slow
-                def running():
-                    if a.dead:
-                        return
-                    self.rank_running[i].append(self.sim.now)
-                    if len(self.rank_running[i]) < self.ranks:
-                        return
-                    if self.width == 0:  # its RankStarted events, handled by dsrun as one batch
-                        self.send(None, 100 * self.ranks, lambda: self.dsrun.post(self.c_msg * self.ranks,
-                                                                                   self.star_event))
-                    else:
-                        self.subtree_done(i)
-                self.sim.run_cpu(exec_us, running)
+                if self.sim.cores is None:  # its own core: no event needed until the node's last rank runs
+                    self.rank_running[i].append(self.sim.now + exec_us)
+                    if r + 1 == self.ranks:
+                        self.sim.at(max(self.rank_running[i]), lambda: self.ranks_running(i))
+                else:
+                    def running():
+                        self.rank_running[i].append(self.sim.now)
+                        if len(self.rank_running[i]) == self.ranks:
+                            self.ranks_running(i)
+                    self.sim.run_cpu(exec_us, running)
                 if r + 1 < self.ranks:
                     one(r + 1)
             a.post(per_rank, spawned)
         one(0)
+
+    def ranks_running(self, i):
+        """Every rank of node i runs: the star's RankStarted events (one batch, costed per rank) or the
+        tree's acknowledgement of node i's own part."""
+        if self.agents[i].dead:
+            return
+        if self.width == 0:
+            self.send(None, 100 * self.ranks, lambda: self.dsrun.post(self.c_msg * self.ranks, self.star_event))
+        else:
+            self.subtree_done(i)
 
     def star_event(self):
         self.acked += 1
@@ -307,7 +315,7 @@ class Launch:
     def result(self):
         self.start()
         self.sim.run()
-        starts = [t for rs in self.rank_running for t in rs]
+        starts = [t for n, rs in enumerate(self.rank_running) if not self.agents[n].dead for t in rs]
         expected = (self.count - (1 if self.victim is not None else 0)) * self.ranks
         return {"all_running_ms": max(starts) / 1000 if len(starts) == expected else None,
                 "killed_at_ms": getattr(self, "killed_at", 0) / 1000,
@@ -393,6 +401,7 @@ def project(args, c):
               f"{statistics.median(r['dsrun_cpu_us'] for r in row['cold']) / 1000:.0f} | {row['cold'][0]['max_sockets']:,} |")
         out["targets"][name] = {k: [r["all_running_ms"] for r in v] for k, v in row.items()}
     sizes = [int(s) for s in args.curve_sizes.split(",")]
+    widths = [int(w) for w in args.curve_widths.split(",")]
     print("\n| nodes x 8 ranks, 1 % stragglers: all running, cold / warm, median ms | star | " +
           " | ".join(f"width {w}" for w in widths) + " |")
     print("|---|---|" + "---|" * len(widths))
@@ -442,7 +451,8 @@ def main():
     ap.add_argument("--real", help="bench/agent_scale.py --json output (validate)")
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--widths", default="8,16,32,64")
+    ap.add_argument("--widths", default="16,64", help="tree widths of the 10,000-node table")
+    ap.add_argument("--curve_widths", default="4,8,16,32,64", help="tree widths of the curve")
     ap.add_argument("--curve_sizes", default="16,64,256,1000,4000,10000")
     ap.add_argument("--curve_runs", type=int, default=1)
     ap.add_argument("--side_runs", type=int, default=10, help="runs for the kill and no-straggler cells")
