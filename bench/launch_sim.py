@@ -28,7 +28,8 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
     heartbeat budget, not simulated).
 usage: bench/launch_sim.py validate --real RESULTS.json   (a bench/agent_scale.py --json file)
        bench/launch_sim.py project [--runs 20]               (10,000 nodes: targets, widths, the curve)
-Python 3 standard library only; matplotlib, if installed, draws docs/launch_sim_curve.png with --plot.
+Python 3 standard library only; with matplotlib installed (python3 -m venv .venv-sim && .venv-sim/bin/pip
+install matplotlib), --plot FILE draws the curve.
 """
 import argparse
 import heapq
