@@ -381,7 +381,7 @@ def project(args, c):
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
         Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, **kw).result() for _ in range(runs)]
-    for width in [0] + widths:
+    for width in ([] if args.curve_only else [0] + widths):
         row = {}
         runs = args.star_runs if width == 0 else args.runs
         side = args.star_runs if width == 0 else args.side_runs
@@ -403,14 +403,17 @@ def project(args, c):
         out["targets"][name] = {k: [r["all_running_ms"] for r in v] for k, v in row.items()}
     sizes = [int(s) for s in args.curve_sizes.split(",")]
     widths = [int(w) for w in args.curve_widths.split(",")]
-    print("\n| nodes x 8 ranks, 1 % stragglers: all running, cold / warm, median ms | star | " +
+    print(f"\n| nodes x 8 ranks, {args.curve_stragglers:.0%} stragglers: all running, cold / warm, median of "
+          f"{args.curve_runs} ms | star | " +
           " | ".join(f"width {w}" for w in widths) + " |")
     print("|---|---|" + "---|" * len(widths))
     for n in sizes:
         cells = []
         for width in [0] + widths:
-            cold = statistics.median(r["all_running_ms"] for r in sim(n, width, False, args.curve_runs, stragglers=0.01))
-            warm = statistics.median(r["all_running_ms"] for r in sim(n, width, True, args.curve_runs, stragglers=0.01))
+            cold = statistics.median(r["all_running_ms"] for r in sim(n, width, False, args.curve_runs,
+                                                                      stragglers=args.curve_stragglers))
+            warm = statistics.median(r["all_running_ms"] for r in sim(n, width, True, args.curve_runs,
+                                                                      stragglers=args.curve_stragglers))
             cells.append(f"{cold:.0f} / {warm:.0f}")
             out["curve"].setdefault(str(width), {})[n] = (cold, warm)
         print(f"| {n:,} | " + " | ".join(cells) + " |", flush=True)
@@ -459,6 +462,8 @@ def main():
     ap.add_argument("--side_runs", type=int, default=10, help="runs for the kill and no-straggler cells")
     ap.add_argument("--star_runs", type=int, default=3, help="runs for the star's cells (slow to simulate)")
     ap.add_argument("--straggler_factor", type=float, default=10.0)
+    ap.add_argument("--curve_stragglers", type=float, default=0.01, help="fraction of stragglers in the curve")
+    ap.add_argument("--curve_only", action="store_true", help="skip the 10,000-node table")
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--json", default="")
     ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
