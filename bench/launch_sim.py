@@ -381,7 +381,7 @@ def project(args, c):
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
         Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, **kw).result() for _ in range(runs)]
-    for width in ([] if args.curve_only else [0] + widths):
+    for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
         row = {}
         runs = args.star_runs if width == 0 else args.runs
         side = args.star_runs if width == 0 else args.side_runs
