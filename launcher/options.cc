@@ -81,10 +81,11 @@ po::options_description describe() {
                                      "how often dsrun writes to each host (default 500)")
       ("agent_heartbeat_misses", text(), "agent backend: missed agent heartbeats before its host counts as lost; "
                                          "elastic ssh: unacknowledged beats before it does (default 5)")
-      ("no_mesh_probe", po::bool_switch(), "agent backend: skip the check, before the launch, that every agent "
-                                           "can connect to every other (on by default)")
-      ("mesh_probe", po::bool_switch(), "agent backend: the all-pairs check before the launch (the default; kept "
-                                        "for scripts that ask for it)")
+      ("no_mesh_probe", po::bool_switch(), "agent backend: skip the check, before the launch, that the agents "
+                                           "can connect to each other (every pair up to 16 hosts, log2(N) + 1 "
+                                           "peers each beyond; on by default)")
+      ("mesh_probe", po::bool_switch(), "agent backend: the reachability check before the launch (the default; "
+                                        "kept for scripts that ask for it)")
       ("tls_dir", text(), "CA and certificate directory for the agent backend")
       ("ssh_config", text(), "OpenSSH client config for the ssh backend (default ~/.ssh/config)")
       ("make_tls", text(), "create a cluster CA and the launcher's certificate in DIR, then exit")

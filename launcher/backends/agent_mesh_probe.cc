@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "launcher/backends/agent_job.h"
+#include "launcher/backends/agent_mesh_plan.h"
 
 namespace dsrun {
 
@@ -31,9 +32,8 @@ MeshProbeOutcome probeAgentMesh(boost::asio::io_context& io, const std::vector<M
       continue;
     }
     std::vector<std::string> targets;
-    for (size_t j = 0; j < members.size(); ++j) {
-      if (j != i) targets.push_back(strCat(members[j].host, ":", agentPort));
-    }
+    for (size_t j : meshProbePeers(i, members.size())) targets.push_back(strCat(members[j].host, ":", agentPort));
+    outcome.pairs += targets.size();
     ++waiting;
     members[i].client->probeMesh(targets, static_cast<uint32_t>(timeout.count()),
                                  [state, i](const agent::MeshProbeReply& r) {
@@ -148,7 +148,7 @@ std::optional<int> AgentJob::probeMesh() {
                              "ranks use; check routes and firewalls, or pass --no_mesh_probe to launch anyway"));
   }
   // DEBUG: it runs before every agent job (docs/agent.md gives its cost).
-  DSRUN_LOG(DEBUG) << "mesh probe: " << members.size() * (members.size() - 1) << " pairs of " << members.size()
+  DSRUN_LOG(DEBUG) << "mesh probe: " << outcome.pairs << " pairs of " << members.size()
                   << " agents connected in " << tookMs << " ms (slowest connect " << outcome.slowestMicros << " us)";
   return std::nullopt;
 }

@@ -1,9 +1,10 @@
 #pragma once
-// The all-pairs agent mesh probe (docs/agent.md; on by default, --no_mesh_probe): before any rank
-// starts, every agent of the job is asked to open a TCP connection to every other agent's listen address
-// (MeshProbeRequest, agent/mesh_probe.h), all agents at once. A pair that cannot connect (a partial
-// network partition: both hosts reach the launcher, not each other) is named before Gloo or NCCL would
-// hang in their first collective: "dsn2 cannot reach dsn3:29600: No route to host".
+// The agent mesh probe (docs/agent.md; on by default, --no_mesh_probe): before any rank starts, every
+// agent of the job is asked to open a TCP connection to the listen addresses of the agents
+// meshProbePeers() names (all others up to 16 hosts, O(log N) beyond; agent_mesh_plan.h), all agents
+// at once (MeshProbeRequest, agent/mesh_probe.h). A pair that cannot connect (a partial network
+// partition: both hosts reach the launcher, not each other) is named before Gloo or NCCL would hang in
+// their first collective: "dsn2 cannot reach dsn3:29600: No route to host".
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -30,6 +31,7 @@ struct MeshProbeOutcome {
   /// later in job order on a tie, so the first host, MASTER_ADDR's, stays): an elastic job re-forms without them.
   std::vector<std::string> suspects;
   uint32_t slowestMicros = 0;       ///< among the pairs that connected
+  size_t pairs = 0;                 ///< (from, to) pairs the agents were asked to probe
   bool interrupted = false;         ///< interrupted() ended the wait
 };
 

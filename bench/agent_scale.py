@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Real dsrun-agents on loopback addresses at 16, 64, 256 (and 1,000) nodes x 8 ranks: the star (today's
+agent backend) measured end to end, with the mesh probe's cost, old (all pairs) and new (agent_mesh_plan.h).
+
+Each node is one dsrun-agent with its own node certificate listening on 127.21.X.Y (Linux routes all of
+127/8 to lo, so no root and no namespaces are needed); the hostfile gives each 8 slots. Per size:
+  * dsrun runs with --agent_heartbeat_ms 2000 (--heartbeat_ms): the default budget, 5 x 500 ms, is missed
+    at 256 nodes when the 2 shared cores are saturated (load 80-170 seen), which ends the job.
+  * --runs timing runs of the default (mesh probe on) and --no_mesh_probe, interleaved. The ranks run
+    /bin/date +%s.%N (as small as /bin/true, but it prints when it started, so "all running" is measured
+    where it happens): launch-to-all-running = the latest rank start minus dsrun's start; launch-to-all-
+    exited = the last "exited" line of the agents' logs (ms) minus dsrun's start; dsrun's exit.
+  * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
+    user+sys (/usr/bin/time) / N, each agent's own CPU (/proc/PID/task/*/schedstat, ns) and its ranks'
+    (reaped children, /proc/PID/stat, 10 ms ticks), before and after.
+  * one resource run with ranks of /bin/sleep, dsrun under strace up to --trace_max nodes: sockets and RSS/PSS of dsrun and of
+    the agents (sampled every 0.2 s, the peak kept), and bytes per edge (dsrun <-> one agent, TLS records
+    and handshake included): the bytes of every read/write/sendmsg/recvmsg dsrun made on its connection
+    to each agent (strace -yy names the peer of each socket), median over the agents.
+  * the old probe (all N x (N-1) pairs) once, with --old_dsrun (a dsrun built before agent_mesh_plan.h,
+    e.g. /work/main/build/launcher/dsrun of an older main), up to --old_max nodes.
+Every agent is stopped afterwards and the script checks that nothing is left (agent pids, processes with
+the bench's job ids, listeners on the port). Prints markdown tables; --json FILE keeps the raw numbers.
+  bench/agent_scale.py [--sizes 16,64,256] [--runs 3] [--ranks 8] [--build build] [--old_dsrun PATH]
+Needs python3 (stdlib only), /usr/bin/time, strace, ss and the built dsrun and dsrun-agent.
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def address(i):
+    return f"127.21.{i // 250}.{i % 250 + 1}"
+
+
+def proc_stat(pid):
+    """(own CPU, reaped children's CPU) in µs of a live process: own from schedstat (ns, every thread),
+    children from stat's cutime+cstime (10 ms ticks; summed over many agents)."""
+    own = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+            own += int(f.read().split()[0]) / 1000
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return own, (int(fields[13]) + int(fields[14])) * TICK_US
+
+
+SEND_CALLS = {"write", "writev", "sendmsg", "sendto"}
+RECV_CALLS = {"read", "readv", "recvmsg", "recvfrom"}
+
+
+def edge_bytes(trace, port):
+    """{agent address: [bytes dsrun sent, bytes dsrun received]} from an `strace -f -yy` log of dsrun."""
+    edges = {}
+    pending = {}  # pid -> (call, peer) of an <unfinished ...> call
+    call_re = re.compile(r"^(\d+)\s+(\w+)\((\d+)<TCP(?:v6)?:\[[^\]]*->([^\]]*)\]>")
+    with open(trace, errors="replace") as f:
+        for line in f:
+            m = call_re.match(line)
+            if m:
+                pid, call, peer = m.group(1), m.group(2), m.group(4)
+                if line.rstrip().endswith("<unfinished ...>"):
+                    pending[pid] = (call, peer)
+                    continue
+            else:
+                r = re.match(r"^(\d+)\s+<\.\.\. (\w+) resumed>", line)
+                if not r or r.group(1) not in pending:
+                    continue
+                call, peer = pending.pop(r.group(1))
+            done = re.search(r"\)\s+=\s+(-?\d+)", line)
+            if not done or int(done.group(1)) <= 0 or not peer.endswith(f":{port}"):
+                continue
+            host = peer.rsplit(":", 1)[0]
+            side = 0 if call in SEND_CALLS else 1 if call in RECV_CALLS else None
+            if side is not None:
+                edges.setdefault(host, [0, 0])[side] += int(done.group(1))
+    return edges
+
+
+def sockets(pid):
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        return 0
+    return n
+
+
+def memory_kb(pid):
+    """(RSS, PSS) in KiB; PSS shares the binary's and libraries' pages among the agents that map them."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+def child_running(parent, binary):
+    """The pid of `parent`'s child that runs `binary` (dsrun under strace), or None."""
+    try:
+        for kid in open(f"/proc/{parent}/task/{parent}/children").read().split():
+            if os.path.realpath(f"/proc/{kid}/exe") == binary:
+                return int(kid)
+    except OSError:
+        pass
+    return None
+
+
+def log_time(stamp, day):
+    """'HH:MM:SS.mmm' of a log line on `day` -> unix seconds."""
+    t = datetime.datetime.strptime(f"{day} {stamp}", "%Y-%m-%d %H:%M:%S.%f")
+    return t.timestamp()
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+class Cluster:
+    """N agents on loopback addresses; start() waits until every one listens, stop() ends them all."""
+
+    def __init__(self, args, work, count, port):
+        self.args, self.work, self.count, self.port = args, work, count, port
+        self.addrs = [address(i) for i in range(count)]
+        self.procs = []
+        self.logs = []
+
+    def start(self):
+        for a in self.addrs:
+            node = os.path.join(self.work, "nodes", a)
+            if not os.path.isdir(node):
+                subprocess.run([self.args.dsrun, "--make_node_cert", os.path.join(self.work, "tls"), "--host", a,
+                                "--out", node], check=True, stdout=subprocess.DEVNULL)
+            log = os.path.join(self.work, f"agent-{self.count}-{a}.log")
+            self.logs.append(log)
+            with open(log, "w") as out:
+                self.procs.append(subprocess.Popen(
+                    [self.args.agent, "--listen", f"{a}:{self.port}", "--tls_dir", node, "--kill_grace_s", "2"],
+                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.time() + 60 + self.count * 0.2
+        waiting = set(range(self.count))
+        while waiting:
+            for i in list(waiting):
+                if self.procs[i].poll() is not None:
+                    raise SystemExit(f"agent_scale.py: agent {self.addrs[i]}:{self.port} exited at start:\n"
+                                     + open(self.logs[i]).read())
+                if "listening on" in open(self.logs[i]).read():
+                    waiting.discard(i)
+            if time.time() > deadline:
+                raise SystemExit(f"agent_scale.py: {len(waiting)} agents not listening after "
+                                 f"{deadline - time.time():.0f} s (first: {self.addrs[min(waiting)]})")
+            time.sleep(0.1)
+
+    def snapshot(self):
+        """Per agent: (own cpu µs, children cpu µs, log bytes)."""
+        out = []
+        for p, log in zip(self.procs, self.logs):
+            own, children = proc_stat(p.pid)
+            out.append((own, children, os.path.getsize(log)))
+        return out
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=False):
+    traced = sample and cluster.count <= args.trace_max
+    before = cluster.snapshot()
+    trace = os.path.join(cluster.work, "trace")
+    wrapper = ["strace", "-f", "-qq", "-yy", "-e", "trace=" + ",".join(sorted(SEND_CALLS | RECV_CALLS)), "-e",
+               "signal=none", "--seccomp-bpf", "-o", trace] if traced else ["/usr/bin/time", "-f", "TIME %e %U %S %M"]
+    cmd = wrapper + [dsrun, "--launcher", "agent", "--agent_port",
+           str(cluster.port), "--tls_dir", os.path.join(cluster.work, "tls"), "-H", hostfile, "--master_addr",
+           cluster.addrs[0], "--master_port", "0", "--agent_heartbeat_ms", str(args.heartbeat_ms), "--no_python",
+           "--no_local_rank"]
+    if not probe:
+        cmd.append("--no_mesh_probe")
+    env = dict(os.environ, DSRUN_LOG_LEVEL="debug", DSRUN_JOB_ID=job_id)
+    out_path = os.path.join(cluster.work, "out")
+    err_path = os.path.join(cluster.work, "err")
+    peaks = {"dsrun_sockets": 0, "dsrun_rss_kb": 0, "agent_sockets_max": 0, "agent_rss_kb": [], "agent_pss_kb": []}
+    t0 = time.time()
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        p = subprocess.Popen(cmd + rank_argv, stdout=out, stderr=err, env=env)
+        reaped = None  # (status, usage) once dsrun's wrapper is reaped
+        if sample:
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    reaped = (status, usage)
+                    break
+                dsrun_pid = child_running(p.pid, dsrun)
+                if dsrun_pid:
+                    peaks["dsrun_sockets"] = max(peaks["dsrun_sockets"], sockets(dsrun_pid))
+                    peaks["dsrun_rss_kb"] = max(peaks["dsrun_rss_kb"], memory_kb(dsrun_pid)[0])
+                rss, pss, socks = [], [], []
+                for a in cluster.procs:
+                    r, s = memory_kb(a.pid)
+                    rss.append(r)
+                    pss.append(s)
+                    socks.append(sockets(a.pid))
+                if max(socks) >= peaks["agent_sockets_max"]:
+                    peaks["agent_sockets_max"] = max(socks)
+                    peaks["agent_sockets_median"] = statistics.median(socks)
+                    peaks["agent_rss_kb"], peaks["agent_pss_kb"] = rss, pss
+                time.sleep(0.2)
+        # wait4's usage of /usr/bin/time includes dsrun's (its reaped child) in µs; time's own -f figures
+        # come in 10 ms steps, too coarse for 16 nodes.
+        if reaped is None:
+            watchdog = threading.Timer(args.job_timeout, p.kill)  # a hung job ends the bench, not the machine
+            watchdog.start()
+            _, status, usage = os.wait4(p.pid, 0)
+            watchdog.cancel()
+            reaped = (status, usage)
+        status, usage = reaped
+        rc = os.waitstatus_to_exitcode(status)
+        p.returncode = rc
+    t1 = time.time()
+    after = cluster.snapshot()
+    err_text = open(err_path).read()
+    m = re.search(r"TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)", err_text)
+    res = {"rc": rc, "dsrun_exit_s": t1 - t0, "probe": probe}
+    if rc != 0:
+        res["error"] = next((line for line in err_text.splitlines() if line.startswith("dsrun:")), err_text[-300:])
+    if m:
+        res["dsrun_cpu_us"] = (usage.ru_utime + usage.ru_stime) * 1e6
+        res["dsrun_maxrss_kb"] = int(m.group(4))
+    n = cluster.count
+    res["agent_cpu_us_per_node"] = sum(a[0] - b[0] for a, b in zip(after, before)) / n
+    res["rank_cpu_us_per_node"] = sum(a[1] - b[1] for a, b in zip(after, before)) / n
+    if traced:
+        edges = edge_bytes(trace, cluster.port)
+        res["edges_traced"] = len(edges)
+        if edges:
+            res["edge_bytes_to_agent"] = statistics.median(e[0] for e in edges.values())
+            res["edge_bytes_from_agent"] = statistics.median(e[1] for e in edges.values())
+    pm = re.search(r"mesh probe: (\d+) pairs of (\d+) agents connected in (\d+) ms", err_text)
+    if pm:
+        res["probe_pairs"], res["probe_ms"] = int(pm.group(1)), int(pm.group(3))
+    starts = [float(x) for x in open(out_path).read().split() if re.fullmatch(r"\d+\.\d+", x)]
+    if rank_argv[0] == "/bin/date":
+        res["ranks_reported"] = len(starts)
+        if starts:
+            res["all_running_s"] = max(starts) - t0
+    # The agents' logs: the last rank exit of this job.
+    day = datetime.date.today().isoformat()
+    last = None
+    for log, b in zip(cluster.logs, before):
+        with open(log) as f:
+            f.seek(b[2])
+            for line in f:
+                if "exited with" in line:
+                    t = log_time(line.split()[3], day)
+                    last = t if last is None else max(last, t)
+    if last is not None:
+        res["all_exited_s"] = last - t0
+    if sample:
+        res.update(peaks)
+    return res
+
+
+def leftovers(cluster):
+    """What the bench left behind: live agents, processes of its jobs, listeners on its port."""
+    found = [f"agent pid {p.pid}" for p in cluster.procs if p.poll() is None]
+    marker = f"MASTER_ADDR={cluster.addrs[0]}\0".encode()  # in every rank's environment, and 127.21/16 is ours
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if marker in open(f"/proc/{pid}/environ", "rb").read():
+                found.append(f"pid {pid} (a rank of the bench)")
+        except OSError:
+            pass
+    ss = subprocess.run(["ss", "-Hltn", f"sport = :{cluster.port}"], capture_output=True, text=True).stdout
+    found += [f"listener {line.split()[3]}" for line in ss.splitlines() if line.strip()]
+    return found
+
+
+def stop_on_signal(signum, _frame):
+    # SIGTERM / SIGHUP end the bench through the same clean-up as an error: every agent is stopped.
+    raise SystemExit(f"agent_scale.py: stopped by signal {signum}")
+
+
+def main():
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, stop_on_signal)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="16,64,256")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--old_dsrun", default="", help="a dsrun with the all-pairs probe")
+    ap.add_argument("--old_max", type=int, default=256, help="largest size the old probe is tried at")
+    ap.add_argument("--job_timeout", type=int, default=300)
+    ap.add_argument("--heartbeat_ms", type=int, default=2000,
+                    help="dsrun --agent_heartbeat_ms (budget x5): on 2 shared cores the default 500 ms (2.5 s budget) "
+                         "is missed at 256 nodes when other work starves dsrun's loop")
+    ap.add_argument("--trace_max", type=int, default=64,
+                    help="largest size whose resource run traces dsrun for bytes per edge (strace slows dsrun)")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    args.dsrun = os.path.realpath(os.path.join(args.build, "launcher/dsrun"))
+    args.agent = os.path.realpath(os.path.join(args.build, "agent/dsrun-agent"))
+    for b in (args.dsrun, args.agent, "/usr/bin/time"):
+        if not os.access(b, os.X_OK):
+            raise SystemExit(f"agent_scale.py: {b} not found or not executable (build dsrun and dsrun-agent first)")
+    work = tempfile.mkdtemp(prefix="dsrun-agent-scale.")
+    subprocess.run([args.dsrun, "--make_tls", os.path.join(work, "tls")], check=True, stdout=subprocess.DEVNULL)
+    port = 29700 + random.randrange(250)
+    job_prefix = f"agent-scale-{os.getpid()}-"
+    results = {"load_before": open("/proc/loadavg").read().split()[:3], "sizes": {}}
+    problems = []
+    try:
+        for count in [int(s) for s in args.sizes.split(",")]:
+            cluster = Cluster(args, work, count, port)
+            started = time.time()
+            try:
+                cluster.start()
+                entry = {"agents_start_s": time.time() - started, "load": open("/proc/loadavg").read().split()[:3]}
+                hostfile = os.path.join(work, f"hostfile-{count}")
+                with open(hostfile, "w") as f:
+                    f.writelines(f"{a} slots={args.ranks}\n" for a in cluster.addrs)
+                runs = {"probe": [], "no_probe": []}
+                for r in range(args.runs):
+                    for variant in ("probe", "no_probe"):
+                        res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-{variant}-{r}", args.dsrun,
+                                      variant == "probe", ["/bin/date", "+%s.%N"])
+                        runs[variant].append(res)
+                        print(f"[{count}] {variant} run {r}: {json.dumps(res)}", file=sys.stderr)
+                entry["runs"] = runs
+                if args.old_dsrun and count <= args.old_max:
+                    entry["old_probe"] = run_job(args, cluster, hostfile, f"{job_prefix}{count}-old", args.old_dsrun,
+                                                 True, ["/bin/date", "+%s.%N"])
+                    print(f"[{count}] old probe: {json.dumps(entry['old_probe'])}", file=sys.stderr)
+                sleep_s = max(3.0, 3 * (median(x.get("all_exited_s") for x in runs["probe"]) or 1.0))
+                entry["resources"] = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res", args.dsrun, True,
+                                             ["/bin/sleep", f"{sleep_s:.1f}"], sample=True)
+                entry["resources"].pop("agent_rss_kb_list", None)
+                rss, pss = entry["resources"].pop("agent_rss_kb"), entry["resources"].pop("agent_pss_kb")
+                entry["resources"]["agent_rss_kb_median"] = statistics.median(rss) if rss else None
+                entry["resources"]["agent_pss_kb_median"] = statistics.median(pss) if pss else None
+                print(f"[{count}] resources: {json.dumps(entry['resources'])}", file=sys.stderr)
+                entry["load_after"] = open("/proc/loadavg").read().split()[:3]
+                results["sizes"][count] = entry
+            finally:
+                cluster.stop()
+                time.sleep(0.5)
+                left = leftovers(cluster)
+                if left:
+                    problems.append(f"{count} agents: left behind: {', '.join(left[:10])}")
+                results["sizes"].setdefault(count, {})["left_behind"] = left
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["work_dir_removed"] = not os.path.exists(work)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    report(results, args)
+    if problems:
+        raise SystemExit("agent_scale.py: " + "; ".join(problems))
+
+
+def fmt(x, scale=1.0, digits=0):
+    return "-" if x is None else f"{x * scale:,.{digits}f}"
+
+
+def report(results, args):
+    print(f"\n| nodes x {args.ranks} ranks (star) | all running ms | all exited ms | dsrun exit ms | dsrun CPU us/node "
+          f"| agent CPU us/node | ranks CPU us/node |")
+    print("|---|---|---|---|---|---|---|")
+    for count, e in results["sizes"].items():
+        for variant in ("probe", "no_probe"):
+            rs = e.get("runs", {}).get(variant, [])
+            if not rs:
+                continue
+            ok = [r for r in rs if r["rc"] == 0]
+            g = lambda k: median(r.get(k) for r in ok)  # noqa: E731
+            name = f"{count}" + (" (probe)" if variant == "probe" else " --no_mesh_probe")
+            print(f"| {name} | {fmt(g('all_running_s'), 1e3)} | {fmt(g('all_exited_s'), 1e3)} | "
+                  f"{fmt(g('dsrun_exit_s'), 1e3)} | {fmt(g('dsrun_cpu_us') and g('dsrun_cpu_us') / int(count))} | "
+                  f"{fmt(g('agent_cpu_us_per_node'))} | {fmt(g('rank_cpu_us_per_node'))} |"
+                  + ("" if len(ok) == len(rs) else f" ({len(rs) - len(ok)} of {len(rs)} failed)"))
+    print("\n| nodes | probe pairs new | new probe ms | old pairs | old probe ms / outcome |")
+    print("|---|---|---|---|---|")
+    for count, e in results["sizes"].items():
+        rs = [r for r in e.get("runs", {}).get("probe", []) if r["rc"] == 0]
+        old = e.get("old_probe")
+        old_text = "-" if not old else (f"{old.get('probe_ms')} ms" if old["rc"] == 0 else f"failed: {old.get('error')}")
+        print(f"| {count} | {rs[0].get('probe_pairs') if rs else '-'} | {fmt(median(r.get('probe_ms') for r in rs))} | "
+              f"{int(count) * (int(count) - 1)} | {old_text} |")
+    print("\n| nodes | dsrun sockets | dsrun RSS MiB | agent sockets (median/max) | agent RSS MiB | agent PSS MiB "
+          "| bytes/edge dsrun->agent | agent->dsrun |")
+    print("|---|---|---|---|---|---|---|---|")
+    for count, e in results["sizes"].items():
+        r = e.get("resources")
+        if not r:
+            continue
+        print(f"| {count} | {r['dsrun_sockets']} | {fmt(r.get('dsrun_rss_kb'), 1 / 1024, 1)} | "
+              f"{fmt(r.get('agent_sockets_median'))}/{r['agent_sockets_max']} | "
+              f"{fmt(r.get('agent_rss_kb_median'), 1 / 1024, 1)} | {fmt(r.get('agent_pss_kb_median'), 1 / 1024, 1)} | "
+              f"{fmt(r.get('edge_bytes_to_agent'))} | {fmt(r.get('edge_bytes_from_agent'))} |")
+    print(f"\nload (1/5/15 min) before: {' '.join(results['load_before'])}; per size: " + "; ".join(
+        f"{c}: {' '.join(e.get('load', []))} -> {' '.join(e.get('load_after', []))}" for c, e in results["sizes"].items()))
+    print("left behind: " + ("nothing" if all(not e.get("left_behind") for e in results["sizes"].values())
+                             and results["work_dir_removed"] else "see above"))
+
+
+if __name__ == "__main__":
+    main()

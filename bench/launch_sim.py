@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""A discrete-event simulation of dsrun's agent launch: the star it has today and a k-ary tree of agents
+that is NOT built yet (issue 21 items 1-4). Costs come from bench/launch_sim_costs.json, measured on this
+machine by bench/launch_sim_calibrate.py; the model is validated against bench/agent_scale.py's real runs.
+
+Model (docs/benchmarks.md "Launch at scale" says what each number is and where it came from):
+  * Every process (dsrun, each agent) is one event loop: a queue of work items, each taking a measured
+    amount of CPU; the tree's agents put forwarding before their own spawns (two queues).
+  * A TLS 1.3 mutual handshake is 2 round trips split across both loops (client: ClientHello 30 %,
+    verify + CertificateVerify 70 %; server: key share + sign 60 %, verify the client 40 %), then Hello /
+    Welcome; dsrun sends the LaunchRequests once every agent is welcomed, as it does today.
+  * The star's RankStarted events reach dsrun as one batch per agent (their cost is per rank).
+  * An agent spawns its ranks one after another on its loop (agent_per_rank_us each: fork, exec, the
+    RankStarted event); each rank then execs on a core of its own (rank_exec_us) and is "running".
+  * Messages take the one-way latency plus bytes at 10 Gb/s; a tree's forwarded request carries the
+    common part once plus 64 bytes per node of the subtree (the plan is sent once per subtree).
+  * validate: every work item and every rank's exec also needs one of the machine's shared cores (FIFO),
+    at the share of the 2 cores the real run got (its processes' CPU over its wall time: 6 sessions share
+    them), to replay this machine's runs; project: each process has its own core (a cluster).
+  * cold: every connection needs its TLS handshake; warm: connections are already open (a persistent
+    tree or star), only Hello / LaunchRequest / acknowledgements remain. dsrun's start-up counts in both.
+  * stragglers: a fraction of nodes whose agent and ranks are 10x slower; jitter: every cost is multiplied
+    by a log-normal factor (sigma 0.2) drawn per work item.
+  * kill: one interior agent (the root's first child: the largest subtree) dies --kill_ms after dsrun's
+    start-up (when the launch starts to fan out; 10 ms after dsrun's start nothing has happened yet); its children
+    are re-fanned by its parent (a new handshake each, cold or warm, then the launch if they had not got
+    it) once the failure is detected; the report counts from detection (detection itself is the
+    heartbeat budget, not simulated).
+usage: bench/launch_sim.py validate --real RESULTS.json   (a bench/agent_scale.py --json file)
+       bench/launch_sim.py project [--runs 20]               (10,000 nodes: targets, widths, the curve)
+Python 3 standard library only; with matplotlib installed (python3 -m venv .venv-sim && .venv-sim/bin/pip
+install matplotlib), --plot FILE draws the curve.
+"""
+import argparse
+import heapq
+import json
+import math
+import os
+import random
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Sim:
+    """The event queue and, with `cores`, the pool of shared cores."""
+
+    def __init__(self, rng, jitter, cores=None):
+        # A fractional share of cores (what a run got of 2 cores shared with other work): ceil(share) cores,
+        # each running at share / ceil(share) of its speed.
+        self.speed = 1.0
+        if cores is not None:
+            self.speed = cores / math.ceil(cores)
+            cores = math.ceil(cores)
+        self.now = 0.0
+        self.events = []
+        self.seq = 0
+        self.rng = rng
+        self.jitter = jitter
+        self.cores = cores
+        self.core_queue = []  # (ready callback) waiting for a core
+
+    def at(self, t, fn):
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, fn))
+
+    def cost(self, us):
+        return us * (self.rng.lognormvariate(0, 0.2) if self.jitter else 1.0)
+
+    def run_cpu(self, us, done):
+        """Runs `us` of CPU (on a shared core if there is a pool), then done()."""
+        if self.cores is None:
+            self.at(self.now + us, done)
+            return
+        us = us / self.speed
+
+        def start():
+            def finish():
+                self.cores += 1
+                if self.core_queue:
+                    self.cores -= 1
+                    self.core_queue.pop(0)()
+                done()
+            self.at(self.now + us, finish)
+        if self.cores > 0:
+            self.cores -= 1
+            start()
+        else:
+            self.core_queue.append(start)
+
+    def run(self):
+        while self.events:
+            t, _, fn = heapq.heappop(self.events)
+            self.now = t
+            fn()
+
+
+class Loop:
+    """One process's event loop: work items run one at a time, `urgent` ones first."""
+
+    def __init__(self, sim, name, slow=1.0):
+        self.sim, self.name, self.slow = sim, name, slow
+        self.queues = ([], [])
+        self.busy = False
+        self.dead = False
+        self.cpu_us = 0.0
+
+    def post(self, us, fn, urgent=False):
+        if self.dead:
+            return
+        self.queues[0 if urgent else 1].append((us, fn))
+        if not self.busy:
+            self._next()
+
+    def _next(self):
+        if self.busy:
+            return
+        for q in self.queues:
+            if q:
+                us, fn = q.pop(0)
+                us = self.sim.cost(us) * self.slow
+                self.cpu_us += us
+                self.busy = True
+
+                def done():
+                    self.busy = False
+                    if not self.dead:
+                        fn()
+                        self._next()
+                self.sim.run_cpu(us, done)
+                return
+
+
+class Launch:
+    """One simulated launch of `count` nodes x `ranks` ranks; width 0 is the star."""
+
+    def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
+                 straggler_factor=10.0):
+        self.c, self.count, self.ranks, self.width, self.warm = c, count, ranks, width, warm
+        self.sim = Sim(rng, jitter, cores)
+        self.latency = c["loopback_one_way_us"]
+        slow = set(rng.sample(range(count), int(round(stragglers * count)))) if stragglers else set()
+        self.dsrun = Loop(self.sim, "dsrun")
+        self.agents = [Loop(self.sim, i, straggler_factor if i in slow else 1.0) for i in range(count)]
+        self.rank_running = [[] for _ in range(count)]
+        self.got_launch = [False] * count
+        self.acked = 0
+        self.dsrun_knows = None
+        self.kill = kill_ms * 1000 if kill_ms is not None else None
+        self.victim = 0 if (kill_ms is not None and width) else None
+        self.c_msg = c["dsrun_per_rank_us"] / 3  # a small message: dsrun's per-rank cost is ~3 of them
+        self.pending_acks = {}
+
+    # --- topology (nodes in breadth-first order; dsrun is the root) ---------------------------------------
+    def children(self, i):
+        if self.width == 0:
+            return list(range(self.count)) if i is None else []
+        first = 0 if i is None else self.width * (i + 1)
+        return list(range(first, min(first + self.width, self.count)))
+
+    def subtree_size(self, i):
+        size, level = 0, [i]
+        while level:
+            size += len(level)
+            level = [c for n in level for c in self.children(n)]
+        return size
+
+    def loop(self, i):
+        return self.dsrun if i is None else self.agents[i]
+
+    def send(self, to, nbytes, fn):
+        """Delivers after the latency and the bytes; nothing reaches a dead agent."""
+        delay = self.latency + nbytes * 8 / 10e3  # 10 Gb/s in bytes per µs
+        self.sim.at(self.sim.now + delay, lambda: None if (to is not None and self.agents[to].dead) else fn())
+
+    # --- protocol ------------------------------------------------------------------------------------------
+    def connect(self, parent, child, then, urgent=True, fresh=False):
+        """parent (None = dsrun) opens a TLS connection to child and exchanges Hello/Welcome; then()."""
+        p, ch, c = self.loop(parent), self.agents[child], self.c
+        def hello():
+            p.post(self.c_msg, lambda: self.send(child, 300, lambda: ch.post(
+                self.c_msg, lambda: self.send(parent, 300, lambda: p.post(self.c_msg, then, urgent)), True)), urgent)
+        if self.warm and not fresh:  # a re-fan opens a connection that did not exist: a handshake even when warm
+            hello()
+            return
+        p.post(0.3 * c["tls_client_us"], lambda: self.send(child, 300, lambda: ch.post(
+            0.6 * c["tls_server_us"], lambda: self.send(parent, 1500, lambda: p.post(
+                0.7 * c["tls_client_us"], lambda: self.send(child, 1500, lambda: ch.post(
+                    0.4 * c["tls_server_us"], hello, True)), urgent)), True)), urgent)
+
+    def start(self):
+        c = self.c
+        def started():
+            kids = self.children(None)
+            welcomed = set()
+            def one_welcomed(k):
+                if k in welcomed:
+                    return
+                welcomed.add(k)
+                if len(welcomed) == len(kids):  # as today: launch once every connection is up (or found dead)
+                    for k in kids:
+                        self.forward(None, k)
+            self.welcomed_root = one_welcomed
+            for k in kids:
+                self.connect(None, k, lambda k=k: one_welcomed(k))
+            if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
+                self.killed_at = self.sim.now + self.kill
+                self.sim.at(self.killed_at, self.kill_victim)
+        self.dsrun.post(c["dsrun_startup_us"], started)
+
+    def request_bytes(self, child):
+        common = 5000 + 330 * self.ranks  # the measured ~7.6 KB edge for 8 ranks, less the handshake
+        return common + (64 * (self.subtree_size(child) - 1) if self.width else 0)
+
+    def forward(self, parent, child):
+        c = self.c
+        nbytes = self.request_bytes(child)
+        send_cost = (c["dsrun_per_node_us"] - c["tls_client_us"]) * 0.5 + nbytes * 0.001
+        if parent is None and self.width == 0:
+            send_cost += self.ranks * c["dsrun_per_rank_us"] / 3  # the star builds every rank's entry
+        self.loop(parent).post(send_cost, lambda: self.send(child, nbytes, lambda: self.receive(child)), True)
+
+    def receive(self, i):
+        c, a = self.c, self.agents[i]
+        if self.got_launch[i]:
+            return
+        def handle():
+            if self.got_launch[i]:
+                return
+            self.got_launch[i] = True
+            kids = self.children(i)
+            self.pending_acks = getattr(self, "pending_acks", {})
+            self.pending_acks[i] = len(kids) + 1
+            for k in kids:
+                self.connect(i, k, lambda k=k: self.forward(i, k))
+            self.spawn(i)
+        a.post((c["agent_per_node_us"] - c["tls_server_us"]) * 0.5 + self.request_bytes(i) * 0.001, handle, True)
+
+    def spawn(self, i):
+        c, a = self.c, self.agents[i]
+        per_rank = c["agent_per_rank_us"] + (c["dsrun_per_rank_us"] / 3 if self.width else 0)
+        def one(r):
+            def spawned():
+                exec_us = self.sim.cost(c["rank_exec_us"]) * a.slow
+                if self.sim.cores is None:  # its own core: no event needed until the node's last rank runs
+                    self.rank_running[i].append(self.sim.now + exec_us)
+                    if r + 1 == self.ranks:
+                        self.sim.at(max(self.rank_running[i]), lambda: self.ranks_running(i))
+                else:
+                    def running():
+                        self.rank_running[i].append(self.sim.now)
+                        if len(self.rank_running[i]) == self.ranks:
+                            self.ranks_running(i)
+                    self.sim.run_cpu(exec_us, running)
+                if r + 1 < self.ranks:
+                    one(r + 1)
+            a.post(per_rank, spawned)
+        one(0)
+
+    def ranks_running(self, i):
+        """Every rank of node i runs: the star's RankStarted events (one batch, costed per rank) or the
+        tree's acknowledgement of node i's own part."""
+        if self.agents[i].dead:
+            return
+        if self.width == 0:
+            self.send(None, 100 * self.ranks, lambda: self.dsrun.post(self.c_msg * self.ranks, self.star_event))
+        else:
+            self.subtree_done(i)
+
+    def star_event(self):
+        self.acked += 1
+        if self.acked == self.count:
+            self.dsrun_knows = self.sim.now
+
+    def subtree_done(self, i):
+        """Own ranks running or a child's subtree acknowledged: when all are in, acknowledge upward."""
+        self.pending_acks[i] -= 1
+        if self.pending_acks[i] > 0:
+            return
+        parent = self.parent_of(i)
+        def at_parent():
+            if parent is None:
+                self.acked += 1
+                if self.acked == len(self.children(None)):
+                    self.dsrun_knows = self.sim.now
+            else:
+                self.subtree_done(parent)
+        self.loop(i).post(self.c_msg, lambda: self.send(parent, 100, lambda: self.loop(parent).post(
+            self.c_msg, at_parent, True)), True)
+
+    def parent_of(self, i):
+        p = getattr(self, "reparent", {}).get(i)
+        if p is not None:
+            return p[0]
+        return None if i < self.width else i // self.width - 1
+
+    def kill_victim(self):
+        v = self.victim
+        self.agents[v].dead = True
+        self.rank_running[v] = []
+        self.reparent = {k: (None,) for k in self.children(v)}  # re-fanned by the victim's parent (dsrun)
+        if getattr(self, "pending_acks", None) is not None and v in self.pending_acks:
+            self.pending_acks[v] = 10 ** 9
+        # dsrun no longer waits for the victim; it waits for the victim's children instead.
+        self.acked -= len(self.children(v)) - 1
+        self.welcomed_root(v)  # its connection fails: dsrun launches the others without it
+        for k in self.children(v):
+            def attached(k=k):
+                if not self.got_launch[k]:
+                    self.forward(None, k)
+                elif self.pending_acks.get(k, 1) <= 0:
+                    self.acked += 1  # its subtree was already done; the ack went to the dead parent
+            self.connect(None, k, attached, fresh=True)
+
+    def result(self):
+        self.start()
+        self.sim.run()
+        starts = [t for n, rs in enumerate(self.rank_running) if not self.agents[n].dead for t in rs]
+        expected = (self.count - (1 if self.victim is not None else 0)) * self.ranks
+        return {"all_running_ms": max(starts) / 1000 if len(starts) == expected else None,
+                "killed_at_ms": getattr(self, "killed_at", 0) / 1000,
+                "ranks_running": len(starts), "dsrun_knows_ms": self.dsrun_knows and self.dsrun_knows / 1000,
+                "dsrun_cpu_us": self.dsrun.cpu_us, "agent_cpu_us_per_node": sum(a.cpu_us for a in self.agents) / self.count,
+                "max_sockets": (len(self.children(None)) if self.width == 0 else self.width + 1)}
+
+
+def load_costs(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def pct(xs, q):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    return xs[min(len(xs) - 1, math.ceil(q / 100 * len(xs)) - 1)]
+
+
+def validate(args, c):
+    with open(args.real) as f:
+        real = json.load(f)
+    print("| nodes x 8 (star, cold, this machine) | real all running ms | simulated ms | error | cores given "
+          "| real dsrun CPU us/node | simulated | error | real agent CPU us/node | simulated | error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    errors = []
+    for count, e in sorted(real["sizes"].items(), key=lambda kv: int(kv[0])):
+        for run in e.get("runs", {}).get("no_probe", []):
+            if run.get("rc") != 0 or "all_running_s" not in run:
+                continue
+            # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
+            used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
+            cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
+            sim = Launch(c, int(count), 8, 0, False, random.Random(int(count)), cores=cores, jitter=False).result()
+            r_ms = run["all_running_s"] * 1000
+            d_real = run["dsrun_cpu_us"] / int(count)
+            d_sim = sim["dsrun_cpu_us"] / int(count)
+            errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
+                    (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
+            errors.append(errs)
+            print(f"| {count} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | {d_real:,.0f} | "
+                  f"{d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
+                  f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
+    if errors:
+        for k, name in enumerate(("all running", "dsrun CPU/node", "agent CPU/node")):
+            xs = [abs(e[k]) for e in errors]
+            print(f"\n{name}: mean |error| {statistics.mean(xs):.0%}, max {max(xs):.0%} over {len(xs)} runs", end="")
+        print()
+
+
+def project(args, c):
+    rng = random.Random(args.seed)
+    widths = [int(w) for w in args.widths.split(",")]
+    out = {"targets": {}, "curve": {}}
+    print(f"{args.nodes:,}-node x 8-rank projection (simulated; the tree is not built): {args.runs} runs per cell "
+          f"({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for the star); 1 % stragglers "
+          f"({args.straggler_factor:g}x slower agent and ranks); jitter sigma 0.2; one-way latency "
+          f"{c['loopback_one_way_us']:.0f} us; t = 0 at dsrun's start (its start-up: {c['dsrun_startup_us'] / 1000:.0f} ms)")
+    print("\n| topology | cold p50 | cold p99 | warm p50 | warm p99 | no stragglers: cold p99 | warm p99 | interior "
+          "agent killed 10 ms in: cold p99 after the kill | warm | dsrun CPU ms (cold) | sockets per process |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
+        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, **kw).result() for _ in range(runs)]
+    for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
+        row = {}
+        runs = args.star_runs if width == 0 else args.runs
+        side = args.star_runs if width == 0 else args.side_runs
+        for warm in (False, True):
+            key = "warm" if warm else "cold"
+            row[key] = sim(args.nodes, width, warm, runs, stragglers=0.01)
+            row[key + "_even"] = sim(args.nodes, width, warm, side)
+            if width:
+                row[key + "_kill"] = sim(args.nodes, width, warm, side, stragglers=0.01, kill_ms=10)
+        def p(key, q):
+            rs = row.get(key)
+            if not rs or any(r["all_running_ms"] is None for r in rs):
+                return "-" if not rs else "not all running"
+            return f"{pct([r['all_running_ms'] - r['killed_at_ms'] for r in rs], q):.0f}"
+        name = "star (today)" if width == 0 else f"tree, width {width}"
+        print(f"| {name} | {p('cold', 50)} | {p('cold', 99)} | {p('warm', 50)} | {p('warm', 99)} | {p('cold_even', 99)} "
+              f"| {p('warm_even', 99)} | {p('cold_kill', 99)} | {p('warm_kill', 99)} | "
+              f"{statistics.median(r['dsrun_cpu_us'] for r in row['cold']) / 1000:.0f} | {row['cold'][0]['max_sockets']:,} |")
+        out["targets"][name] = {k: [r["all_running_ms"] for r in v] for k, v in row.items()}
+    sizes = [int(s) for s in args.curve_sizes.split(",")]
+    widths = [int(w) for w in args.curve_widths.split(",")]
+    print(f"\n| nodes x 8 ranks, {args.curve_stragglers:.0%} stragglers: all running, cold / warm, median of "
+          f"{args.curve_runs} ms | star | " +
+          " | ".join(f"width {w}" for w in widths) + " |")
+    print("|---|---|" + "---|" * len(widths))
+    for n in sizes:
+        cells = []
+        for width in [0] + widths:
+            cold = statistics.median(r["all_running_ms"] for r in sim(n, width, False, args.curve_runs,
+                                                                      stragglers=args.curve_stragglers))
+            warm = statistics.median(r["all_running_ms"] for r in sim(n, width, True, args.curve_runs,
+                                                                      stragglers=args.curve_stragglers))
+            cells.append(f"{cold:.0f} / {warm:.0f}")
+            out["curve"].setdefault(str(width), {})[n] = (cold, warm)
+        print(f"| {n:,} | " + " | ".join(cells) + " |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    if args.plot:
+        plot(out, sizes, widths, args.plot)
+
+
+def plot(out, sizes, widths, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("launch_sim.py: matplotlib not installed; no plot (pip install matplotlib in a venv)", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for width in [0] + widths:
+        curve = out["curve"][str(width)]
+        label = "star (today)" if width == 0 else f"tree width {width}"
+        ax.plot(sizes, [curve[n][0] for n in sizes], marker="o", label=label + " cold")
+        ax.plot(sizes, [curve[n][1] for n in sizes], linestyle="--", marker=".", label=label + " warm")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (8 ranks each)")
+    ax.set_ylabel("all ranks running, ms (simulated, median)")
+    ax.set_title("dsrun launch: star (built) vs k-ary tree (simulated, not built)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mode", choices=["validate", "project"])
+    ap.add_argument("--costs", default=os.path.join(HERE, "launch_sim_costs.json"))
+    ap.add_argument("--real", help="bench/agent_scale.py --json output (validate)")
+    ap.add_argument("--nodes", type=int, default=10000)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--widths", default="16,64", help="tree widths of the 10,000-node table")
+    ap.add_argument("--curve_widths", default="4,8,16,32,64", help="tree widths of the curve")
+    ap.add_argument("--curve_sizes", default="16,64,256,1000,4000,10000")
+    ap.add_argument("--curve_runs", type=int, default=1)
+    ap.add_argument("--side_runs", type=int, default=10, help="runs for the kill and no-straggler cells")
+    ap.add_argument("--star_runs", type=int, default=3, help="runs for the star's cells (slow to simulate)")
+    ap.add_argument("--straggler_factor", type=float, default=10.0)
+    ap.add_argument("--curve_stragglers", type=float, default=0.01, help="fraction of stragglers in the curve")
+    ap.add_argument("--curve_only", action="store_true", help="skip the 10,000-node table")
+    ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
+    args = ap.parse_args()
+    c = load_costs(args.costs)
+    if args.mode == "validate":
+        if not args.real:
+            ap.error("validate needs --real RESULTS.json")
+        validate(args, c)
+    else:
+        project(args, c)
+
+
+if __name__ == "__main__":
+    main()
