@@ -34,8 +34,9 @@ AgentServer::AgentServer(boost::asio::io_context& io, Options options, boost::as
       handler_(RequestHandler::Config{options_.hostName,
                                       static_cast<uint32_t>(sessionTiming(options_).heartbeatPeriod.count()), 4096}),
       table_(io, spawner, sessions_,
-             ProcessTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
-                                   64 * 1024, options_.baseEnv}) {
+             JobTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
+                               64 * 1024, options_.baseEnv}),
+      reaper_(io, [this](pid_t pid, int waitStatus) { table_.onReaped(pid, waitStatus); }) {
   if (!options_.tlsDir.empty()) crl_.emplace(options_.tlsDir, "--tls_dir");
 }
 
@@ -96,7 +97,7 @@ void AgentServer::shutdown() {
     table_.stopAll([this] {
       DSRUN_LOG(INFO) << "no rank left, exiting";
       sessions_.stopAll("");
-      table_.close();
+      reaper_.close();
       boost::system::error_code ignoredToo;
       signals_.cancel(ignoredToo);
     });

@@ -10,8 +10,9 @@
 
 #include "agent/mesh_probe.h"
 #include "agent/port_preflight.h"
-#include "agent/process_table.h"
+#include "agent/job_table.h"
 #include "agent/session_manager.h"
+#include "agent/session_wire.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "tls/certificate_issuer.h"
@@ -34,7 +35,7 @@ std::string peerCertificate(SSL* ssl) {
 
 }  // namespace
 
-Session::Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, ProcessTable& table,
+Session::Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, JobTable& table,
                  const RequestHandler& handler, Timing timing)
     : id_(id),
       stream_(std::move(stream)),
@@ -161,7 +162,7 @@ void Session::dispatch(const Envelope& envelope) {
         if (!congested()) runDrainedCallbacks();
         break;
       case Action::Kind::Launch:
-        table_.launch(id_, action.launch);
+        table_.launch(id_, toJobSpec(action.launch));
         break;
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
@@ -241,7 +242,7 @@ void Session::send(const Envelope& envelope) {
   queuedBytes_ += frame.size();
   writeQueue_.push_back(std::move(frame));
   if (queuedBytes_ > kMaxQueuedBytes) {
-    // Posted: send() runs inside the ProcessTable's and the handler's loops, which stop() re-enters.
+    // Posted: send() runs inside the JobTable's and the handler's loops, which stop() re-enters.
     overflowed_ = true;
     boost::asio::post(stream_.get_executor(), [self = shared_from_this()] {
       self->stop(strCat("closing: the launcher does not read its replies (", self->queuedBytes_,
@@ -250,6 +251,11 @@ void Session::send(const Envelope& envelope) {
     return;
   }
   writeNext();
+}
+
+void Session::deliver(JobEvent event) {
+  if (stopped_ || closing_ || overflowed_) return;
+  send(toEnvelope(std::move(event)));
 }
 
 void Session::writeNext() {

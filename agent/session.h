@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/heartbeat_monitor.h"
+#include "agent/job_events.h"
 #include "agent/member_state.h"
 #include "agent/request_handler.h"
 #include "agent/thread_checker.h"
@@ -25,7 +26,7 @@
 
 namespace dsrun::agent {
 
-class ProcessTable;
+class JobTable;
 class SessionManager;
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -45,7 +46,7 @@ class Session : public std::enable_shared_from_this<Session> {
   /// a client that floods requests without reading the replies gets here.
   static constexpr size_t kMaxQueuedBytes = 32u << 20;
 
-  Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, ProcessTable& table,
+  Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, JobTable& table,
           const RequestHandler& handler, Timing timing);
 
   /// Starts the TLS handshake and, once authenticated, the read loop.
@@ -58,6 +59,8 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Queues one envelope for the peer (dropped once the session is closing). Output data spends
   /// the peer's output window (Hello.output_window_bytes), if it asked for one.
   void send(const Envelope& envelope);
+  /// Sends the wire message for one of this session's job events (agent/session_wire.h), as send().
+  void deliver(JobEvent event);
   /// True while the write queue is above kHighWaterBytes or the peer's output window is spent.
   bool congested() const {
     return queuedBytes_ > kHighWaterBytes || (windowed_ && outputCredit_ <= 0);
@@ -93,7 +96,7 @@ class Session : public std::enable_shared_from_this<Session> {
   SslStream stream_;                     ///< the TLS connection
   std::string peer_;                     ///< "addr:port" of the peer, for logs
   SessionManager& manager_;              ///< told when this session ends
-  ProcessTable& table_;                  ///< runs this session's jobs
+  JobTable& table_;                      ///< runs this session's jobs
   const RequestHandler& handler_;        ///< protocol decisions
   Timing timing_;                        ///< injected durations
   boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline
