@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "agent/tls_connection.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -70,8 +71,9 @@ void AgentServer::accept() {
       socket.set_option(boost::asio::ip::tcp::no_delay(true), peerEc);
       // Before the handshake, so a certificate revoked a moment ago is refused on this connection.
       if (crl_) crl_->refresh(ssl_);
-      auto session = std::make_shared<Session>(nextSessionId_++, Session::SslStream(std::move(socket), ssl_), peer,
-                                               sessions_, table_, handler_, sessionTiming(options_));
+      auto session = std::make_shared<Session>(
+          nextSessionId_++, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer,
+          sessions_, table_, handler_, sessionTiming(options_));
       sessions_.start(std::move(session));
     }
     accept();
