@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "agent/tls_connection.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -34,8 +35,9 @@ AgentServer::AgentServer(boost::asio::io_context& io, Options options, boost::as
       handler_(RequestHandler::Config{options_.hostName,
                                       static_cast<uint32_t>(sessionTiming(options_).heartbeatPeriod.count()), 4096}),
       table_(io, spawner, sessions_,
-             ProcessTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
-                                   64 * 1024, options_.baseEnv}) {
+             JobTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
+                               64 * 1024, options_.baseEnv}),
+      reaper_(io, [this](pid_t pid, int waitStatus) { table_.onReaped(pid, waitStatus); }) {
   if (!options_.tlsDir.empty()) crl_.emplace(options_.tlsDir, "--tls_dir");
 }
 
@@ -69,8 +71,9 @@ void AgentServer::accept() {
       socket.set_option(boost::asio::ip::tcp::no_delay(true), peerEc);
       // Before the handshake, so a certificate revoked a moment ago is refused on this connection.
       if (crl_) crl_->refresh(ssl_);
-      auto session = std::make_shared<Session>(nextSessionId_++, Session::SslStream(std::move(socket), ssl_), peer,
-                                               sessions_, table_, handler_, sessionTiming(options_));
+      auto session = std::make_shared<Session>(
+          nextSessionId_++, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer,
+          sessions_, table_, handler_, sessionTiming(options_));
       sessions_.start(std::move(session));
     }
     accept();
@@ -96,7 +99,7 @@ void AgentServer::shutdown() {
     table_.stopAll([this] {
       DSRUN_LOG(INFO) << "no rank left, exiting";
       sessions_.stopAll("");
-      table_.close();
+      reaper_.close();
       boost::system::error_code ignoredToo;
       signals_.cancel(ignoredToo);
     });

@@ -1,6 +1,6 @@
 #pragma once
 // AgentServer: the dsrun-agent daemon (the Asio HTTP server's `server`): owns the TLS acceptor, the
-// signal_set for SIGTERM/SIGINT, the SessionManager and the ProcessTable. Everything runs on the one
+// signal_set for SIGTERM/SIGINT, the SessionManager, the JobTable and the Reaper. Everything runs on the one
 // thread that calls io.run(); run() returns after a shutdown once every rank is gone.
 
 #include <boost/asio/io_context.hpp>
@@ -14,7 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/process_table.h"
+#include "agent/job_table.h"
+#include "agent/reaper.h"
 #include "agent/request_handler.h"
 #include "agent/session.h"
 #include "agent/session_manager.h"
@@ -66,7 +67,8 @@ class AgentServer {
   boost::asio::signal_set signals_;             ///< SIGTERM, SIGINT
   RequestHandler handler_;                      ///< pure protocol logic
   SessionManager sessions_;                     ///< live sessions
-  ProcessTable table_;                          ///< jobs and their ranks
+  JobTable table_;                              ///< jobs and their ranks
+  Reaper reaper_;                               ///< tells table_ of exited ranks; after it: destroyed first
   uint64_t nextSessionId_ = 1;                  ///< session ids are never reused
   int shutdowns_ = 0;                           ///< shutdown() calls so far
   ThreadChecker thread_;                        ///< loop-thread confinement

@@ -1,59 +1,44 @@
 #include "agent/session.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-
 #include <algorithm>
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <utility>
 
 #include "agent/mesh_probe.h"
 #include "agent/port_preflight.h"
-#include "agent/process_table.h"
+#include "agent/job_table.h"
 #include "agent/session_manager.h"
+#include "agent/session_wire.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "tls/certificate_issuer.h"
-#include "tls/ssl_context.h"
 
 namespace dsrun::agent {
 namespace {
 
 constexpr size_t kReadBufferBytes = 64 * 1024;
 
-/// The peer's (verified) certificate for the log: CN and serial, the serial being what
-/// `dsrun --revoke_cert` takes away.
-std::string peerCertificate(SSL* ssl) {
-  X509* cert = SSL_get1_peer_certificate(ssl);
-  if (cert == nullptr) return "?";
-  std::string text = tls::describeCertificate(cert);
-  X509_free(cert);
-  return text;
-}
-
 }  // namespace
 
-Session::Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, ProcessTable& table,
-                 const RequestHandler& handler, Timing timing)
+Session::Session(uint64_t id, std::unique_ptr<Connection> connection, std::string peer, SessionManager& manager,
+                 JobTable& table, const RequestHandler& handler, Timing timing)
     : id_(id),
-      stream_(std::move(stream)),
+      connection_(std::move(connection)),
       peer_(std::move(peer)),
       manager_(manager),
       table_(table),
       handler_(handler),
       timing_(timing),
-      deadline_(stream_.get_executor()),
+      deadline_(connection_->executor()),
       monitor_(makeMonitor(timing.heartbeatPeriod, timing.heartbeatThreshold,
                            timing.heartbeatPeriod.count() * timing.heartbeatThreshold)),
       decoder_(peer_),
       readBuffer_(kReadBufferBytes),
-      heartbeat_(stream_.get_executor()) {}
+      heartbeat_(connection_->executor()) {}
 
 std::unique_ptr<HeartbeatMonitor> Session::makeMonitor(std::chrono::milliseconds period, int threshold,
                                                        int64_t budgetMs) {
   return std::make_unique<HeartbeatMonitor>(
-      static_cast<boost::asio::io_context&>(stream_.get_executor().context()), period, threshold,
+      static_cast<boost::asio::io_context&>(connection_->executor().context()), period, threshold,
       [this, budgetMs] {
         transition(MemberEvent::PeerLost);
         stop(strCat("no heartbeat for ", budgetMs, " ms, stopping its jobs"));
@@ -68,35 +53,35 @@ void Session::start() {
     if (ec || self->stopped_ || self->welcomed_) return;
     self->stop(strCat("refused: no TLS handshake and hello within ", self->timing_.handshakeTimeout.count(), " ms"));
   });
-  stream_.async_handshake(boost::asio::ssl::stream_base::server,
-                          [self = shared_from_this()](const boost::system::error_code& ec) { self->onHandshake(ec); });
+  connection_->handshake([self = shared_from_this()](const std::string& failure, const std::string& peerIdentity) {
+    self->onHandshake(failure, peerIdentity);
+  });
 }
 
-void Session::onHandshake(const boost::system::error_code& ec) {
+void Session::onHandshake(const std::string& failure, const std::string& peerIdentity) {
   if (stopped_) return;
-  if (ec) {
+  if (!failure.empty()) {
     // Nothing of the protocol was read: the peer never got past TLS.
-    stop(strCat("refused: TLS handshake failed: ", tls::describeHandshakeFailure(stream_.native_handle(), ec)));
+    stop(strCat("refused: TLS handshake failed: ", failure));
     return;
   }
-  DSRUN_LOG(INFO) << peer_ << ": TLS peer authenticated (" << peerCertificate(stream_.native_handle()) << ")";
+  DSRUN_LOG(INFO) << peer_ << ": TLS peer authenticated (" << peerIdentity << ")";
   readMore();
 }
 
 void Session::readMore() {
   if (stopped_ || closing_) return;
-  stream_.async_read_some(boost::asio::buffer(readBuffer_),
-                          [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                            self->onRead(ec, n);
-                          });
+  connection_->readSome(boost::asio::buffer(readBuffer_),
+                        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                          self->onRead(ec, n);
+                        });
 }
 
 void Session::onRead(const boost::system::error_code& ec, size_t n) {
   if (stopped_ || closing_) return;
   if (ec) {
-    std::string why = ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated
-                          ? "launcher disconnected"
-                          : strCat("read: ", tls::describeTlsError(ec));
+    std::string why =
+        connection_->isDisconnect(ec) ? "launcher disconnected" : strCat("read: ", connection_->describe(ec));
     try {
       decoder_.finish();
     } catch (const ParseError& e) {
@@ -125,17 +110,6 @@ void Session::onRead(const boost::system::error_code& ec, size_t n) {
   readMore();
 }
 
-std::string Session::localAddress() {
-  boost::system::error_code ec;
-  boost::asio::ip::address address = stream_.lowest_layer().local_endpoint(ec).address();
-  if (ec) return "";
-  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d; ranks need the plain IPv4 form.
-  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-    address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
-  }
-  return address.to_string();
-}
-
 void Session::dispatch(const Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
@@ -146,7 +120,7 @@ void Session::dispatch(const Envelope& envelope) {
   view.welcomed = welcomed_;
   view.ownJobs = table_.jobIdsOf(id_);
   view.agentJobs = table_.jobIds();
-  if (!welcomed_) view.localAddress = localAddress();
+  if (!welcomed_) view.localAddress = connection_->localAddress();
   for (auto& action : handler_.handle(envelope, view)) {
     if (stopped_) return;
     switch (action.kind) {
@@ -161,7 +135,7 @@ void Session::dispatch(const Envelope& envelope) {
         if (!congested()) runDrainedCallbacks();
         break;
       case Action::Kind::Launch:
-        table_.launch(id_, action.launch);
+        table_.launch(id_, toJobSpec(action.launch));
         break;
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
@@ -172,7 +146,7 @@ void Session::dispatch(const Envelope& envelope) {
         break;
       case Action::Kind::ProbeMesh: {
         DSRUN_LOG(INFO) << peer_ << ": mesh probe of " << action.probe.targets_size() << " agent(s)";
-        MeshProbe::start(stream_.get_executor(), action.probe,
+        MeshProbe::start(connection_->executor(), action.probe,
                          [self = shared_from_this()](Envelope reply) { self->send(reply); });
         break;
       }
@@ -241,15 +215,20 @@ void Session::send(const Envelope& envelope) {
   queuedBytes_ += frame.size();
   writeQueue_.push_back(std::move(frame));
   if (queuedBytes_ > kMaxQueuedBytes) {
-    // Posted: send() runs inside the ProcessTable's and the handler's loops, which stop() re-enters.
+    // Posted: send() runs inside the JobTable's and the handler's loops, which stop() re-enters.
     overflowed_ = true;
-    boost::asio::post(stream_.get_executor(), [self = shared_from_this()] {
+    boost::asio::post(connection_->executor(), [self = shared_from_this()] {
       self->stop(strCat("closing: the launcher does not read its replies (", self->queuedBytes_,
                         " bytes queued), stopping its jobs"));
     });
     return;
   }
   writeNext();
+}
+
+void Session::deliver(JobEvent event) {
+  if (stopped_ || closing_ || overflowed_) return;
+  send(toEnvelope(std::move(event)));
 }
 
 void Session::writeNext() {
@@ -259,21 +238,21 @@ void Session::writeNext() {
     return;
   }
   writing_ = true;
-  boost::asio::async_write(stream_, boost::asio::buffer(writeQueue_.front()),
-                           [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                             self->writing_ = false;
-                             if (self->stopped_) return;
-                             if (ec) {
-                               self->stop(strCat("write: ", tls::describeTlsError(ec), ", stopping its jobs"));
-                               return;
-                             }
-                             self->queuedBytes_ -= self->writeQueue_.front().size();
-                             self->writeQueue_.pop_front();
-                             if (self->queuedBytes_ < kLowWaterBytes && !self->congested()) {
-                               self->runDrainedCallbacks();
-                             }
-                             self->writeNext();
-                           });
+  connection_->write(boost::asio::buffer(writeQueue_.front()),
+                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                       self->writing_ = false;
+                       if (self->stopped_) return;
+                       if (ec) {
+                         self->stop(strCat("write: ", self->connection_->describe(ec), ", stopping its jobs"));
+                         return;
+                       }
+                       self->queuedBytes_ -= self->writeQueue_.front().size();
+                       self->writeQueue_.pop_front();
+                       if (self->queuedBytes_ < kLowWaterBytes && !self->congested()) {
+                         self->runDrainedCallbacks();
+                       }
+                       self->writeNext();
+                     });
 }
 
 void Session::whenDrained(std::function<void()> resume) {
@@ -286,7 +265,7 @@ void Session::runDrainedCallbacks() {
   // and calling it inline recursed without bound while a stopped session still looked congested
   // (the agent's SIGSEGV).
   auto callbacks = std::exchange(drainedCallbacks_, {});
-  for (auto& fn : callbacks) boost::asio::post(stream_.get_executor(), std::move(fn));
+  for (auto& fn : callbacks) boost::asio::post(connection_->executor(), std::move(fn));
 }
 
 void Session::closeAfterFlush(const std::string& reason) {
@@ -324,9 +303,7 @@ void Session::stop(const std::string& reason) {
   deadline_.cancel();
   heartbeat_.cancel();
   monitor_->stop();
-  boost::system::error_code ignored;
-  stream_.lowest_layer().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-  stream_.lowest_layer().close(ignored);
+  connection_->close();
   writeQueue_.clear();
   queuedBytes_ = 0;
   windowed_ = false;  // nobody reads any more: paused pumps resume and their output is dropped

@@ -1,13 +1,11 @@
 #pragma once
 // Session: one authenticated launcher connection (the Asio HTTP server's `connection`). Runs the
-// TLS handshake (a peer without a certificate of the cluster CA is refused before any byte of the
-// protocol is parsed), then reads frames, asks the RequestHandler what to do and does it, and
-// writes replies and job events through a bounded write queue. Owned by the SessionManager;
-// handlers hold shared_from_this(). Loop-thread only.
+// Connection's handshake (TLS: a peer without a certificate of the cluster CA is refused before any
+// byte of the protocol is parsed), then reads frames, asks the RequestHandler what to do and does it,
+// and writes replies and job events through a bounded write queue. It is the one place where the
+// agent's jobs meet the wire: LaunchRequests become JobSpecs and job events become messages here
+// (agent/session_wire.h). Owned by the SessionManager; handlers hold shared_from_this(). Loop-thread only.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
@@ -17,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/connection.h"
 #include "agent/heartbeat_monitor.h"
+#include "agent/job_events.h"
 #include "agent/member_state.h"
 #include "agent/request_handler.h"
 #include "agent/thread_checker.h"
@@ -25,13 +25,11 @@
 
 namespace dsrun::agent {
 
-class ProcessTable;
+class JobTable;
 class SessionManager;
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  using SslStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
-
   struct Timing {
     std::chrono::milliseconds handshakeTimeout{10000};  ///< TLS handshake + Hello must finish within
     std::chrono::milliseconds heartbeatPeriod{1000};    ///< monitor period (client beats at least this often)
@@ -45,10 +43,11 @@ class Session : public std::enable_shared_from_this<Session> {
   /// a client that floods requests without reading the replies gets here.
   static constexpr size_t kMaxQueuedBytes = 32u << 20;
 
-  Session(uint64_t id, SslStream stream, std::string peer, SessionManager& manager, ProcessTable& table,
-          const RequestHandler& handler, Timing timing);
+  /// `peer` names the connection in the log ("addr:port").
+  Session(uint64_t id, std::unique_ptr<Connection> connection, std::string peer, SessionManager& manager,
+          JobTable& table, const RequestHandler& handler, Timing timing);
 
-  /// Starts the TLS handshake and, once authenticated, the read loop.
+  /// Starts the handshake and, once the peer is authenticated, the read loop.
   void start();
   /// Closes at once and stops this connection's jobs; `reason` is logged (empty: nothing logged).
   void stop(const std::string& reason);
@@ -58,6 +57,8 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Queues one envelope for the peer (dropped once the session is closing). Output data spends
   /// the peer's output window (Hello.output_window_bytes), if it asked for one.
   void send(const Envelope& envelope);
+  /// Sends the wire message for one of this session's job events (agent/session_wire.h), as send().
+  void deliver(JobEvent event);
   /// True while the write queue is above kHighWaterBytes or the peer's output window is spent.
   bool congested() const {
     return queuedBytes_ > kHighWaterBytes || (windowed_ && outputCredit_ <= 0);
@@ -71,12 +72,10 @@ class Session : public std::enable_shared_from_this<Session> {
   MemberState state() const { return state_; }
 
  private:
-  void onHandshake(const boost::system::error_code& ec);
+  void onHandshake(const std::string& failure, const std::string& peerIdentity);
   void readMore();
   void onRead(const boost::system::error_code& ec, size_t n);
   void dispatch(const Envelope& envelope);
-  /// This end of the connection, the address the client dialled (reported in Welcome); empty on error.
-  std::string localAddress();
   void writeNext();
   void closeAfterFlush(const std::string& reason);
   void transition(MemberEvent event);
@@ -90,10 +89,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<HeartbeatMonitor> makeMonitor(std::chrono::milliseconds period, int threshold, int64_t budgetMs);
 
   uint64_t id_;                          ///< unique per agent process; owner id of this session's jobs
-  SslStream stream_;                     ///< the TLS connection
+  std::unique_ptr<Connection> connection_;  ///< the byte stream to the launcher
   std::string peer_;                     ///< "addr:port" of the peer, for logs
   SessionManager& manager_;              ///< told when this session ends
-  ProcessTable& table_;                  ///< runs this session's jobs
+  JobTable& table_;                      ///< runs this session's jobs
   const RequestHandler& handler_;        ///< protocol decisions
   Timing timing_;                        ///< injected durations
   boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline

@@ -31,9 +31,9 @@ void SessionManager::stopAll(const std::string& reason) {
   for (auto& s : all) s->stop(reason);
 }
 
-void SessionManager::deliver(uint64_t owner, Envelope envelope) {
+void SessionManager::deliver(uint64_t owner, JobEvent event) {
   auto it = sessions_.find(owner);
-  if (it != sessions_.end()) it->second->send(envelope);
+  if (it != sessions_.end()) it->second->deliver(std::move(event));
 }
 
 bool SessionManager::congested(uint64_t owner) const {

@@ -1,6 +1,6 @@
 #pragma once
 // SessionManager: owns the live sessions (the Asio HTTP server's connection_manager) and routes job
-// events to the session that launched the job. Loop-thread only.
+// events to the session that launched the job, which turns them into wire messages. Loop-thread only.
 
 #include <cstdint>
 #include <map>
@@ -25,7 +25,7 @@ class SessionManager : public JobEvents {
   void stopAll(const std::string& reason);
   size_t size() const { return sessions_.size(); }
 
-  void deliver(uint64_t owner, Envelope envelope) override;
+  void deliver(uint64_t owner, JobEvent event) override;
   bool congested(uint64_t owner) const override;
   void whenDrained(uint64_t owner, std::function<void()> resume) override;
 
