@@ -10,12 +10,12 @@
 
 #include "agent/log_pump.h"
 #include "agent/progress_watch.h"
-#include "common/process_state.h"
+#include "supervision/process_state.h"
 #include "agent/request_handler.h"
 #include "common/env_contract.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/rank_log.h"
+#include "supervision/rank_log.h"
 #include "tls/redact.h"
 
 namespace dsrun::agent {

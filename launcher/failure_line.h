@@ -28,7 +28,7 @@ std::optional<RankFailure> parseFailureLine(std::string_view line);
 /// host and pid, with cause "finished cleanly" and exit code 0.
 std::optional<RankFailure> parseCleanExitLine(std::string_view line);
 
-/// One root-cause line of dsrun-launch (common/local_job.h, rootCauseAsLines), found anywhere in a forwarded line:
+/// One root-cause line of dsrun-launch (supervision/local_job.h, rootCauseAsLines), found anywhere in a forwarded line:
 ///   "dsrun: rank R (HOST) stderr| TEXT"    one line of the failing rank's stderr tail, oldest first
 ///   "dsrun: rank R (HOST) log file: PATH"  its --enable_each_rank_log file
 struct RootCauseLine {

@@ -1,4 +1,4 @@
-#include "common/job_supervisor.h"
+#include "supervision/job_supervisor.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -6,7 +6,7 @@
 #include "common/exit_status.h"
 #include "common/exit_timeout_line.h"
 #include "common/logging.h"
-#include "common/process_state.h"
+#include "supervision/process_state.h"
 
 namespace dsrun {
 namespace {

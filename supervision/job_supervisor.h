@@ -15,8 +15,8 @@
 
 #include "common/error.h"
 #include "common/job_controller.h"
-#include "common/rank_spec.h"
-#include "common/spawner.h"
+#include "supervision/rank_spec.h"
+#include "supervision/spawner.h"
 
 namespace dsrun {
 

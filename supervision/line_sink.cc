@@ -1,4 +1,4 @@
-#include "common/line_sink.h"
+#include "supervision/line_sink.h"
 
 #include <poll.h>
 #include <unistd.h>

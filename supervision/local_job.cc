@@ -1,8 +1,8 @@
-#include "common/local_job.h"
+#include "supervision/local_job.h"
 
 #include "common/env_contract.h"
 #include "common/hang_watch.h"
-#include "common/local_job_runner.h"
+#include "supervision/local_job_runner.h"
 
 namespace dsrun {
 

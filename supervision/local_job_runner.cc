@@ -1,4 +1,4 @@
-#include "common/local_job_runner.h"
+#include "supervision/local_job_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,11 +14,11 @@
 #include "common/control_line.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/orphan_sweeper.h"
-#include "common/pid_file.h"
-#include "common/rank_log.h"
+#include "supervision/orphan_sweeper.h"
+#include "supervision/pid_file.h"
+#include "supervision/rank_log.h"
 #include "common/root_cause.h"
-#include "common/stack_files.h"
+#include "supervision/stack_files.h"
 #include "common/strings.h"
 
 namespace dsrun {

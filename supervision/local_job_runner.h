@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "common/hang_watch.h"
-#include "common/job_supervisor.h"
+#include "supervision/job_supervisor.h"
 #include "common/line_buffer.h"
-#include "common/line_sink.h"
-#include "common/local_job.h"
-#include "common/oom_log.h"
-#include "common/posix_spawner.h"
-#include "common/signal_pipe.h"
+#include "supervision/line_sink.h"
+#include "supervision/local_job.h"
+#include "supervision/oom_log.h"
+#include "supervision/posix_spawner.h"
+#include "supervision/signal_pipe.h"
 
 namespace dsrun {
 

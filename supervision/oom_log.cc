@@ -1,4 +1,4 @@
-#include "common/oom_log.h"
+#include "supervision/oom_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "common/orphan_sweeper.h"
+#include "supervision/orphan_sweeper.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "common/logging.h"
-#include "common/process_state.h"
+#include "supervision/process_state.h"
 
 namespace dsrun {
 

@@ -1,11 +1,11 @@
-#include "common/output_writer.h"
+#include "supervision/output_writer.h"
 
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
-#include "common/line_sink.h"
+#include "supervision/line_sink.h"
 
 namespace dsrun {
 

@@ -1,4 +1,4 @@
-#include "common/pid_file.h"
+#include "supervision/pid_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "common/posix_spawner.h"
+#include "supervision/posix_spawner.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -2,7 +2,7 @@
 // PosixSpawner: fork/exec with a CLOEXEC status pipe, so a failure in the child (exec, chdir,
 // affinity) comes back from spawn() at once with its errno instead of as a mysterious exit 127.
 
-#include "common/spawner.h"
+#include "supervision/spawner.h"
 
 namespace dsrun {
 

@@ -1,4 +1,4 @@
-#include "common/process_state.h"
+#include "supervision/process_state.h"
 
 #include <fstream>
 

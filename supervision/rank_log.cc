@@ -1,4 +1,4 @@
-#include "common/rank_log.h"
+#include "supervision/rank_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

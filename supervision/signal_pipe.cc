@@ -1,4 +1,4 @@
-#include "common/signal_pipe.h"
+#include "supervision/signal_pipe.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "common/stack_files.h"
+#include "supervision/stack_files.h"
 
 #include <cerrno>
 #include <cstdio>

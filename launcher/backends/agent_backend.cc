@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "common/error.h"
-#include "common/rank_log.h"
+#include "supervision/rank_log.h"
 #include "common/strings.h"
 #include "launcher/elastic_job.h"
 #include "launcher/backends/agent_job.h"

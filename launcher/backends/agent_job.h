@@ -23,7 +23,7 @@
 
 #include "common/job_controller.h"
 #include "common/line_buffer.h"
-#include "common/output_writer.h"
+#include "supervision/output_writer.h"
 #include "launcher/agent_client.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_rounds.h"

@@ -14,9 +14,9 @@
 #include "common/error.h"
 #include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
-#include "common/line_sink.h"
+#include "supervision/line_sink.h"
 #include "common/logging.h"
-#include "common/signal_pipe.h"
+#include "supervision/signal_pipe.h"
 #include "common/strings.h"
 #include "launcher/failure_line.h"
 

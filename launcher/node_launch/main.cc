@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/local_job.h"
+#include "supervision/local_job.h"
 #include "common/logging.h"
 #include "launcher/backends/ssh_round.h"
 #include "launcher/node_launch/job_registry.h"

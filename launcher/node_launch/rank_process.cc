@@ -15,9 +15,9 @@
 #include "common/error.h"
 #include "common/exit_status.h"
 #include "common/job_controller.h"
-#include "common/posix_spawner.h"
-#include "common/process_state.h"
-#include "common/signal_pipe.h"
+#include "supervision/posix_spawner.h"
+#include "supervision/process_state.h"
+#include "supervision/signal_pipe.h"
 
 namespace dsrun {
 

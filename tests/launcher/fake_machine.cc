@@ -1,4 +1,4 @@
-#include "launcher/fake_machine.h"
+#include "tests/launcher/fake_machine.h"
 
 
 #include "common/error.h"

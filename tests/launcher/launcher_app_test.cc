@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "launcher/fake_machine.h"
+#include "tests/launcher/fake_machine.h"
 #include "launcher/local_backend.h"
 
 using Catch::Matchers::Contains;

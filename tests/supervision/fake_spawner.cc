@@ -1,4 +1,4 @@
-#include "common/fake_spawner.h"
+#include "tests/supervision/fake_spawner.h"
 
 #include "common/error.h"
 

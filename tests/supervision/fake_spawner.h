@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/spawner.h"
+#include "supervision/spawner.h"
 
 namespace dsrun {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/fake_spawner.h"
-#include "common/job_supervisor.h"
+#include "tests/supervision/fake_spawner.h"
+#include "supervision/job_supervisor.h"
 
 using namespace dsrun;
 using Catch::Matchers::Equals;

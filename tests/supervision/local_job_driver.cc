@@ -13,7 +13,7 @@
 
 #include "common/env_contract.h"
 #include "common/error.h"
-#include "common/local_job.h"
+#include "supervision/local_job.h"
 #include "common/strings.h"
 
 extern char** environ;

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "common/error.h"
-#include "common/local_job.h"
-#include "common/orphan_sweeper.h"
+#include "supervision/local_job.h"
+#include "supervision/orphan_sweeper.h"
 #include "common/strings.h"
 #include "tests/common/temp_dir.h"
 

@@ -1,4 +1,4 @@
-#include "common/oom_log.h"
+#include "supervision/oom_log.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/orphan_sweeper.h"
+#include "supervision/orphan_sweeper.h"
 
 using namespace dsrun;
 

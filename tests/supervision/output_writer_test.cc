@@ -1,4 +1,4 @@
-#include "common/output_writer.h"
+#include "supervision/output_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>

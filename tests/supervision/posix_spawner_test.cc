@@ -16,7 +16,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "common/posix_spawner.h"
+#include "supervision/posix_spawner.h"
 
 using namespace dsrun;
 using Catch::Matchers::Contains;

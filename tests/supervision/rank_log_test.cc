@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "common/pid_file.h"
-#include "common/rank_log.h"
+#include "supervision/pid_file.h"
+#include "supervision/rank_log.h"
 
 using namespace dsrun;
 using Catch::Matchers::Equals;
