@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "supervision/rank_log.h"
 #include "common/strings.h"
-#include "launcher/elastic_job.h"
+#include "launcher/elastic_training/elastic_job.h"
 #include "launcher/backends/agent_job.h"
 #include "launcher/backends/agent_elastic_rounds.h"
 #include "tls/ssl_context.h"

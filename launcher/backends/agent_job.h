@@ -26,7 +26,7 @@
 #include "supervision/output_writer.h"
 #include "launcher/agent_client.h"
 #include "launcher/launch_settings.h"
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "launcher/backends/ssh_job.h"
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 
 namespace dsrun {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {

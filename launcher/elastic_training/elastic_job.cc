@@ -1,4 +1,4 @@
-#include "launcher/elastic_job.h"
+#include "launcher/elastic_training/elastic_job.h"
 
 #include <unistd.h>
 
@@ -22,7 +22,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "elastic/compute_elastic_config.h"
-#include "launcher/elastic_membership.h"
+#include "launcher/elastic_training/elastic_membership.h"
 #include "launcher/resource_spec.h"
 #include "launcher/torchrun_env.h"
 

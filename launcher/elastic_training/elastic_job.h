@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 

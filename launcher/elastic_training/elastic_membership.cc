@@ -1,4 +1,4 @@
-#include "launcher/elastic_membership.h"
+#include "launcher/elastic_training/elastic_membership.h"
 
 #include <algorithm>
 #include <cmath>
