@@ -1,5 +1,5 @@
 #pragma once
-// ElasticJob: `--elastic_training` (docs/elastic.md), the same controller for every backend that can run it
+// ElasticJob: `--elastic_training` (docs/elastic_training.md), the same controller for every backend that can run it
 // (ElasticRounds: the agent and ssh backends). A job is a series of rounds; each round is one world that
 // ElasticMembership chose from the hosts that answer the backend's probe. A round ends when every rank
 // finished (the job is done), a rank failed or a host was lost (a failure restart, bounded by
