@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/job_controller.h"
 #include "common/exit_status.h"

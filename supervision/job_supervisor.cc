@@ -6,6 +6,7 @@
 #include "common/exit_status.h"
 #include "common/exit_timeout_line.h"
 #include "common/logging.h"
+#include "supervision/launch_lines.h"
 #include "supervision/process_state.h"
 
 namespace dsrun {
@@ -74,13 +75,13 @@ void JobSupervisor::onExit(pid_t pid, int waitStatus, double now) {
     }
     carryOut(decision);
     if (!firstFailure_) firstFailure_ = FirstFailure{index, pid, how, exitCodeOf(waitStatus)};
-    notices_.push_back(strCat("dsrun: ", who(index), " ", how,
+    notices_.push_back(strCat(rankFailureLine(ranks_[index].rank, host(index), pids_[index], how),
                               decision.ranks > 0 ? "; terminated " + plural(decision.ranks, "other rank") : ""));
   } else {
     if (decision.exitTimeoutArmed) firstClean_ = who(index);
     // Every clean exit, not only the first: dsrun names the ranks its job-wide exit timeout stops from them.
     if (options_.announceCleanExit && options_.exitTimeoutS >= 0 && waitStatus == 0 && !stopping()) {
-      notices_.push_back(strCat("dsrun: ", who(index), " finished cleanly"));
+      notices_.push_back(cleanExitLine(ranks_[index].rank, host(index), pids_[index]));
     }
   }
 }
@@ -172,9 +173,12 @@ void JobSupervisor::carryOut(const JobDecision& decision) {
   }
 }
 
+std::string JobSupervisor::host(size_t index) const {
+  return ranks_[index].host.empty() ? "localhost" : ranks_[index].host;
+}
+
 std::string JobSupervisor::who(size_t index) const {
-  const RankSpec& spec = ranks_[index];
-  return strCat("rank ", spec.rank, " (", spec.host.empty() ? "localhost" : spec.host, " pid ", pids_[index], ")");
+  return strCat("rank ", ranks_[index].rank, " (", host(index), " pid ", pids_[index], ")");
 }
 
 }  // namespace dsrun

@@ -91,6 +91,9 @@ class JobSupervisor {
  private:
   /// Sends the decision's signal to every running rank's group (Kill: with a warning per rank).
   void carryOut(const JobDecision& decision);
+  /// The host of rank `index`, "localhost" when its spec names none.
+  std::string host(size_t index) const;
+  /// "rank R (HOST pid P)".
   std::string who(size_t index) const;
 
   const std::vector<RankSpec>& ranks_;  ///< the job, owned by the caller

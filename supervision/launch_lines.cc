@@ -1,6 +1,7 @@
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 
 #include <csignal>
+#include <regex>
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -68,6 +69,102 @@ std::optional<int> parseControlLine(std::string_view line) {
   // Only the exact spelling controlLine writes: a channel is not a place for guessing.
   if (signal && controlLine(*signal) != strCat(line, "\n")) return std::nullopt;
   return signal;
+}
+
+std::string heartbeatLine() { return "\n"; }
+
+bool isHeartbeatLine(std::string_view line) { return line.empty(); }
+
+namespace {
+
+int codeOfCause(const std::string& cause) {
+  std::smatch m;
+  static const std::regex exited(R"(exited with code (\d+))");
+  static const std::regex signalled(R"(killed by signal (\d+))");
+  if (std::regex_search(cause, m, exited)) return std::stoi(m[1]);
+  if (std::regex_search(cause, m, signalled)) return 128 + std::stoi(m[1]);
+  return 1;
+}
+
+}  // namespace
+
+std::string rankFailureLine(int rank, const std::string& host, long pid, const std::string& cause) {
+  return strCat("dsrun: rank ", rank, " (", host, " pid ", pid, ") ", cause);
+}
+
+std::string nodeExitLine(const std::string& host, int nodeRank, int firstRank, int lastRank, int code) {
+  return strCat("dsrun-launch: ", host, " (node ", nodeRank, ", ranks ", firstRank, "-", lastRank, ") exited with code ",
+                code);
+}
+
+std::optional<RankFailure> parseFailureLine(std::string_view text) {
+  const std::string line(text);
+  static const std::regex rankLine(R"(dsrun: rank (\d+) \((\S+) pid (\d+)\) ([^;]*(exited with code \d+|killed by signal \d+[^;]*)))");
+  static const std::regex nodeLine(R"(dsrun-launch: (\S+) \(node \d+, (ranks \d+-\d+)\) (exited with code (\d+)))");
+  std::smatch m;
+  if (std::regex_search(line, m, rankLine)) {
+    RankFailure f;
+    f.rank = std::stoi(m[1]);
+    f.host = m[2];
+    f.pid = std::stoi(m[3]);
+    f.cause = m[4];
+    f.exitCode = codeOfCause(f.cause);
+    return f;
+  }
+  if (std::regex_search(line, m, nodeLine)) {
+    RankFailure f;
+    f.host = m[1];
+    f.cause = strCat(m[3].str(), " (", m[2].str(), ")");
+    f.exitCode = std::stoi(m[4]);
+    return f;
+  }
+  return std::nullopt;
+}
+
+std::string cleanExitLine(int rank, const std::string& host, long pid) {
+  return strCat("dsrun: rank ", rank, " (", host, " pid ", pid, ") finished cleanly");
+}
+
+std::optional<RankFailure> parseCleanExitLine(std::string_view text) {
+  const std::string line(text);
+  static const std::regex cleanLine(R"(dsrun: rank (\d+) \((\S+) pid (\d+)\) finished cleanly)");
+  std::smatch m;
+  if (!std::regex_search(line, m, cleanLine)) return std::nullopt;
+  RankFailure f;
+  f.rank = std::stoi(m[1]);
+  f.host = m[2];
+  f.pid = std::stoi(m[3]);
+  f.cause = "finished cleanly";
+  f.exitCode = 0;
+  return f;
+}
+
+std::string rootCauseTailLine(int rank, const std::string& host, const std::string& text) {
+  return strCat("dsrun: rank ", rank, " (", host, ") stderr| ", text);
+}
+
+std::string rootCauseLogLine(int rank, const std::string& host, const std::string& path) {
+  return strCat("dsrun: rank ", rank, " (", host, ") log file: ", path);
+}
+
+std::optional<RootCauseLine> parseRootCauseLine(std::string_view text) {
+  // Searched (not matched from the start): pdsh puts "HOST: " in front.
+  static const std::string_view kStart = "dsrun: rank ";
+  const size_t start = text.find(kStart);
+  if (start == std::string_view::npos) return std::nullopt;
+  const std::string line(text.substr(start));
+  static const std::regex tailLine(R"(^dsrun: rank (\d+) \(\S+\) (stderr\| |log file: )((.|\n)*)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, tailLine)) return std::nullopt;
+  return RootCauseLine{std::stoi(m[1]), m[2].str() == "log file: ", m[3]};
+}
+
+std::string nodeStartingLine(int nodeRank, const std::string& host, int firstRank, int lastRank) {
+  return strCat("dsrun-launch: node ", nodeRank, " (", host, ") starting ranks ", firstRank, "-", lastRank);
+}
+
+bool isNodeStartingLine(std::string_view line) {
+  return line.rfind("dsrun-launch: node ", 0) == 0 && line.find(") starting ranks ") != std::string_view::npos;
 }
 
 }  // namespace dsrun

@@ -25,7 +25,7 @@ struct LocalJobOptions {
   /// dsrun collects from every node and quotes in its own block (launcher/failure_line.h).
   bool rootCauseAsLines = false;
   std::string program;  ///< the user's script, named in the root-cause block's title
-  /// Readable descriptors carrying control lines (common/control_line.h), owned by the caller: each line
+  /// Readable descriptors carrying control lines (supervision/launch_lines.h), owned by the caller: each line
   /// acts as that signal received; end of file on one acts as SIGTERM (the controller is gone).
   std::vector<int> controlFds;
   /// > 0: hang detection (common/hang_watch.h): each rank gets DSRUN_PROGRESS_FILE; when a rank's step has not

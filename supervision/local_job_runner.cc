@@ -11,7 +11,7 @@
 #include <cmath>
 #include <optional>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "supervision/orphan_sweeper.h"
@@ -297,9 +297,8 @@ void LocalJobRunner::printRootCause() {
     for (const std::string& line : rootCauseBlock(cause)) stderr_.write("", line);
     return;
   }
-  const std::string who = strCat("dsrun: rank ", cause.rank, " (", cause.host, ")");
-  if (!cause.logFile.empty()) stderr_.write("", strCat(who, " log file: ", cause.logFile));
-  for (const std::string& line : cause.stderrTail) stderr_.write("", strCat(who, " stderr| ", line));
+  if (!cause.logFile.empty()) stderr_.write("", rootCauseLogLine(cause.rank, cause.host, cause.logFile));
+  for (const std::string& line : cause.stderrTail) stderr_.write("", rootCauseTailLine(cause.rank, cause.host, line));
 }
 
 void LocalJobRunner::drainOutput() {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <set>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
