@@ -20,7 +20,7 @@
 #include "agent/session.h"
 #include "agent/session_manager.h"
 #include "agent/thread_checker.h"
-#include "common/spawner.h"
+#include "supervision/spawner.h"
 #include "tls/crl_reloader.h"
 
 namespace dsrun::agent {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/rank_spec.h"
+#include "supervision/rank_spec.h"
 
 namespace dsrun::agent {
 

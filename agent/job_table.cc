@@ -11,7 +11,7 @@
 #include "agent/progress_watch.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/process_state.h"
+#include "supervision/process_state.h"
 #include "tls/redact.h"
 
 namespace dsrun::agent {

@@ -22,8 +22,8 @@
 #include "agent/rank_starter.h"
 #include "agent/thread_checker.h"
 #include "common/job_controller.h"
-#include "common/oom_log.h"
-#include "common/spawner.h"
+#include "supervision/oom_log.h"
+#include "supervision/spawner.h"
 
 namespace dsrun::agent {
 

@@ -13,7 +13,7 @@
 #include "agent/agent_server.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/posix_spawner.h"
+#include "supervision/posix_spawner.h"
 #include "tls/ssl_context.h"
 
 namespace {

@@ -1,7 +1,7 @@
 #include "agent/rank_starter.h"
 
 #include "common/env_contract.h"
-#include "common/rank_log.h"
+#include "supervision/rank_log.h"
 
 namespace dsrun::agent {
 

@@ -17,7 +17,7 @@
 #include "agent/job_events.h"
 #include "agent/job_spec.h"
 #include "agent/log_pump.h"
-#include "common/spawner.h"
+#include "supervision/spawner.h"
 
 namespace dsrun::agent {
 

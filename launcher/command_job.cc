@@ -11,15 +11,15 @@
 #include <set>
 #include <vector>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/job_controller.h"
 #include "common/exit_status.h"
 #include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
-#include "common/line_sink.h"
-#include "common/posix_spawner.h"
-#include "common/signal_pipe.h"
+#include "supervision/line_sink.h"
+#include "supervision/posix_spawner.h"
+#include "supervision/signal_pipe.h"
 #include "launcher/orphan_guard.h"
 
 namespace dsrun {

@@ -1,9 +1,7 @@
 #pragma once
-// Recognising a rank failure in the output a multi-node backend forwards (pdsh, mpirun, srun, ssh), so
-// that dsrun can stop every node at the first failure and name it. Two lines are recognised anywhere in a
-// forwarded line (pdsh prefixes "HOST: "):
-//   "dsrun: rank R (HOST pid P) <cause>[; ...]"      (JobSupervisor and dsrun-launch's rank mode)
-//   "dsrun-launch: HOST (node N, ranks A-B) exited with code C"   (dsrun-launch's node summary)
+// What dsrun does with the lines a node's dsrun-launch reports (their format and parsers are
+// supervision/launch_lines.h): it collects the root-cause lines of every node and words the job's
+// closing block for its first failure.
 
 #include <map>
 #include <optional>
@@ -11,32 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "supervision/launch_lines.h"
+
 namespace dsrun {
-
-struct RankFailure {
-  std::string host;   ///< where it ran
-  int rank = -1;      ///< global rank; -1 when only the node is known
-  int pid = -1;       ///< its pid on `host`; -1 when unknown
-  std::string cause;  ///< "exited with code 3", "was killed by signal 9 (SIGKILL)"
-  int exitCode = 1;   ///< shell-style code (128+signal for a signal)
-};
-
-/// The failure `line` reports, if it is one of the lines above.
-std::optional<RankFailure> parseFailureLine(std::string_view line);
-
-/// A "dsrun: rank R (HOST pid P) finished cleanly" line (dsrun-launch with --exit_timeout_s): the rank,
-/// host and pid, with cause "finished cleanly" and exit code 0.
-std::optional<RankFailure> parseCleanExitLine(std::string_view line);
-
-/// One root-cause line of dsrun-launch (common/local_job.h, rootCauseAsLines), found anywhere in a forwarded line:
-///   "dsrun: rank R (HOST) stderr| TEXT"    one line of the failing rank's stderr tail, oldest first
-///   "dsrun: rank R (HOST) log file: PATH"  its --enable_each_rank_log file
-struct RootCauseLine {
-  int rank = -1;       ///< the failing rank
-  bool isLog = false;  ///< true: `text` is its log file's path
-  std::string text;    ///< the stderr line, or the path
-};
-std::optional<RootCauseLine> parseRootCauseLine(std::string_view line);
 
 /// Collects the root-cause lines of every node, by rank, and words the job's closing block for its first
 /// failure (common/root_cause.h) from what it collected.

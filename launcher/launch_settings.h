@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/local_job.h"
+#include "supervision/local_job.h"
 #include "launcher/python_interpreter.h"
 
 namespace dsrun {

@@ -1,11 +1,11 @@
 #pragma once
-// LocalBackend: runs the ranks of one node of the plan on this machine with runLocalJob (common/local_job.h).
+// LocalBackend: runs the ranks of one node of the plan on this machine with runLocalJob (supervision/local_job.h).
 // Used for single-host jobs and for --no_ssh (this node = --node_rank).
 
 #include <vector>
 
-#include "common/local_job.h"
-#include "common/rank_spec.h"
+#include "supervision/local_job.h"
+#include "supervision/rank_spec.h"
 #include "launcher/backend.h"
 
 namespace dsrun {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "common/env_contract.h"
-#include "common/signal_pipe.h"
+#include "supervision/signal_pipe.h"
 #include "common/strings.h"
 #include "launcher/torchrun_env.h"
 

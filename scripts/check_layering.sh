@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Checks the module rule of docs/architecture.md on every C++ file under ROOT (default: this repository):
-#   runtime/           includes nothing of launcher/, agent/, common/, proto/ or tls/ but common/env_contract.h
-#   common/            includes no Boost, protobuf (or proto/), OpenSSL (or tls/) and no LibTorch
-#   elastic/           includes only the standard library, nlohmann/json and elastic/ (the launcher side and
+# Checks the module rule of docs/architecture.md on every C++ file under ROOT (default: this repository).
+# Modules are ordered; a module includes only itself and the modules its row names (no upward edge):
+#   common/            common/ only, and no Boost, protobuf (or proto/), OpenSSL (or tls/) or LibTorch
+#   supervision/       common/
+#   elastic/           only the standard library, nlohmann/json and elastic/ (the launcher side and
 #                      libdsrt both link it, so it may depend on neither)
-#   launcher/, agent/  never include each other (they meet only in proto/agent.proto)
+#   proto/, tls/       common/
+#   launcher/          common/, supervision/, elastic/, proto/, tls/ -- never agent/ (they meet only in
+#                      proto/agent.proto); a backend under launcher/backends/NAME/ never includes another
+#                      backend's folder
+#   agent/             common/, supervision/, proto/, tls/ -- never launcher/
+#   runtime/           nothing of the launcher side but common/env_contract.h (and elastic/)
 #   LibTorch (torch/, ATen/, c10/, caffe2/) only in runtime/, examples/, bench/, python/ and their tests
 # Prints one line per offending include, "FILE:LINE: <rule>, got '<include line>'", and exits 1 if any.
 # Usage: scripts/check_layering.sh [ROOT]
@@ -13,7 +19,7 @@ ROOT=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$ROOT"
 
 dirs=()
-for d in common elastic proto tls launcher agent runtime examples bench python tests; do [ -d "$d" ] && dirs+=("$d"); done
+for d in common supervision elastic proto tls launcher agent runtime examples bench python tests; do [ -d "$d" ] && dirs+=("$d"); done
 files=$(find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' -o -name '*.inc' \) |
         LC_ALL=C sort)
 [ -n "$files" ] || { echo "check_layering: no C++ files under $ROOT" >&2; exit 1; }
@@ -25,9 +31,23 @@ printf '%s\n' "$files" | tr '\n' '\0' | xargs -0 awk '
   function report(rule) {
     sub(/[ \t\r]+$/, "", $0)
     printf "%s:%d: %s, got '\''%s'\''\n", FILENAME, FNR, rule, $0
-    bad++
+    bad++; reported = 1
+  }
+  BEGIN {
+    # The modules each module may include besides itself, lowest first (docs/architecture.md, "Modules").
+    below["common"] = " "
+    below["elastic"] = " "
+    below["supervision"] = " common "
+    below["proto"] = " common "
+    below["tls"] = " common "
+    below["launcher"] = " common supervision elastic proto tls "
+    below["agent"] = " common supervision proto tls "
+    for (m in below) {
+      allowed[m] = below[m]; gsub(/ /, "/, ", allowed[m]); sub(/^\/, /, "", allowed[m]); allowed[m] = allowed[m] m "/"
+    }
   }
   /^[ \t]*#[ \t]*include[ \t]*[<"]/ {
+    reported = 0
     target = $0
     sub(/^[ \t]*#[ \t]*include[ \t]*[<"]/, "", target)
     sub(/[>"].*$/, "", target)
@@ -44,6 +64,16 @@ printf '%s\n' "$files" | tr '\n' '\0' | xargs -0 awk '
       report("launcher/ must not include agent/ (they share only proto/)")
     if (top == "agent" && target ~ /^launcher\//)
       report("agent/ must not include launcher/ (they share only proto/)")
+    # Upward edges: a lower module includes none of the modules above it.
+    mod = target; sub(/\/.*$/, "", mod)
+    if (!reported && target ~ /\// && (mod in below) && (top in below) && top != mod && !index(below[top], " " mod " "))
+      report(top "/ may include only " allowed[top] ", not " mod "/ (an upward edge)")
+    # Backends are siblings behind launcher/backend.h: none includes another.
+    if (FILENAME ~ /^launcher\/backends\/[^\/]+\// && target ~ /^launcher\/backends\/[^\/]+\//) {
+      from = FILENAME; sub(/^launcher\/backends\//, "", from); sub(/\/.*$/, "", from)
+      to = target; sub(/^launcher\/backends\//, "", to); sub(/\/.*$/, "", to)
+      if (from != to) report("backend launcher/backends/" from "/ must not include another backend (launcher/backends/" to "/)")
+    }
     if (target ~ /^(torch|ATen|c10|caffe2)\// && sub_ !~ /^(runtime|examples|bench|python)$/)
       report("LibTorch is included only in runtime/, examples/, bench/, python/ and their tests")
   }

@@ -7,9 +7,9 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/rank_log.h"
+#include "supervision/rank_log.h"
 #include "common/strings.h"
-#include "launcher/elastic_job.h"
+#include "launcher/elastic_training/elastic_job.h"
 #include "launcher/backends/agent_job.h"
 #include "launcher/backends/agent_elastic_rounds.h"
 #include "launcher/backends/agent_port_preflight.h"

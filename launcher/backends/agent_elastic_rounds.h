@@ -7,7 +7,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "launcher/backends/agent_job.h"
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 
 namespace dsrun {
 

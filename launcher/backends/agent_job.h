@@ -23,10 +23,10 @@
 
 #include "common/job_controller.h"
 #include "common/line_buffer.h"
-#include "common/output_writer.h"
+#include "supervision/output_writer.h"
 #include "launcher/agent_client.h"
 #include "launcher/launch_settings.h"
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {

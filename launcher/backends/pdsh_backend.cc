@@ -1,6 +1,6 @@
 #include "launcher/backends/pdsh_backend.h"
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/strings.h"
 #include "launcher/backends/mpi_rules.h"
 #include "launcher/backends/shell_words.h"

@@ -3,7 +3,7 @@
 #include <set>
 #include <sstream>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/exit_status.h"
 #include "common/strings.h"

@@ -12,7 +12,7 @@
 #include "launcher/backends/ssh_elastic_rounds.h"
 #include "launcher/backends/ssh_job.h"
 #include "launcher/backends/ssh_round.h"
-#include "launcher/elastic_job.h"
+#include "launcher/elastic_training/elastic_job.h"
 
 namespace dsrun {
 

@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "common/exit_status.h"
-#include "common/posix_spawner.h"
+#include "supervision/posix_spawner.h"
 #include "common/strings.h"
 #include "launcher/backends/shell_words.h"
 

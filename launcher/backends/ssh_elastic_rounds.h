@@ -2,7 +2,7 @@
 // SshElasticRounds: the ssh backend's side of elastic training (elastic_rounds.h). A probe is an ssh login
 // to each host with the backend's settings (--ssh_config, --ssh_port), in parallel; its address is the peer
 // address of that connection. A round is one SshJob in its elastic mode (ssh_job.h): heartbeats, lost and
-// silent hosts, rescale. There is no mesh probe and no hang detection on ssh (docs/elastic.md).
+// silent hosts, rescale. There is no mesh probe and no hang detection on ssh (docs/elastic_training.md).
 
 #include <functional>
 #include <memory>
@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "launcher/backends/ssh_job.h"
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 
 namespace dsrun {
 

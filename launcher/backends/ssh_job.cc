@@ -10,13 +10,13 @@
 #include <optional>
 #include <set>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/exit_timeout_line.h"
 #include "common/line_buffer.h"
-#include "common/line_sink.h"
+#include "supervision/line_sink.h"
 #include "common/logging.h"
-#include "common/signal_pipe.h"
+#include "supervision/signal_pipe.h"
 #include "common/strings.h"
 #include "launcher/failure_line.h"
 
@@ -27,10 +27,6 @@ namespace {
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-
-/// The heartbeat an elastic round writes on every channel: an empty line, which dsrun-launch's
-/// --stdin_timeout_ms relay counts as life and drops (stdin_control.h).
-constexpr const char* kHeartbeatLine = "\n";
 
 }  // namespace
 
@@ -242,7 +238,7 @@ int SshJob::loop(std::vector<Node>& nodes) {
       // stops its ranks when they stop arriving (every job).
       nextBeat = nowSeconds() + settings_.heartbeatMs / 1000.0;
       for (Node& n : nodes) {
-        if (!n.done) n.session->write(kHeartbeatLine);
+        if (!n.done) n.session->write(heartbeatLine());
       }
       if (settings_.elasticRound && settings_.hooks.rescaleWanted && settings_.hooks.rescaleWanted()) {
         detected();

@@ -22,7 +22,7 @@
 #include "launcher/backend.h"
 #include "launcher/backends/ssh_round.h"
 #include "launcher/backends/ssh_session.h"
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 
 namespace dsrun {
 

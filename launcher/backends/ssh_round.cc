@@ -69,14 +69,6 @@ EnvMap elasticNodeExports(const WorldPlan& plan, int nodeRank) {
   return out;
 }
 
-std::string nodeStartingLine(int nodeRank, const std::string& host, int firstRank, int lastRank) {
-  return strCat("dsrun-launch: node ", nodeRank, " (", host, ") starting ranks ", firstRank, "-", lastRank);
-}
-
-bool isNodeStartingLine(std::string_view line) {
-  return line.rfind("dsrun-launch: node ", 0) == 0 && line.find(") starting ranks ") != std::string_view::npos;
-}
-
 std::vector<std::string> withStdinTimeout(std::vector<std::string> launchArgv, int ms) {
   const auto at = std::find(launchArgv.begin(), launchArgv.end(), "--watch_stdin");
   DSRUN_CHECK(at != launchArgv.end(), "withStdinTimeout needs a --watch_stdin launch line");

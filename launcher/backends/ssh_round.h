@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/elastic_rounds.h"
+#include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -57,13 +57,6 @@ RoundOutcome sshRoundOutcome(const SshRoundFacts& facts);
 /// torchrun's names the controller put in the env of that node's ranks (dsrun-launch computes RANK,
 /// WORLD_SIZE, ... itself, and ROLE_RANK = RANK once ROLE_WORLD_SIZE is among the exports).
 EnvMap elasticNodeExports(const WorldPlan& plan, int nodeRank);
-
-/// The line dsrun-launch writes on stderr in an elastic ssh round (--stdin_timeout_ms) just before it
-/// starts its ranks: "dsrun-launch: node 2 (dsn3) starting ranks 4-5". SshJob swallows it and reports the
-/// round's ranks running once every host has written it.
-std::string nodeStartingLine(int nodeRank, const std::string& host, int firstRank, int lastRank);
-/// True for a nodeStartingLine.
-bool isNodeStartingLine(std::string_view line);
 
 /// `launchArgv` (nodeLaunchArgv with --watch_stdin) with --stdin_timeout_ms=MS after --watch_stdin: the
 /// node stops its ranks when dsrun's heartbeats stop for that long.

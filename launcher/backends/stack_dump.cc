@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "common/stack_files.h"
+#include "supervision/stack_files.h"
 #include "common/strings.h"
 #include "launcher/agent_client.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/stack_files.h"  // writeStackFiles, stackScript
+#include "supervision/stack_files.h"  // writeStackFiles, stackScript
 
 namespace dsrun {
 

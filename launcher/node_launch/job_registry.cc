@@ -17,7 +17,7 @@
 
 #include "common/env_contract.h"
 #include "common/error.h"
-#include "common/process_state.h"
+#include "supervision/process_state.h"
 #include "common/strings.h"
 
 namespace dsrun {

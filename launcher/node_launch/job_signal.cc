@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/unique_fd.h"

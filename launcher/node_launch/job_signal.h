@@ -1,7 +1,7 @@
 #pragma once
 // `dsrun-launch --signal=USR1[,USR2...] --job_id=ID`: the pdsh backend's signal channel. pdsh cannot write
 // to its remote commands' stdin, so dsrun runs this on every host instead, and it writes the control lines
-// (common/control_line.h) into the FIFO of each dsrun-launch of the job on this host (job_registry.h).
+// (supervision/launch_lines.h) into the FIFO of each dsrun-launch of the job on this host (job_registry.h).
 // The launcher acts on each line as on the signal itself, so every rank gets every signal once, in order.
 
 #include <string>

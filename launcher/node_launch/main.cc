@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/local_job.h"
+#include "supervision/launch_lines.h"
+#include "supervision/local_job.h"
 #include "common/logging.h"
-#include "launcher/backends/ssh_round.h"
 #include "launcher/node_launch/job_registry.h"
 #include "launcher/node_launch/job_signal.h"
 #include "launcher/node_launch/node_launch_args.h"
@@ -62,8 +62,8 @@ int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   const int code = dsrun::runLocalJob(ranks, options);
   if (code != 0 && !ranks.empty()) {
     // The launcher's last resort when no rank line named the failure (see launcher/failure_line.h).
-    std::cerr << "dsrun-launch: " << ranks.front().host << " (node " << args.nodeRank << ", ranks "
-              << ranks.front().rank << "-" << ranks.back().rank << ") exited with code " << code << std::endl;
+    std::cerr << dsrun::nodeExitLine(ranks.front().host, args.nodeRank, ranks.front().rank, ranks.back().rank, code)
+              << std::endl;
   }
   return code;
 }

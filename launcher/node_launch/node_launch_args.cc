@@ -4,7 +4,7 @@
 #include <map>
 #include <optional>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/strings.h"
 

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "common/local_job.h"
-#include "common/rank_spec.h"
+#include "supervision/local_job.h"
+#include "supervision/rank_spec.h"
 #include "launcher/environment.h"
 #include "launcher/node_launch/node_launch_args.h"
 

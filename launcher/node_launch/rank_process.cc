@@ -11,13 +11,13 @@
 #include <csignal>
 #include <iostream>
 
-#include "common/control_line.h"
+#include "supervision/launch_lines.h"
 #include "common/error.h"
 #include "common/exit_status.h"
 #include "common/job_controller.h"
-#include "common/posix_spawner.h"
-#include "common/process_state.h"
-#include "common/signal_pipe.h"
+#include "supervision/posix_spawner.h"
+#include "supervision/process_state.h"
+#include "supervision/signal_pipe.h"
 
 namespace dsrun {
 
@@ -92,8 +92,7 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
     job.onRankExit(0, status, nowSeconds());
     // A rank stopped because dsrun-launch was told to stop is not the job's failure (dsrun names the signal).
     if (isFailure(status) && !stopSignal) {
-      std::cerr << "dsrun: rank " << spec.rank << " (" << spec.host << " pid " << child.pid << ") "
-                << describeWaitStatus(status) << std::endl;
+      std::cerr << rankFailureLine(spec.rank, spec.host, child.pid, describeWaitStatus(status)) << std::endl;
     }
     // Rank mode's code goes to mpirun/srun: a rank that exits 0 after the stop signal ends the task cleanly.
     return stopSignal && !WIFEXITED(status) ? 128 + *stopSignal : exitCodeOf(status);

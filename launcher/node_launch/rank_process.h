@@ -7,7 +7,7 @@
 // included: there the rank stays in dsrun-launch's process group and nothing is passed on, so it gets each
 // signal exactly once whatever the proctrack plugin (passing it on counted USR1 twice on the test cluster).
 
-#include "common/rank_spec.h"
+#include "supervision/rank_spec.h"
 
 namespace dsrun {
 

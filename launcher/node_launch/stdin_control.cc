@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/line_buffer.h"
+#include "supervision/launch_lines.h"
 
 namespace dsrun {
 
@@ -40,7 +41,7 @@ bool writeAll(int fd, const std::string& bytes) {
 void relay(UniqueFd from, UniqueFd to, int timeoutMs) {
   LineBuffer lines(1024);
   const auto forward = [&](std::string_view line) {
-    if (!line.empty()) writeAll(to.get(), std::string(line) + "\n");
+    if (!isHeartbeatLine(line)) writeAll(to.get(), std::string(line) + "\n");
   };
   char buffer[512];
   while (true) {

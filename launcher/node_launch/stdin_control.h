@@ -1,6 +1,6 @@
 #pragma once
 // takeStdinForControl: the ssh backend's control channel. dsrun-launch's stdin is the ssh channel; dsrun
-// writes control lines on it (common/control_line.h: "signal USR1") and closes it to stop the node, and
+// writes control lines on it (supervision/launch_lines.h: "signal USR1") and closes it to stop the node, and
 // when dsrun dies or the connection drops it reaches end of file too. runLocalJob reads the returned
 // descriptor (LocalJobOptions::controlFds): each line is that signal, end of file is SIGTERM.
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "agent/agent_server.h"
-#include "common/posix_spawner.h"
+#include "supervision/posix_spawner.h"
 #include "proto/rank_env.h"
 #include "tests/agent/test_client.h"
 #include "tests/common/temp_dir.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "agent/reaper.h"
-#include "common/fake_spawner.h"
-#include "common/posix_spawner.h"
+#include "tests/supervision/fake_spawner.h"
+#include "supervision/posix_spawner.h"
 #include "tests/agent/recording_job_events.h"
 #include "tests/agent/run_until.h"
 

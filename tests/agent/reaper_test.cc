@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "common/posix_spawner.h"
+#include "supervision/posix_spawner.h"
 #include "tests/agent/run_until.h"
 
 using dsrun::agent::Reaper;

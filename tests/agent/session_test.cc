@@ -14,7 +14,7 @@
 #include "agent/job_table.h"
 #include "agent/request_handler.h"
 #include "agent/session_manager.h"
-#include "common/fake_spawner.h"
+#include "tests/supervision/fake_spawner.h"
 #include "proto/protocol.h"
 #include "proto/rank_env.h"
 #include "tests/agent/fake_connection.h"

@@ -2,7 +2,7 @@
 # Integration tests of local launch (docs/local_launch.md), sharness style: each check prints
 # "ok N - ..." or "not ok N - ...", and the script exits non-zero if any check failed.
 #   local_launch.sh LAUNCHER
-# LAUNCHER is build/<dir>/launcher/dsrun, or tests/common/local_job_driver (same flags, library only).
+# LAUNCHER is build/<dir>/launcher/dsrun, or tests/supervision/local_job_driver (same flags, library only).
 # Ranks are tests/integration/rank_program.sh; every wait is a bounded polling loop that fails loudly.
 set -u
 L=${1:?usage: local_launch.sh LAUNCHER}

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "launcher/dry_run.h"
-#include "launcher/fake_machine.h"
+#include "tests/launcher/fake_machine.h"
 #include "launcher/local_backend.h"
 
 using Catch::Matchers::Contains;

@@ -16,12 +16,15 @@ else not_ok "the repository follows the module rule" "$out"; fi
 
 # A tree that follows the rule.
 good=$WORK/good
-mkdir -p "$good"/{runtime,common,elastic,launcher,agent,examples,tests/runtime,tests/common}
+mkdir -p "$good"/{runtime,common,supervision,elastic,launcher/backends/ssh,agent,examples,tests/runtime,tests/common}
 printf '#include "common/env_contract.h"\n#include "elastic/compute_elastic_config.h"\n#include <ATen/ATen.h>\n' > "$good/runtime/a.cc"
 printf '#include <nlohmann/json.hpp>\n#include <sys/types.h>\n#include "elastic/elastic_text.h"\n' > "$good/elastic/a.cc"
 printf '#include <string>\n#include <unistd.h>\n' > "$good/common/a.h"
 printf '#include <boost/asio.hpp>\n#include "proto/agent.pb.h"\n' > "$good/launcher/a.cc"
-printf '#include "common/error.h"\n' > "$good/agent/a.cc"
+printf '#include "common/error.h"\n#include "supervision/posix_spawner.h"\n' > "$good/agent/a.cc"
+printf '#include "common/error.h"\n#include "supervision/spawner.h"\n' > "$good/supervision/a.cc"
+printf '#include "launcher/backends/ssh/b.h"\n#include "launcher/backends/shell_words.h"\n#include "launcher/backend.h"\n' \
+  > "$good/launcher/backends/ssh/a.cc"
 printf '#include <torch/torch.h>\n#include "runtime/runtime.h"\n' > "$good/examples/a.cc"
 printf '#include <torch/torch.h>\n' > "$good/tests/runtime/a_test.cc"
 printf '#include "common/error.h"\n' > "$good/tests/common/a_test.cc"
@@ -51,6 +54,12 @@ launcher/bad.cc|#include "agent/session.h"|launcher/ must not include agent/
 agent/bad.cc|#include "launcher/hostfile.h"|agent/ must not include launcher/
 launcher/bad2.cc|#include <ATen/ATen.h>|LibTorch is included only in runtime/
 tests/launcher/bad_test.cc|#include <c10/util/Exception.h>|LibTorch is included only in runtime/
+common/bad4.h|#include "supervision/local_job.h"|common/ may include only common/, not supervision/ (an upward edge)
+supervision/bad.cc|#include "launcher/options.h"|supervision/ may include only common/, supervision/, not launcher/
+supervision/bad2.h|#include "proto/frame_codec.h"|supervision/ may include only common/, supervision/, not proto/
+proto/bad.cc|#include "supervision/spawner.h"|proto/ may include only common/, proto/, not supervision/
+tls/bad.cc|#include "launcher/options.h"|tls/ may include only common/, tls/, not launcher/
+launcher/backends/ssh/bad.cc|#include "launcher/backends/agent/agent_job.h"|backend launcher/backends/ssh/ must not include another backend (launcher/backends/agent/)
 TABLE
 
 echo "1..$n"

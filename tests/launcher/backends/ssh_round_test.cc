@@ -117,12 +117,3 @@ TEST_CASE("dsrun-launch takes --stdin_timeout_ms in ms and refuses nonsense", "[
   CHECK_THROWS_WITH(dsrun::parseNodeLaunchArgs({"--world_info=e30=", "--stdin_timeout_ms=0", "prog"}),
                     Catch::Contains("--stdin_timeout_ms"));
 }
-
-TEST_CASE("the node-starting line of an elastic ssh round is recognised, and no failure line is",
-          "[launcher][ssh_round]") {
-  const std::string line = dsrun::nodeStartingLine(2, "dsn3", 4, 5);
-  CHECK(line == "dsrun-launch: node 2 (dsn3) starting ranks 4-5");
-  CHECK(dsrun::isNodeStartingLine(line));
-  CHECK_FALSE(dsrun::isNodeStartingLine("dsrun-launch: dsn3 (node 2, ranks 4-5) exited with code 1"));
-  CHECK_FALSE(dsrun::isNodeStartingLine("dsn3:4 | dsrun-launch: node 2 (dsn3) starting ranks 4-5"));
-}
