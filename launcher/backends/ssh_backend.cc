@@ -86,8 +86,7 @@ MasterAddrSource SshBackend::preflightFirstHost(const std::string& host, const L
 int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   const Options& options = ctx.options;
   SshJob::Settings settings;
-  settings.killGraceS = options.launch.killGraceS;
-  settings.exitTimeoutS = options.launch.exitTimeoutS;
+  settings.stop = StopTimes::fromOptions(options.launch.killGraceS, options.launch.exitTimeoutS);
   settings.program = options.userScript;
   settings.heartbeatMs = options.agentHeartbeatMs;
   settings.heartbeatMisses = options.agentHeartbeatMisses;

@@ -1,17 +1,13 @@
 #pragma once
-// SshJob: one job on the ssh backend (ssh_backend.h): a libssh session per host, each running that host's
-// remote line (`dsrun-launch --watch_stdin ...`), their output forwarded, the first failure anywhere
-// stopping every host (EOF on each channel's stdin: dsrun-launch stops its ranks), signals passed down as
-// control lines. Nothing starts anywhere until every host is connected and authenticated; the first host
-// is connected first (the passwordless-ssh check).
-// In an elastic round (Settings::elasticRound, ssh_elastic_rounds.h) it also: ends the round instead of
-// throwing when a host cannot be reached; writes a heartbeat line on every channel each heartbeatMs, with
-// TCP_USER_TIMEOUT = heartbeatMs x heartbeatMisses on each socket, so a host that goes silent (link down,
-// packets dropped) is noticed within that budget and dsrun-launch there (--stdin_timeout_ms) stops its
-// ranks when the beats stop; treats a session that ends without an exit status as a lost host; asks
-// rescaleWanted at every beat; calls onAllRanksStarted once every host's dsrun-launch wrote its
-// nodeStartingLine (ssh_round.h; not forwarded); and reports how it ended (outcome()) instead of printing
-// the cause.
+// SshJob: the ssh medium's loop for one job (ssh_backend.h): a libssh session per host, each an SshChannel
+// (ssh_channel.h) running that host's remote line, driven by a RemoteJob (remote_job/remote_job.h), which
+// decides everything else (the stop, signals, the exit timeout, heartbeats, the root cause, the elastic
+// round's outcome). Nothing starts anywhere until every host is connected and authenticated; the first host
+// is connected first (the passwordless-ssh check). In an elastic round (Settings::elasticRound,
+// ssh_elastic_rounds.h) a host that cannot be reached ends the round instead of throwing, and each socket
+// gets TCP_USER_TIMEOUT = heartbeatMs x heartbeatMisses, so a host that goes silent (link down, packets
+// dropped) is noticed within that budget while dsrun-launch there (--stdin_timeout_ms) stops its ranks when
+// the beats stop.
 
 #include <functional>
 #include <map>
@@ -23,14 +19,14 @@
 #include "launcher/backends/ssh_round.h"
 #include "launcher/backends/ssh_session.h"
 #include "launcher/elastic_rounds.h"
+#include "launcher/remote_job/stop_times.h"
 
 namespace dsrun {
 
 class SshJob {
  public:
   struct Settings {
-    double killGraceS = 30;    ///< --kill_grace_s: how long dsrun-launch waits before SIGKILL
-    double exitTimeoutS = -1;  ///< --exit_timeout_s (<0: unlimited)
+    StopTimes stop;            ///< --kill_grace_s (applied by dsrun-launch), --exit_timeout_s (job-wide)
     std::string program;       ///< the user's script, named in the closing root-cause block
     bool elasticRound = false; ///< see the file comment
     int heartbeatMs = 500;     ///< --agent_heartbeat_ms (elastic rounds)
@@ -54,12 +50,11 @@ class SshJob {
   const RoundOutcome& outcome() const { return outcome_; }
 
  private:
-  /// One host's session and its output state.
-  struct Node;
-
-  /// Connects every host; false (elastic rounds: outcome_ is End::Unreachable) when one could not be.
-  bool connectAll(std::vector<Node>& nodes);
-  int loop(std::vector<Node>& nodes);
+  /// Connects every host, in node-rank order; empty (elastic rounds: outcome_ is End::Unreachable) when one
+  /// could not be.
+  std::vector<std::unique_ptr<SshSession>> connectAll();
+  /// Runs the connected job to its end.
+  int loop(std::vector<std::unique_ptr<SshSession>> sessions);
 
   std::vector<NodeCommand> commands_;  ///< the remote line of each host
   Connect connect_;                    ///< opens sessions

@@ -1,6 +1,5 @@
 #pragma once
-// The pure parts of an ssh elastic round (ssh_job.h, ssh_elastic_rounds.h): what a job learned while it
-// ran turned into the controller's RoundOutcome, the words for a host whose session ended without an exit
+// The pure parts of an ssh elastic round (ssh_job.h, ssh_elastic_rounds.h): the words for a host whose session ended without an exit
 // status, and what an elastic round adds to each host's remote line. No libssh, no sockets, so it is
 // unit-tested from tables (tests/launcher/backends/ssh_round_test.cc).
 
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "launcher/elastic_rounds.h"
+#include "launcher/remote_job/round_facts.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -33,25 +33,10 @@ SessionEnd classifySessionEnd(int exitStatus, const std::string& socketError);
 std::string lostHostCause(const std::string& peer, const std::string& host, SessionEnd end,
                           const std::string& socketError, int heartbeatMs, int heartbeatMisses);
 
-/// One thing that made the job stop, in the order the job saw them.
-struct SshStopEvent {
-  std::string host;   ///< hostfile name of the host it came from
-  std::string cause;  ///< "rank 1 on dsn2 (pid 7) exited with code 3", or a lostHostCause
-  int exitCode = 1;   ///< the job's exit code if this decides it
-  bool lost = false;  ///< the host's session was lost (not a rank failure)
-};
-
-/// Everything SshJob knows at its end.
-struct SshRoundFacts {
-  std::vector<SshStopEvent> events;  ///< failures and lost hosts, first seen first
-  std::optional<int> signalled;      ///< the first stop signal dsrun received
-  bool rescaled = false;             ///< stopped because rescaleWanted() said so
-  int exitCode = 0;                  ///< what the job returns
-};
-
-/// The round's outcome: Signalled before anything else, then Failed (the first event decides the cause
-/// and failedHosts; every lost host is in lostHosts), Rescaled, else Completed or Failed by exitCode.
-RoundOutcome sshRoundOutcome(const SshRoundFacts& facts);
+/// The remote-job driver's round facts under their ssh names (ssh_round_test.cc, ssh_elastic_rounds.cc).
+using SshStopEvent = StopEvent;
+using SshRoundFacts = RoundFacts;
+inline RoundOutcome sshRoundOutcome(const SshRoundFacts& facts) { return roundOutcome(facts); }
 
 /// The variables an elastic round exports to node `nodeRank` besides plan.exports: the restart counter and
 /// torchrun's names the controller put in the env of that node's ranks (dsrun-launch computes RANK,
