@@ -33,6 +33,11 @@ void SshChannel::signal(int signal) { session_->write(controlLine(signal)); }
 
 void SshChannel::stop() { session_->sendEof(); }  // dsrun-launch --watch_stdin: EOF stops its ranks (SIGTERM)
 
+std::optional<std::string> SshChannel::kill() {
+  ended_ = true;
+  return strCat("ssh ", session_->peer(), ": dsrun-launch ended without an exit status");
+}
+
 void SshChannel::heartbeat() { session_->write(kHeartbeatLine); }
 
 void SshChannel::pump(RemoteJob& job, size_t index, Seconds now) {

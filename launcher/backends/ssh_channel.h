@@ -31,7 +31,7 @@ class SshChannel : public NodeChannel {
   void signal(int signal) override;
   void stop() override;
   /// Nothing to send: the session's close, when the job ends, takes what is left with it.
-  void kill() override {}
+  std::optional<std::string> kill() override;
   void heartbeat() override;
 
   /// Reads what the host sent and reports it to `job` as node `index`; after the end, does nothing.

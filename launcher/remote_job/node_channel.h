@@ -20,8 +20,10 @@ class NodeChannel {
   virtual void signal(int signal) = 0;
   /// Stops the node's ranks; the node applies the kill grace.
   virtual void stop() = 0;
-  /// The node did not stop within the grace and its own kill wait: give up on it now (close the channel).
-  virtual void kill() = 0;
+  /// Kill the node's ranks now (the grace ran out, or a second stop signal on a medium that kills then).
+  /// Returns how the node ended when that closes the channel at once (its end will not be reported);
+  /// nullopt when the medium still reports the node's end.
+  virtual std::optional<std::string> kill() = 0;
   /// A sign of life to the node, which stops its ranks when they stop arriving.
   virtual void heartbeat() = 0;
 };

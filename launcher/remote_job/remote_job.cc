@@ -12,14 +12,14 @@ namespace dsrun {
 namespace {
 
 /// The remote media's part of the stop policy: the nodes apply the grace themselves, so the controller's
-/// grace is the point where their channels are given up; every signal goes down as itself (the node's
-/// dsrun-launch kills on a second stop signal); once stopping, failure lines are not judged (a rank dying
-/// of the stop prints one too).
+/// grace is the point where they are killed; once stopping, failure lines are not judged (a rank dying of
+/// the stop prints one too).
 JobControllerOptions controllerOptions(const RemoteJobSettings& settings) {
   JobControllerOptions options;
-  options.killGraceS = (settings.stop.killGrace + settings.nodeKillWait).count();
+  if (settings.nodeKillWait) options.killGraceS = (settings.stop.killGrace + *settings.nodeKillWait).count();
+  else options.killGraceS = std::nullopt;
   options.exitTimeoutS = settings.stop.exitTimeoutS();
-  options.whileStopping = SignalWhileStopping::Forward;
+  options.whileStopping = settings.whileStopping;
   options.recordFailuresWhileStopping = false;
   return options;
 }
@@ -108,8 +108,9 @@ void RemoteJob::ended(size_t index, std::optional<int> exitCode, const std::stri
 void RemoteJob::onSignal(int signal, Seconds now) {
   // Every signal goes to every node as itself; dsrun-launch acts on it as on the signal (a first stop signal
   // stops its ranks with it, a second kills them, USR1/USR2 pass through), so the ranks see what dsrun saw.
-  // The controller only starts the stop's clock and remembers the first stop signal.
-  controller_.onSignal(signal, now.count());
+  // The controller starts the stop's clock, remembers the first stop signal and says when a medium kills.
+  const JobDecision decision = controller_.onSignal(signal, now.count());
+  if (decision.action == JobDecision::Action::Kill) return carryOut(decision);
   for (Node& node : nodes_) {
     if (!node.ended) node.channel->signal(signal);
   }
@@ -148,13 +149,17 @@ void RemoteJob::carryOut(const JobDecision& decision) {
     if (node.ended) continue;
     switch (decision.action) {
       case JobDecision::Action::Stop: node.channel->stop(); break;
-      case JobDecision::Action::Kill: node.channel->kill(); break;
+      case JobDecision::Action::Kill:
+        if (std::optional<std::string> end = node.channel->kill()) {
+          node.ended = true;  // closed with its channel: no end will be reported
+          node.what = std::move(*end);
+        }
+        break;
       case JobDecision::Action::Forward:  // signals are passed on by onSignal
       case JobDecision::Action::Abandon:  // not produced: no kill wait of the controller's own
       case JobDecision::Action::None: break;
     }
   }
-  if (decision.action == JobDecision::Action::Kill) givenUp_ = true;  // what is left dies with its channel
 }
 
 std::optional<Seconds> RemoteJob::nextDeadline() const {
@@ -165,7 +170,7 @@ std::optional<Seconds> RemoteJob::nextDeadline() const {
 }
 
 bool RemoteJob::done() const {
-  return givenUp_ || std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.ended; });
+  return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.ended; });
 }
 
 void RemoteJob::detected(Seconds now) {

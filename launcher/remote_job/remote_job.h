@@ -3,9 +3,10 @@
 // (node_channel.h). It owns every decision the media used to make each their own way:
 // - the stop policy (a JobController, common/job_controller.h): the first failure stops every node, the
 //   exit timeout runs job-wide from the first "finished cleanly" line, the kill grace (StopTimes) plus the
-//   nodes' own kill wait bounds the stop, after which the channels are given up;
-// - signals, handled one way: every signal dsrun receives goes to every node still running, as itself;
-//   the first INT/TERM/HUP starts the stop's clock and decides 128+signal;
+//   nodes' own kill wait bounds the stop, after which the nodes are killed;
+// - signals, handled one way: every signal dsrun receives goes to every node still running, as itself
+//   (NodeChannel::signal), except a stop signal the medium answers with a kill while stopping; the first
+//   INT/TERM/HUP starts the stop's clock and decides 128+signal;
 // - output: every line is forwarded, the nodes' root-cause lines are kept for the closing block, failure
 //   and clean-exit lines (failure_line.h) are judged;
 // - the root-cause line and, in an elastic round, the round's outcome (elastic_rounds.h);
@@ -32,9 +33,13 @@ namespace dsrun {
 
 struct RemoteJobSettings {
   StopTimes stop;                       ///< kill grace (applied by the nodes) and exit timeout (job-wide)
-  /// How long a stopped node may take beyond the grace before its channel is given up: its own kill wait (a
-  /// rank in state D is given up 10 s after its SIGKILL, and reported) plus 5 s.
-  Seconds nodeKillWait{15};
+  /// How long a stopped node may take beyond the grace before it is killed (NodeChannel::kill): its own kill
+  /// wait (a rank in state D is given up 10 s after its SIGKILL, and reported) plus 5 s. nullopt: the medium
+  /// escalates on its own clock (the command medium: kill command, then the launcher command's SIGKILL).
+  std::optional<Seconds> nodeKillWait = Seconds(15);
+  /// What a stop signal does once the job is stopping: Forward (ssh: dsrun-launch kills on the second one
+  /// itself) or Kill (command: the launcher command does not, so dsrun kills).
+  SignalWhileStopping whileStopping = SignalWhileStopping::Forward;
   std::string program;                  ///< the user's script, named in the closing root-cause block
   std::map<int, std::string> rankHosts; ///< host of each global rank: the exit timeout names those it stops
   Seconds heartbeat{0.5};               ///< heartbeat period (<= 0: none)
@@ -69,7 +74,7 @@ class RemoteJob {
 
   /// When onTime() must run next; nullopt when nothing is pending.
   std::optional<Seconds> nextDeadline() const;
-  /// Every node ended, or those left were given up.
+  /// Every node ended (or was killed with its channel).
   bool done() const;
   /// The job's exit code, after the closing lines (outside elastic rounds): the first failure line's code,
   /// else 128+signal, else 1 after the exit timeout, else the first event of an elastic round, else the
@@ -107,7 +112,6 @@ class RemoteJob {
   std::string cleanExit_;                 ///< "rank 3 on dsn2": the clean exit that started the exit timeout
   std::vector<int> cleanRanks_;           ///< ranks a node said finished cleanly
   RoundFacts facts_;                      ///< elastic rounds: failures, lost hosts, rescale
-  bool givenUp_ = false;                  ///< the grace ran out: the channels left were given up
   size_t started_ = 0;                    ///< nodes that said they are starting their ranks
   std::optional<Seconds> nextBeat_;       ///< when the next heartbeat is due
   std::optional<Seconds> detectedAt_;     ///< when the first failure (or rescale) was seen
