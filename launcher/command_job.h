@@ -1,16 +1,10 @@
 #pragma once
-// CommandJob: runs the one local command a CommandBackend built (pdsh, mpirun, srun) and turns it into
-// dsrun's failure semantics, decided by a JobController (common/job_controller.h) whose one slot is the
-// launcher command: output is forwarded line by line, the first rank failure any node reports
-// (failure_line.h) or a SIGINT/SIGTERM/SIGHUP to dsrun stops the job everywhere (the backend's kill
-// command, else a signal to the launcher command), and the job's exit code is the first failure's.
-// How a stop or a kill reaches the nodes (kill command, signal command, escalation on the launcher
-// command after the grace) is this file's.
-// With a signal command (pdsh), every signal dsrun receives reaches the ranks as itself, in order: the
-// signals are queued and passed on by one signal command at a time; a stop signal stops the job that way
-// (SIGINT stays SIGINT), the kill command is the backstop after the grace and the answer to a second one.
-// With a kill command, an OrphanGuard runs it if dsrun itself is killed. --exit_timeout_s is job-wide: the
-// first rank that finishes cleanly on any node (its "finished cleanly" line) starts the clock for all.
+// CommandJob: the command medium's loop: runs the one local command a CommandBackend built (pdsh, mpirun,
+// srun) as a CommandChannel (command_channel.h), the driver's only node, and reads its output into the
+// RemoteJob driver (remote_job/remote_job.h), which decides: the first rank failure any node reports
+// (failure_line.h) or a SIGINT/SIGTERM/SIGHUP to dsrun stops the job everywhere, a second one kills,
+// --exit_timeout_s runs job-wide from the first rank that finishes cleanly on any node, and the job's exit
+// code is the first failure's.
 
 #include <functional>
 #include <map>

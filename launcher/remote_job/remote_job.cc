@@ -101,8 +101,9 @@ void RemoteJob::ended(size_t index, std::optional<int> exitCode, const std::stri
   } else if (settings_.elasticRound && failed && !controller_.stopping()) {
     addEvent({node.host, what, *exitCode, false}, now);
   }
-  // The node's own failure (no failure line before it, or a lost host) stops the others.
-  if (failed && !controller_.stopping()) carryOut(controller_.requestStop(SIGTERM, now.count()));
+  // The node's own failure (no failure line before it, or a lost host) stops the others, if any still run
+  // (the command medium's one node: its trailing lines are still judged after it ended).
+  if (failed && !controller_.stopping() && !done()) carryOut(controller_.requestStop(SIGTERM, now.count()));
 }
 
 void RemoteJob::onSignal(int signal, Seconds now) {

@@ -82,6 +82,8 @@ class RemoteJob {
   int finish();
   /// How the round ended (elastic rounds); valid after finish().
   const RoundOutcome& outcome() const { return outcome_; }
+  /// The failure line that stopped the job, if one did.
+  const std::optional<RankFailure>& failure() const { return failure_; }
   /// The stop policy's state, for tests and the medium's loop.
   const JobController& controller() const { return controller_; }
 
