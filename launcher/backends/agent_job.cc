@@ -43,10 +43,10 @@ double nowSeconds() {
 /// The agent backend's part of the job's policy: the agents apply the grace; the user's first signal
 /// still reaches the ranks as itself while a failure stops them, the second kills; a rank killed by
 /// our stop decides the exit code only when nothing failed on its own.
-JobControllerOptions controllerOptions(const AgentJob::Settings& settings) {
+JobControllerOptions controllerOptions(const StopTimes& stop) {
   JobControllerOptions options;
   options.killGraceS = std::nullopt;
-  options.exitTimeoutS = settings.launch.exitTimeoutS;
+  options.exitTimeoutS = stop.exitTimeoutS();
   options.whileStopping = SignalWhileStopping::KillOnSecondSignal;
   options.stopCausedExitIsFailure = false;
   return options;
@@ -54,6 +54,8 @@ JobControllerOptions controllerOptions(const AgentJob::Settings& settings) {
 
 /// How long the kill requests of a second Ctrl-C may take to leave before dsrun exits anyway.
 constexpr auto kAbandonFlush = std::chrono::milliseconds(1000);
+/// How long the agents may take to answer with a hung rank's stacks (eu-stack or gdb on a big process).
+constexpr auto kStackTimeout = std::chrono::milliseconds(5000);
 /// How often the final output flush looks at signals while the reader of dsrun's output is slow.
 constexpr auto kFlushPoll = std::chrono::milliseconds(50);
 
@@ -63,6 +65,7 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
     : plan_(plan),
       ssl_(ssl),
       settings_(std::move(settings)),
+      stop_(StopTimes::fromOptions(settings_.launch.killGraceS, settings_.launch.exitTimeoutS)),
       writer_(outFd, errFd,
               [this](uint64_t node, size_t bytes) {
                 // The writer's thread: hand the credit to the loop, which owns the connections.
@@ -71,7 +74,7 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
       signals_(io_),
       heartbeat_(io_),
       exitTimer_(io_),
-      controller_(plan.ranks.size(), controllerOptions(settings_)) {
+      controller_(plan.ranks.size(), controllerOptions(stop_)) {
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
     auto node = std::make_unique<Node>();
     node->host = plan_.hosts[i].host;
@@ -263,10 +266,8 @@ void AgentJob::connectAll() {
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
     // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
     // at least every agentBeatMs, armHeartbeat), so a cut-off host's ranks stop when we give it up.
-    // Hang detection blocks this loop while it takes the stacks (collectStacks, 5 s at most): no beats then.
-    const uint32_t busyMs = settings_.hangTimeoutS > 0 ? 5000 : 0;
     node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
-                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats) + busyMs);
+                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats));
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
@@ -305,7 +306,7 @@ void AgentJob::launchAll() {
     auto* launch = e.mutable_launch();
     launch->set_job_id(plan_.jobId);
     // 0 would mean "the agent's default"; a grace of 0 asks for an immediate SIGKILL.
-    launch->set_kill_grace_s(settings_.launch.killGraceS > 0 ? settings_.launch.killGraceS : 1e-3);
+    launch->set_kill_grace_s(stop_.killGrace > Seconds(0) ? stop_.killGrace.count() : 1e-3);
     launch->mutable_log()->set_each_rank_log_dir(settings_.launch.eachRankLogDir);
     launch->mutable_log()->set_tag(settings_.logTag);
     // Four looks per timeout: a hang is noticed within a quarter of it.
@@ -353,7 +354,7 @@ void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
 
 void AgentJob::armExitTimer(const JobDecision& decision) {
   if (!decision.exitTimeoutArmed) return;
-  exitTimer_.expires_after(std::chrono::milliseconds(static_cast<long long>(settings_.launch.exitTimeoutS * 1000)));
+  exitTimer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(*stop_.exitTimeout));
   exitTimer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) onExitTimeout();
   });
@@ -421,7 +422,7 @@ void AgentJob::onExitTimeout() {
       if (controller_.running(r.slot)) running.push_back(who(r));
     }
     stopEverything(decision.signal);
-    notice(exitTimeoutLine(firstClean_, settings_.launch.exitTimeoutS, running));
+    notice(exitTimeoutLine(firstClean_, stop_.exitTimeoutS(), running));
   }
 }
 
@@ -458,8 +459,7 @@ void AgentJob::checkSilentAgents() {
   for (auto& node : nodes_) {
     if (!node->ready || node->done || !node->client->agentHeartbeats()) continue;
     const auto budget = silenceBudget(*node);
-    // Beats that arrived while this loop was busy (collecting stacks) are still unread: count from then.
-    const auto silent = now - std::max(node->client->lastHeard(), loopResumed_);
+    const auto silent = now - node->client->lastHeard();
     if (silent < budget) continue;
     // Packets dropped, no reset: TCP alone would wait for minutes. The agent there stops its own
     // ranks once our heartbeats stop reaching it.
@@ -474,7 +474,7 @@ void AgentJob::checkSilentAgents() {
 }
 
 void AgentJob::checkHang() {
-  if (settings_.hangTimeoutS <= 0 || controller_.stopping() || !launched_) return;
+  if (settings_.hangTimeoutS <= 0 || controller_.stopping() || !launched_ || collectingStacks_) return;
   const auto now = std::chrono::steady_clock::now();
   const auto limit = std::chrono::duration<double>(settings_.hangTimeoutS);
   std::vector<const RankState*> stuck;
@@ -487,24 +487,27 @@ void AgentJob::checkHang() {
   for (const auto& [id, r] : ranks_) {
     if (controller_.running(r.slot) && r.pid > 0) targets.push_back({r.host, r.rank, r.pid});
   }
-  const std::string dir = strCat(settings_.hangDir.empty() ? settings_.cwd : settings_.hangDir, "/dsrun-hang-", plan_.jobId);
-  std::string where = dir;
-  try {
-    const auto stacks = collectStacks(ssl_, settings_.port, settings_.clientName, plan_.jobId, targets,
-                                      std::chrono::milliseconds(5000));
-    writeStackFiles(dir, stacks);
-  } catch (const Error& e) {
-    where = strCat("not written: ", e.what());
-  }
-  loopResumed_ = std::chrono::steady_clock::now();
   std::vector<std::string> names;
   for (const RankState* r : stuck) names.push_back(strCat(r->rank, " (", r->host, " step ", r->step, ")"));
-  afterFailure(controller_.onFailure(
-      TimedFailure{nowUs(), 1,
-                   strCat("no progress for ", settings_.hangTimeoutS, " s (--hang_timeout_s) by rank",
-                          stuck.size() == 1 ? " " : "s ", join(names, ", "), "; stacks of every rank: ", where),
-                   stuck.front()->host},
-      nowSeconds()));
+  // Named when it is seen; recorded once the stacks are in (stopping first would kill what they show), with
+  // the time it was seen, so a failure that arrives meanwhile does not pass for the earlier one.
+  TimedFailure hang{nowUs(), 1,
+                    strCat("no progress for ", settings_.hangTimeoutS, " s (--hang_timeout_s) by rank",
+                           stuck.size() == 1 ? " " : "s ", join(names, ", "), "; stacks of every rank: "),
+                    stuck.front()->host};
+  const std::string dir = strCat(settings_.hangDir.empty() ? settings_.cwd : settings_.hangDir, "/dsrun-hang-", plan_.jobId);
+  collectingStacks_ = true;
+  collectStacks(io_, ssl_, settings_.port, settings_.clientName, plan_.jobId, targets, kStackTimeout,
+                [this, hang = std::move(hang), dir](RankStacks stacks) mutable {
+                  std::string where = dir;
+                  try {
+                    writeStackFiles(dir, stacks);
+                  } catch (const Error& e) {
+                    where = strCat("not written: ", e.what());
+                  }
+                  hang.what += where;
+                  afterFailure(controller_.onFailure(std::move(hang), nowSeconds()));
+                });
 }
 
 std::chrono::milliseconds AgentJob::silenceBudget(const Node& node) const {

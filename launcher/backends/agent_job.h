@@ -27,6 +27,7 @@
 #include "launcher/agent_client.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_rounds.h"
+#include "launcher/remote_job/stop_times.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -153,6 +154,7 @@ class AgentJob {
   const WorldPlan& plan_;                          ///< the job
   boost::asio::ssl::context& ssl_;                 ///< client TLS context
   Settings settings_;                              ///< fixed at construction
+  StopTimes stop_;                                 ///< settings_.launch's kill grace and exit timeout
   boost::asio::io_context io_;                     ///< the job's only loop
   OutputWriter writer_;                            ///< dsrun's stdout/stderr, on its own thread
   boost::asio::signal_set signals_;                ///< SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2
@@ -165,7 +167,7 @@ class AgentJob {
   bool abandoned_ = false;                         ///< a second stop signal: end now
   bool launched_ = false;                          ///< LaunchRequests have been sent
   int masterPort_ = 0;                             ///< MASTER_PORT the ranks get (set by preflightMasterPort)
-  std::chrono::steady_clock::time_point loopResumed_{};  ///< end of the last blocking pause of this loop
+  bool collectingStacks_ = false;                  ///< a hang was seen: its stacks are being taken
   size_t startedRanks_ = 0;                        ///< RankStarted reports received
   bool rescaling_ = false;                         ///< elastic round stopped to admit hosts
   Outcome outcome_;                                ///< see outcome()
