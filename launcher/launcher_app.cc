@@ -195,7 +195,7 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
   if (plan.launcher == "local") {
     preflightMasterPort(options, plan, machine);
   } else if (plan.masterPort == 0 && plan.launcher != "agent") {
-    // The agent backend asks the first host's agent to pick it (launcher/backends/agent_port_preflight.h).
+    // The agent backend asks the first host's agent to pick it (launcher/backends/agent/agent_port_preflight.h).
     throw ConfigError(strCat("--master_port 0 picks a free port on the master host, which only the local and "
                              "agent backends can do; got --launcher ", plan.launcher,
                              "\n  hint: pass a fixed --master_port"));

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/local_job.h"
 #include "common/logging.h"
-#include "launcher/backends/ssh_round.h"
+#include "launcher/backends/ssh/ssh_round.h"
 #include "launcher/node_launch/job_registry.h"
 #include "launcher/node_launch/job_signal.h"
 #include "launcher/node_launch/node_launch_args.h"
