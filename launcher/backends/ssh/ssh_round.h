@@ -1,7 +1,8 @@
 #pragma once
-// The pure parts of an ssh elastic round (ssh_job.h, ssh_elastic_rounds.h): the words for a host whose session ended without an exit
-// status, and what an elastic round adds to each host's remote line. No libssh, no sockets, so it is
-// unit-tested from tables (tests/launcher/backends/ssh_round_test.cc).
+// The pure parts of an ssh elastic round (ssh_job.h, ssh_elastic_rounds.h): the words for a host whose
+// session ended without an exit status, and what an elastic round adds to each host's remote line. The
+// round's facts and outcome are the remote-job driver's (remote_job/round_facts.h). No libssh, no sockets,
+// so it is unit-tested from tables (tests/launcher/backends/ssh_round_test.cc).
 
 #include <optional>
 #include <string>
