@@ -1,7 +1,7 @@
 #pragma once
 // MeshProbe: the agent's half of the mesh probe (docs/agent.md). Before any rank starts, the
 // launcher gives each agent the listen addresses of the agents it is to probe (all others up to 16 hosts,
-// O(log N) beyond: launcher/backends/agent_mesh_plan.h); the agent opens a
+// O(log N) beyond: launcher/backends/agent/agent_mesh_plan.h); the agent opens a
 // TCP connection to each (resolve + connect, all at once, closed again at once, no bytes sent) and reports
 // per target whether it connected, so a pair of hosts that cannot reach each other is named before Gloo or
 // NCCL would hang in their first collective. Asynchronous on the agent's loop: nothing waits on it.

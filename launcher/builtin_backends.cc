@@ -4,15 +4,15 @@
 #include <memory>
 
 #include "launcher/backend_registry.h"
-#include "launcher/backends/agent_backend.h"
+#include "launcher/backends/agent/agent_backend.h"
 #include "launcher/local_backend.h"
 // backends module (docs/backends.md)
 #include "launcher/backends/backends_config.h"
-#include "launcher/backends/mpi_backends.h"
-#include "launcher/backends/pdsh_backend.h"
-#include "launcher/backends/slurm_backend.h"
+#include "launcher/backends/command/mpi_backends.h"
+#include "launcher/backends/command/pdsh_backend.h"
+#include "launcher/backends/command/slurm_backend.h"
 #if DSRUN_HAVE_SSH
-#include "launcher/backends/ssh_backend.h"
+#include "launcher/backends/ssh/ssh_backend.h"
 #endif
 
 namespace dsrun {

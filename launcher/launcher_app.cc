@@ -184,7 +184,7 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
   // Learning the rendezvous of a multi-node job costs a round trip: refuse an unusable backend first.
   throwIfUnavailable(*backend);
   if (draft.masterPort == 0 && draft.launcher != "local" && draft.launcher != "agent") {
-    // The agent backend asks the first host's agent to pick it (launcher/backends/agent_port_preflight.h).
+    // The agent backend asks the first host's agent to pick it (launcher/backends/agent/agent_port_preflight.h).
     throw ConfigError(strCat("--master_port 0 picks a free port on the master host, which only the local and "
                              "agent backends can do; got --launcher ", draft.launcher,
                              "\n  hint: pass a fixed --master_port"));

@@ -6,7 +6,7 @@
 
 #include "common/logging.h"
 #include "common/strings.h"
-#include "launcher/command_backend.h"
+#include "launcher/backends/backend_site.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/python_interpreter.h"
 

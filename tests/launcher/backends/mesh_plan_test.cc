@@ -1,4 +1,4 @@
-#include "launcher/backends/agent_mesh_plan.h"
+#include "launcher/backends/agent/agent_mesh_plan.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

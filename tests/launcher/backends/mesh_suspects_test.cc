@@ -1,4 +1,4 @@
-#include "launcher/backends/agent_mesh_probe.h"
+#include "launcher/backends/agent/agent_mesh_probe.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,8 +5,8 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "launcher/backends/mpi_backends.h"
-#include "launcher/backends/slurm_backend.h"
+#include "launcher/backends/command/mpi_backends.h"
+#include "launcher/backends/command/slurm_backend.h"
 #include "plan_fixture.h"
 
 using dsrun::test::fakeSite;

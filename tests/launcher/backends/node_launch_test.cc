@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "launcher/backends/node_launch_command.h"
-#include "launcher/backends/ssh_config_lookup.h"
+#include "launcher/backends/ssh/ssh_config_lookup.h"
 #include "launcher/failure_line.h"
 #include "launcher/node_launch/node_launch_args.h"
 #include "launcher/node_launch/node_ranks.h"

@@ -6,7 +6,7 @@
 #include "common/exit_status.h"
 #include "common/strings.h"
 #include "launcher/backends/node_launch_command.h"
-#include "launcher/backends/pdsh_backend.h"
+#include "launcher/backends/command/pdsh_backend.h"
 #include "launcher/backends/shell_words.h"
 #include "plan_fixture.h"
 

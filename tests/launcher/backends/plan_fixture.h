@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "launcher/backend.h"
-#include "launcher/command_backend.h"
+#include "launcher/backends/command/command_backend.h"
 #include "launcher/hostfile.h"
 #include "launcher/options.h"
 #include "launcher/world_plan.h"

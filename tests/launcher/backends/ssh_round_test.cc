@@ -1,4 +1,4 @@
-#include "launcher/backends/ssh_round.h"
+#include "launcher/backends/ssh/ssh_round.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

@@ -1,0 +1,107 @@
+#include "launcher/backends/agent/agent_backend.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "supervision/rank_log.h"
+#include "common/strings.h"
+#include "launcher/elastic_training/elastic_job.h"
+#include "launcher/backends/agent/agent_job.h"
+#include "launcher/backends/agent/agent_elastic_rounds.h"
+#include "launcher/backends/agent/agent_port_preflight.h"
+#include "tls/ssl_context.h"
+
+namespace dsrun {
+namespace {
+
+std::string currentDirectory() {
+  std::string buf(4096, '\0');
+  if (::getcwd(buf.data(), buf.size()) == nullptr) throw IoError("", "getcwd", errno, "finding the launch directory");
+  return buf.c_str();
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// The launcher's TLS context (--tls_dir); a ConfigError says how to make one.
+boost::asio::ssl::context clientContext(const Options& o) {
+  if (o.tlsDir.empty()) {
+    throw ConfigError("--launcher agent needs --tls_dir DIR (the launcher's TLS directory)\n"
+                      "  hint: create one with 'dsrun --make_tls DIR', give each host its own with 'dsrun "
+                      "--make_node_cert DIR --host NAME --out NODEDIR' and start 'dsrun-agent --tls_dir NODEDIR' "
+                      "there");
+  }
+  return tls::makeSslContext(o.tlsDir, tls::Role::Client);
+}
+
+// Sent in Hello and shown in the agents' logs.
+std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
+  return strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", jobId);
+}
+
+}  // namespace
+
+LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
+  if (draft.elastic) return {};
+  auto ssl = clientContext(ctx.options);
+  const std::string& first = draft.hosts.front().host;
+  const AgentRendezvous r = learnAgentRendezvous(ssl, first, ctx.options.agentPort, clientName(ctx, draft.jobId),
+                                                 draft.masterPort, AgentJob::Settings().connectTimeout);
+  LaunchPreparation out;
+  out.masterPort = r.masterPort;
+  if (!draft.masterAddrHost.empty()) {
+    out.masterAddr = r.address;
+    DSRUN_LOG(INFO) << "MASTER_ADDR=" << r.address << " (the address of the agent on " << first << ")";
+  }
+  return out;
+}
+
+std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const {
+  std::vector<NodeCommand> out;
+  for (size_t i = 0; i < plan.hosts.size(); ++i) {
+    std::vector<std::string> ranks;
+    for (const PlannedRank* r : plan.ranksOnNode(static_cast<int>(i))) ranks.push_back(std::to_string(r->rank));
+    if (ranks.empty()) continue;
+    out.push_back(NodeCommand{plan.hosts[i].host,
+                              {"dsrun-agent", strCat(plan.hosts[i].host, ":", ctx.options.agentPort), "--job_id",
+                               plan.jobId, "--ranks", join(ranks, ",")}});
+  }
+  return out;
+}
+
+int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
+  const Options& o = ctx.options;
+  auto ssl = clientContext(o);
+  AgentJob::Settings s;
+  s.port = o.agentPort;
+  s.program = o.userScript;
+  s.launch = o.launch;  // no job id here: AgentJob sends its plan's (each elastic round has its own)
+  s.agentBeatMs = static_cast<uint32_t>(o.agentHeartbeatMs);
+  s.silentBeats = o.agentHeartbeatMisses;
+  s.hangTimeoutS = o.launch.hangTimeoutS;
+  s.meshProbe = o.meshProbe;
+  s.cwd = currentDirectory();
+  if (!s.launch.eachRankLogDir.empty()) {
+    // Interpreted on every node, like the remote `cd <cwd>` of DeepSpeed's pdsh runner.
+    const std::string dir = s.launch.eachRankLogDir;
+    s.launch.eachRankLogDir = dir[0] == '/' ? dir : s.cwd + "/" + dir;
+    s.logTag = rankLogPrefix(std::time(nullptr));
+    s.hangDir = s.launch.eachRankLogDir;
+  }
+  s.clientName = clientName(ctx, plan.jobId);
+  if (plan.elastic) {
+    AgentElasticRounds rounds(ssl, s);
+    return ElasticJob(plan, o, rounds).run();
+  }
+  AgentJob job(plan, ssl, s, STDOUT_FILENO, STDERR_FILENO);
+  return job.run();
+}
+
+}  // namespace dsrun
