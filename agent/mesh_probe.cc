@@ -9,12 +9,12 @@ namespace dsrun::agent {
 
 namespace asio = boost::asio;
 
-void MeshProbe::start(const asio::any_io_executor& executor, const MeshProbeRequest& request, Done done) {
+void MeshProbe::start(const asio::any_io_executor& executor, const wire::MeshProbeRequest& request, Done done) {
   std::shared_ptr<MeshProbe> probe(new MeshProbe(executor, request, std::move(done)));
   asio::post(executor, [probe] { probe->run(); });
 }
 
-MeshProbe::MeshProbe(const asio::any_io_executor& executor, const MeshProbeRequest& request, Done done)
+MeshProbe::MeshProbe(const asio::any_io_executor& executor, const wire::MeshProbeRequest& request, Done done)
     : executor_(executor),
       resolver_(executor),
       timer_(executor),
@@ -80,8 +80,8 @@ void MeshProbe::finishIfDone(bool timedOut) {
   if (!done_ || (pending_ > 0 && !timedOut)) return;
   timer_.cancel();
   resolver_.cancel();
-  Envelope reply;
-  MeshProbeReply* out = reply.mutable_mesh_probe_reply();
+  wire::Envelope reply;
+  wire::MeshProbeReply* out = reply.mutable_mesh_probe_reply();
   for (Target& t : targets_) {
     if (!t.answered) {
       t.error = strCat("no answer within ", timeout_.count(), " ms");
@@ -92,7 +92,7 @@ void MeshProbe::finishIfDone(bool timedOut) {
       }
       t.answered = true;
     }
-    MeshProbeResult* r = out->add_results();
+    wire::MeshProbeResult* r = out->add_results();
     r->set_target(t.text);
     r->set_error(t.error);
     r->set_micros(t.micros);

@@ -22,12 +22,12 @@ namespace dsrun::agent {
 class MeshProbe : public std::enable_shared_from_this<MeshProbe> {
  public:
   /// Receives the MeshProbeReply envelope once every target has an answer or the timeout passed.
-  using Done = std::function<void(Envelope reply)>;
+  using Done = std::function<void(wire::Envelope reply)>;
 
   /// Starts probing `request.targets()` ("host:port") on `executor`; `done` is called exactly once, on
   /// the loop thread, never from inside this call. Targets without an answer after the request's timeout
   /// are reported as timed out.
-  static void start(const boost::asio::any_io_executor& executor, const MeshProbeRequest& request, Done done);
+  static void start(const boost::asio::any_io_executor& executor, const wire::MeshProbeRequest& request, Done done);
 
  private:
   /// One target's connection attempt.
@@ -40,7 +40,7 @@ class MeshProbe : public std::enable_shared_from_this<MeshProbe> {
     uint32_t micros = 0;                              ///< how long the attempt took
   };
 
-  MeshProbe(const boost::asio::any_io_executor& executor, const MeshProbeRequest& request, Done done);
+  MeshProbe(const boost::asio::any_io_executor& executor, const wire::MeshProbeRequest& request, Done done);
   void run();
   void onAnswer(size_t index, const std::string& error);
   void finishIfDone(bool timedOut);

@@ -5,9 +5,9 @@
 
 namespace dsrun::agent {
 
-Envelope answerPortCheck(int port, const std::string& host) {
-  Envelope e;
-  PortCheckReply* reply = e.mutable_port_check_reply();
+wire::Envelope answerPortCheck(int port, const std::string& host) {
+  wire::Envelope e;
+  wire::PortCheckReply* reply = e.mutable_port_check_reply();
   reply->set_port(static_cast<uint32_t>(port));
   try {
     if (port == 0) {

@@ -13,6 +13,6 @@ namespace dsrun::agent {
 /// A PortCheckReply for `port` (0: pick a free port) on this host, named `host` in the error. Never throws:
 /// a port in use, or any failure to check, becomes the reply's error (one line naming the port and, when
 /// visible, the process holding it, then a hint line).
-Envelope answerPortCheck(int port, const std::string& host);
+wire::Envelope answerPortCheck(int port, const std::string& host);
 
 }  // namespace dsrun::agent

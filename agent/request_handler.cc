@@ -24,7 +24,7 @@ constexpr size_t kMaxJobIdBytes = 128;
 constexpr int kMaxProbeTargets = 4096;
 constexpr uint32_t kMaxProbeTimeoutMs = 60000;
 
-Action send(Envelope envelope) {
+Action send(wire::Envelope envelope) {
   Action a{Action::Kind::Send, std::move(envelope), {}, {}, 0, {}, 0};
   return a;
 }
@@ -41,30 +41,30 @@ bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 }  // namespace
 
-const char* messageName(const Envelope& envelope) {
+const char* messageName(const wire::Envelope& envelope) {
   switch (envelope.msg_case()) {
-    case Envelope::kHello: return "hello";
-    case Envelope::kWelcome: return "welcome";
-    case Envelope::kLaunch: return "launch";
-    case Envelope::kRankStarted: return "rank_started";
-    case Envelope::kOutput: return "output";
-    case Envelope::kRankExited: return "rank_exited";
-    case Envelope::kSignal: return "signal";
-    case Envelope::kHeartbeat: return "heartbeat";
-    case Envelope::kError: return "error";
-    case Envelope::kOutputCredit: return "output_credit";
-    case Envelope::kRankProgress: return "rank_progress";
-    case Envelope::kPortCheck: return "port_check";
-    case Envelope::kPortCheckReply: return "port_check_reply";
-    case Envelope::kMeshProbe: return "mesh_probe";
-    case Envelope::kMeshProbeReply: return "mesh_probe_reply";
-    case Envelope::MSG_NOT_SET: return "empty envelope";
+    case wire::Envelope::kHello: return "hello";
+    case wire::Envelope::kWelcome: return "welcome";
+    case wire::Envelope::kLaunch: return "launch";
+    case wire::Envelope::kRankStarted: return "rank_started";
+    case wire::Envelope::kOutput: return "output";
+    case wire::Envelope::kRankExited: return "rank_exited";
+    case wire::Envelope::kSignal: return "signal";
+    case wire::Envelope::kHeartbeat: return "heartbeat";
+    case wire::Envelope::kError: return "error";
+    case wire::Envelope::kOutputCredit: return "output_credit";
+    case wire::Envelope::kRankProgress: return "rank_progress";
+    case wire::Envelope::kPortCheck: return "port_check";
+    case wire::Envelope::kPortCheckReply: return "port_check_reply";
+    case wire::Envelope::kMeshProbe: return "mesh_probe";
+    case wire::Envelope::kMeshProbeReply: return "mesh_probe_reply";
+    case wire::Envelope::MSG_NOT_SET: return "empty envelope";
   }
   return "unknown";
 }
 
-Envelope makeError(const std::string& jobId, const std::string& message) {
-  Envelope e;
+wire::Envelope makeError(const std::string& jobId, const std::string& message) {
+  wire::Envelope e;
   e.mutable_error()->set_job_id(jobId);
   e.mutable_error()->set_message(message);
   return e;
@@ -72,33 +72,33 @@ Envelope makeError(const std::string& jobId, const std::string& message) {
 
 RequestHandler::RequestHandler(Config config) : config_(std::move(config)) {}
 
-std::vector<Action> RequestHandler::handle(const Envelope& in, const SessionView& session) const {
-  if (!session.welcomed && in.msg_case() != Envelope::kHello) {
+std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const SessionView& session) const {
+  if (!session.welcomed && in.msg_case() != wire::Envelope::kHello) {
     return refuse(strCat("protocol error: expected hello first, got ", messageName(in)));
   }
   switch (in.msg_case()) {
-    case Envelope::kHello: return handleHello(in.hello(), session);
-    case Envelope::kLaunch: return handleLaunch(in.launch(), session);
-    case Envelope::kSignal: return handleSignal(in.signal(), session);
-    case Envelope::kHeartbeat: return {};  // liveness is noted by the session for every frame
-    case Envelope::kOutputCredit: {
+    case wire::Envelope::kHello: return handleHello(in.hello(), session);
+    case wire::Envelope::kLaunch: return handleLaunch(in.launch(), session);
+    case wire::Envelope::kSignal: return handleSignal(in.signal(), session);
+    case wire::Envelope::kHeartbeat: return {};  // liveness is noted by the session for every frame
+    case wire::Envelope::kOutputCredit: {
       Action a{Action::Kind::Credit, {}, {}, {}, 0, {}, in.output_credit().bytes()};
       return {std::move(a)};
     }
-    case Envelope::kPortCheck: return handlePortCheck(in.port_check());
-    case Envelope::kMeshProbe: return handleMeshProbe(in.mesh_probe());
-    case Envelope::kError: return {close(strCat("client reported: ", in.error().message()))};
+    case wire::Envelope::kPortCheck: return handlePortCheck(in.port_check());
+    case wire::Envelope::kMeshProbe: return handleMeshProbe(in.mesh_probe());
+    case wire::Envelope::kError: return {close(strCat("client reported: ", in.error().message()))};
     default: return refuse(strCat("protocol error: unexpected ", messageName(in), " from a client"));
   }
 }
 
-std::vector<Action> RequestHandler::handleHello(const Hello& hello, const SessionView& session) const {
+std::vector<Action> RequestHandler::handleHello(const wire::Hello& hello, const SessionView& session) const {
   if (session.welcomed) return refuse("protocol error: duplicate hello");
   if (hello.protocol_version() != proto::kProtocolVersion) {
     return refuse(strCat("protocol version mismatch: client '", hello.client_name(), "' speaks version ",
                          hello.protocol_version(), ", this agent speaks version ", proto::kProtocolVersion));
   }
-  Envelope welcome;
+  wire::Envelope welcome;
   welcome.mutable_welcome()->set_protocol_version(proto::kProtocolVersion);
   welcome.mutable_welcome()->set_agent_host(config_.agentHost);
   welcome.mutable_welcome()->set_heartbeat_period_ms(config_.heartbeatPeriodMs);
@@ -114,7 +114,7 @@ std::vector<Action> RequestHandler::handleHello(const Hello& hello, const Sessio
   return {marked, send(std::move(welcome))};
 }
 
-std::vector<Action> RequestHandler::handleLaunch(const LaunchRequest& launch, const SessionView& session) const {
+std::vector<Action> RequestHandler::handleLaunch(const wire::LaunchRequest& launch, const SessionView& session) const {
   std::string why = validateLaunch(launch, config_.maxRanksPerJob);
   if (why.empty() && session.agentJobs.count(launch.job_id()) > 0) {
     why = strCat("job '", launch.job_id(), "' is already running on this agent");
@@ -124,7 +124,7 @@ std::vector<Action> RequestHandler::handleLaunch(const LaunchRequest& launch, co
   return {std::move(a)};
 }
 
-std::vector<Action> RequestHandler::handleSignal(const SignalRequest& signal, const SessionView& session) const {
+std::vector<Action> RequestHandler::handleSignal(const wire::SignalRequest& signal, const SessionView& session) const {
   if (signal.signal() < 1 || signal.signal() >= NSIG) {
     return {send(makeError(signal.job_id(), strCat("signal refused: signal number must be in 1..", NSIG - 1,
                                                    ", got '", signal.signal(), "'")))};
@@ -137,9 +137,9 @@ std::vector<Action> RequestHandler::handleSignal(const SignalRequest& signal, co
   return {std::move(a)};
 }
 
-std::vector<Action> RequestHandler::handlePortCheck(const PortCheckRequest& request) const {
+std::vector<Action> RequestHandler::handlePortCheck(const wire::PortCheckRequest& request) const {
   if (request.port() > 65535) {
-    Envelope reply;
+    wire::Envelope reply;
     reply.mutable_port_check_reply()->set_port(request.port());
     reply.mutable_port_check_reply()->set_error(strCat("port check refused: port must be in 0..65535, got '",
                                                        request.port(), "'"));
@@ -149,7 +149,7 @@ std::vector<Action> RequestHandler::handlePortCheck(const PortCheckRequest& requ
   return {std::move(a)};
 }
 
-std::vector<Action> RequestHandler::handleMeshProbe(const MeshProbeRequest& request) const {
+std::vector<Action> RequestHandler::handleMeshProbe(const wire::MeshProbeRequest& request) const {
   std::string why;
   if (request.targets_size() > kMaxProbeTargets) {
     why = strCat("at most ", kMaxProbeTargets, " targets, got ", request.targets_size());
@@ -165,7 +165,7 @@ std::vector<Action> RequestHandler::handleMeshProbe(const MeshProbeRequest& requ
   return {std::move(a)};
 }
 
-std::string RequestHandler::validateLaunch(const LaunchRequest& request, int maxRanks) {
+std::string RequestHandler::validateLaunch(const wire::LaunchRequest& request, int maxRanks) {
   const std::string& id = request.job_id();
   if (id.empty()) return "job_id is empty";
   if (id.size() > kMaxJobIdBytes) return strCat("job_id is longer than ", kMaxJobIdBytes, " bytes");

@@ -30,14 +30,14 @@ struct Action {
     ProbeMesh,     ///< run `probe` and answer with its MeshProbeReply (agent/mesh_probe.h)
   };
   Kind kind;
-  Envelope envelope;     ///< Send
-  LaunchRequest launch;  ///< Launch
+  wire::Envelope envelope;     ///< Send
+  wire::LaunchRequest launch;  ///< Launch
   std::string jobId;     ///< Signal
   int signal = 0;        ///< Signal
   std::string reason;    ///< Close
   uint64_t bytes = 0;    ///< Credit
   int port = 0;          ///< CheckPort: 0 asks for a free port
-  MeshProbeRequest probe{};  ///< ProbeMesh
+  wire::MeshProbeRequest probe{};  ///< ProbeMesh
 };
 
 /// The part of the agent's state a decision may depend on.
@@ -60,28 +60,28 @@ class RequestHandler {
 
   /// Decides what to do with `in`. Never throws for any input: protocol violations become an
   /// Error envelope plus Close (connection-level) or an Error with a job id (request-level).
-  std::vector<Action> handle(const Envelope& in, const SessionView& session) const;
+  std::vector<Action> handle(const wire::Envelope& in, const SessionView& session) const;
 
   /// As constructed.
   const Config& config() const { return config_; }
 
   /// Empty if `request` may be launched; otherwise why not (one line naming the offending field).
-  static std::string validateLaunch(const LaunchRequest& request, int maxRanks);
+  static std::string validateLaunch(const wire::LaunchRequest& request, int maxRanks);
 
  private:
-  std::vector<Action> handleHello(const Hello& hello, const SessionView& session) const;
-  std::vector<Action> handleLaunch(const LaunchRequest& launch, const SessionView& session) const;
-  std::vector<Action> handleSignal(const SignalRequest& signal, const SessionView& session) const;
-  std::vector<Action> handlePortCheck(const PortCheckRequest& request) const;
-  std::vector<Action> handleMeshProbe(const MeshProbeRequest& request) const;
+  std::vector<Action> handleHello(const wire::Hello& hello, const SessionView& session) const;
+  std::vector<Action> handleLaunch(const wire::LaunchRequest& launch, const SessionView& session) const;
+  std::vector<Action> handleSignal(const wire::SignalRequest& signal, const SessionView& session) const;
+  std::vector<Action> handlePortCheck(const wire::PortCheckRequest& request) const;
+  std::vector<Action> handleMeshProbe(const wire::MeshProbeRequest& request) const;
 
   Config config_;  ///< fixed at construction
 };
 
 /// Name of the message carried by `envelope` ("hello", "launch", ...), for messages and logs.
-const char* messageName(const Envelope& envelope);
+const char* messageName(const wire::Envelope& envelope);
 
 /// An Envelope holding Error{jobId, message}.
-Envelope makeError(const std::string& jobId, const std::string& message);
+wire::Envelope makeError(const std::string& jobId, const std::string& message);
 
 }  // namespace dsrun::agent

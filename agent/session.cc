@@ -90,7 +90,7 @@ void Session::onRead(const boost::system::error_code& ec, size_t n) {
     stop(strCat(why, welcomed_ ? ", stopping its jobs" : ""));
     return;
   }
-  std::vector<Envelope> envelopes;
+  std::vector<wire::Envelope> envelopes;
   try {
     envelopes = decoder_.feed(std::string_view(readBuffer_.data(), n));
   } catch (const ParseError& e) {
@@ -110,7 +110,7 @@ void Session::onRead(const boost::system::error_code& ec, size_t n) {
   readMore();
 }
 
-void Session::dispatch(const Envelope& envelope) {
+void Session::dispatch(const wire::Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
@@ -147,11 +147,11 @@ void Session::dispatch(const Envelope& envelope) {
       case Action::Kind::ProbeMesh: {
         DSRUN_LOG(INFO) << peer_ << ": mesh probe of " << action.probe.targets_size() << " agent(s)";
         MeshProbe::start(connection_->executor(), action.probe,
-                         [self = shared_from_this()](Envelope reply) { self->send(reply); });
+                         [self = shared_from_this()](wire::Envelope reply) { self->send(reply); });
         break;
       }
       case Action::Kind::CheckPort: {
-        Envelope reply = answerPortCheck(action.port, handler_.config().agentHost);
+        wire::Envelope reply = answerPortCheck(action.port, handler_.config().agentHost);
         const std::string& error = reply.port_check_reply().error();
         DSRUN_LOG(INFO) << peer_ << ": MASTER_PORT pre-flight for port " << action.port << ": "
                         << (error.empty() ? strCat("port ", reply.port_check_reply().port(), " is free")
@@ -179,7 +179,7 @@ void Session::useLauncherBudget() {
   launcherSilenceMs_ = 0;  // once
 }
 
-void Session::onWelcomed(const Hello& hello) {
+void Session::onWelcomed(const wire::Hello& hello) {
   welcomed_ = true;
   deadline_.cancel();
   transition(MemberEvent::Welcomed);
@@ -201,14 +201,14 @@ void Session::armHeartbeat() {
   heartbeat_.expires_after(beatInterval_);
   heartbeat_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->stopped_ || self->closing_) return;
-    Envelope beat;
+    wire::Envelope beat;
     beat.mutable_heartbeat();
     self->send(beat);
     self->armHeartbeat();
   });
 }
 
-void Session::send(const Envelope& envelope) {
+void Session::send(const wire::Envelope& envelope) {
   if (stopped_ || closing_ || overflowed_) return;
   if (envelope.has_output()) outputCredit_ -= static_cast<int64_t>(envelope.output().data().size());
   std::string frame = proto::encodeFrame(envelope);

@@ -56,7 +56,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// Queues one envelope for the peer (dropped once the session is closing). Output data spends
   /// the peer's output window (Hello.output_window_bytes), if it asked for one.
-  void send(const Envelope& envelope);
+  void send(const wire::Envelope& envelope);
   /// Sends the wire message for one of this session's job events (agent/session_wire.h), as send().
   void deliver(JobEvent event);
   /// True while the write queue is above kHighWaterBytes or the peer's output window is spent.
@@ -75,12 +75,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void onHandshake(const std::string& failure, const std::string& peerIdentity);
   void readMore();
   void onRead(const boost::system::error_code& ec, size_t n);
-  void dispatch(const Envelope& envelope);
+  void dispatch(const wire::Envelope& envelope);
   void writeNext();
   void closeAfterFlush(const std::string& reason);
   void transition(MemberEvent event);
   void runDrainedCallbacks();
-  void onWelcomed(const Hello& hello);
+  void onWelcomed(const wire::Hello& hello);
   void armHeartbeat();
   /// From the first LaunchRequest on, judge the launcher by its own budget (Hello.launcher_silence_ms) when shorter.
   void useLauncherBudget();

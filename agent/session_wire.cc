@@ -13,8 +13,8 @@ int64_t unixMicros(std::chrono::system_clock::time_point when) {
   return std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
 }
 
-Envelope wire(event::Started&& e) {
-  Envelope out;
+wire::Envelope wire(event::Started&& e) {
+  wire::Envelope out;
   auto* started = out.mutable_rank_started();
   started->set_job_id(std::move(e.jobId));
   started->set_rank(e.rank);
@@ -22,18 +22,18 @@ Envelope wire(event::Started&& e) {
   return out;
 }
 
-Envelope wire(event::Output&& e) {
-  Envelope out;
+wire::Envelope wire(event::Output&& e) {
+  wire::Envelope out;
   auto* chunk = out.mutable_output();
   chunk->set_job_id(std::move(e.jobId));
   chunk->set_rank(e.rank);
-  chunk->set_stream(e.stream == OutputStream::Stdout ? STDOUT : STDERR);
+  chunk->set_stream(e.stream == OutputStream::Stdout ? wire::STDOUT : wire::STDERR);
   chunk->set_data(std::move(e.data));
   return out;
 }
 
-Envelope wire(event::Exited&& e) {
-  Envelope out;
+wire::Envelope wire(event::Exited&& e) {
+  wire::Envelope out;
   auto* exited = out.mutable_rank_exited();
   exited->set_job_id(std::move(e.jobId));
   exited->set_rank(e.rank);
@@ -48,8 +48,8 @@ Envelope wire(event::Exited&& e) {
   return out;
 }
 
-Envelope wire(event::GivenUp&& e) {
-  Envelope out;
+wire::Envelope wire(event::GivenUp&& e) {
+  wire::Envelope out;
   auto* exited = out.mutable_rank_exited();
   exited->set_job_id(std::move(e.jobId));
   exited->set_rank(e.rank);
@@ -61,8 +61,8 @@ Envelope wire(event::GivenUp&& e) {
   return out;
 }
 
-Envelope wire(event::Progress&& e) {
-  Envelope out;
+wire::Envelope wire(event::Progress&& e) {
+  wire::Envelope out;
   auto* progress = out.mutable_rank_progress();
   progress->set_job_id(std::move(e.jobId));
   progress->set_rank(e.rank);
@@ -70,11 +70,11 @@ Envelope wire(event::Progress&& e) {
   return out;
 }
 
-Envelope wire(event::LaunchFailed&& e) { return makeError(e.jobId, e.message); }
+wire::Envelope wire(event::LaunchFailed&& e) { return makeError(e.jobId, e.message); }
 
 }  // namespace
 
-JobSpec toJobSpec(const LaunchRequest& request) {
+JobSpec toJobSpec(const wire::LaunchRequest& request) {
   JobSpec job;
   job.id = request.job_id();
   job.eachRankLogDir = request.log().each_rank_log_dir();
@@ -82,12 +82,12 @@ JobSpec toJobSpec(const LaunchRequest& request) {
   job.killGraceS = request.kill_grace_s();
   job.progressIntervalS = request.progress_interval_s();
   job.ranks.reserve(static_cast<size_t>(request.ranks_size()));
-  for (const RankLaunch& launch : request.ranks()) {
+  for (const wire::RankLaunch& launch : request.ranks()) {
     RankSpec rank;
     rank.rank = launch.rank();
     rank.localRank = launch.local_rank();
     rank.command.argv.assign(launch.argv().begin(), launch.argv().end());
-    for (const EnvVar& var : launch.env()) rank.command.env[var.name()] = var.value();
+    for (const wire::EnvVar& var : launch.env()) rank.command.env[var.name()] = var.value();
     rank.command.cwd = launch.cwd();
     rank.cores.assign(launch.cores().begin(), launch.cores().end());
     job.ranks.push_back(std::move(rank));
@@ -95,7 +95,7 @@ JobSpec toJobSpec(const LaunchRequest& request) {
   return job;
 }
 
-Envelope toEnvelope(JobEvent event) {
+wire::Envelope toEnvelope(JobEvent event) {
   return std::visit([](auto&& e) { return wire(std::move(e)); }, std::move(event));
 }
 

@@ -13,12 +13,12 @@ namespace dsrun::agent {
 /// The job `request` asks for. Its ranks' env holds the request's variables in order (a later entry
 /// for the same name wins); argv, env and cwd are copied byte for byte. Validation is the
 /// RequestHandler's (validateLaunch), done before this.
-JobSpec toJobSpec(const LaunchRequest& request);
+JobSpec toJobSpec(const wire::LaunchRequest& request);
 
 /// The one message that tells the launcher of `event`:
 ///   Started -> RankStarted, Output -> OutputChunk, Exited -> RankExited (exit_code or signal),
 ///   GivenUp -> RankExited (signal SIGKILL, given_up_state), Progress -> RankProgress,
 ///   LaunchFailed -> Error with the job id.
-Envelope toEnvelope(JobEvent event);
+wire::Envelope toEnvelope(JobEvent event);
 
 }  // namespace dsrun::agent

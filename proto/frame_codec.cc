@@ -49,7 +49,7 @@ std::vector<Envelope> FrameDecoder::feed(std::string_view bytes) {
     Envelope envelope;
     const char* payload = buffer_.data() + consumed_ + kFrameHeaderBytes;
     if (!envelope.ParseFromArray(payload, static_cast<int>(size))) {
-      fail(strCat("malformed frame of ", size, " bytes (not a dsrun.agent.Envelope)"));
+      fail(strCat("malformed frame of ", size, " bytes (not a dsrun.wire.Envelope)"));
     }
     if (envelope.msg_case() == Envelope::MSG_NOT_SET) {
       fail(strCat("empty envelope in a frame of ", size, " bytes"));

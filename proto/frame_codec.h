@@ -14,7 +14,7 @@
 
 namespace dsrun::proto {
 
-using Envelope = ::dsrun::agent::Envelope;
+using Envelope = ::dsrun::wire::Envelope;
 
 /// Returns header + payload for `envelope`. Throws InternalError if it exceeds kMaxFrameBytes
 /// (our own messages must never be that large; callers bound output chunks well below it).

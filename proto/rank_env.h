@@ -8,8 +8,8 @@
 namespace dsrun::proto {
 
 /// Appends NAME=VALUE to `rank`'s environment overlay; a later entry for the same name wins on the agent.
-inline void addEnv(agent::RankLaunch& rank, const std::string& name, const std::string& value) {
-  agent::EnvVar* var = rank.add_env();
+inline void addEnv(wire::RankLaunch& rank, const std::string& name, const std::string& value) {
+  wire::EnvVar* var = rank.add_env();
   var->set_name(name);
   var->set_value(value);
 }

@@ -79,7 +79,7 @@ inline Envelope launchSh(const std::string& jobId, const std::vector<std::string
 struct JobResult {
   std::map<int, int> pid;
   std::map<int, std::string> out, err;
-  std::map<int, dsrun::agent::RankExited> exited;
+  std::map<int, dsrun::wire::RankExited> exited;
   std::vector<std::string> errors;
 };
 
@@ -90,7 +90,7 @@ inline JobResult collect(TestClient& c, size_t ranks) {
     REQUIRE(e.has_value());
     if (e->has_rank_started()) r.pid[e->rank_started().rank()] = e->rank_started().pid();
     if (e->has_output()) {
-      (e->output().stream() == dsrun::agent::STDOUT ? r.out : r.err)[e->output().rank()] += e->output().data();
+      (e->output().stream() == dsrun::wire::STDOUT ? r.out : r.err)[e->output().rank()] += e->output().data();
     }
     if (e->has_rank_exited()) r.exited[e->rank_exited().rank()] = e->rank_exited();
     if (e->has_error()) r.errors.push_back(e->error().message());

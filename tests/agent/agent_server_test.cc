@@ -22,6 +22,7 @@
 
 using Catch::Matchers::Contains;
 using namespace dsrun::agent;
+using namespace dsrun::wire;
 using namespace std::chrono_literals;
 using testing::runUntil;
 using testing::TestClient;

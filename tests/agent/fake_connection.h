@@ -27,7 +27,7 @@ struct FakeWire {
   std::function<void()> wake;    ///< set by the FakeConnection: completes a read waiting for input
 
   /// Queues one frame from the launcher.
-  void send(const dsrun::agent::Envelope& e) {
+  void send(const dsrun::wire::Envelope& e) {
     inbound += dsrun::proto::encodeFrame(e);
     if (wake) wake();
   }
@@ -37,7 +37,7 @@ struct FakeWire {
     if (wake) wake();
   }
   /// Every frame the session has written so far.
-  std::vector<dsrun::agent::Envelope> frames() const {
+  std::vector<dsrun::wire::Envelope> frames() const {
     dsrun::proto::FrameDecoder decoder("fake launcher");
     return decoder.feed(written);
   }

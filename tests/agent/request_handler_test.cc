@@ -7,6 +7,7 @@
 
 using Catch::Matchers::Contains;
 using namespace dsrun::agent;
+using namespace dsrun::wire;
 using Kind = Action::Kind;
 
 namespace {

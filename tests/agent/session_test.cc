@@ -21,7 +21,7 @@
 #include "tests/agent/run_until.h"
 
 using Catch::Matchers::Contains;
-using dsrun::agent::Envelope;
+using dsrun::wire::Envelope;
 using dsrun::agent::JobTable;
 using dsrun::agent::RequestHandler;
 using dsrun::agent::Session;

@@ -8,6 +8,7 @@
 #include "proto/rank_env.h"
 
 using namespace dsrun::agent;
+using namespace dsrun::wire;
 
 namespace {
 

@@ -19,7 +19,7 @@
 
 namespace testing {
 
-using dsrun::agent::Envelope;
+using dsrun::wire::Envelope;
 
 class TestClient {
  public:

@@ -24,7 +24,7 @@ Envelope output(int rank, const std::string& data) {
   auto* o = e.mutable_output();
   o->set_job_id("job-1");
   o->set_rank(rank);
-  o->set_stream(dsrun::agent::STDERR);
+  o->set_stream(dsrun::wire::STDERR);
   o->set_data(data);
   return e;
 }

@@ -90,7 +90,7 @@ void AgentClient::onConnected() {
     }
     self->handshakeDone_ = true;
     self->stage_ = "waiting for welcome";
-    agent::Envelope hello;
+    wire::Envelope hello;
     hello.mutable_hello()->set_protocol_version(proto::kProtocolVersion);
     hello.mutable_hello()->set_client_name(self->clientName_);
     hello.mutable_hello()->set_output_window_bytes(self->outputWindowBytes_);
@@ -122,7 +122,7 @@ void AgentClient::readMore() {
     }
     self->lastHeard_ = std::chrono::steady_clock::now();
     self->lastHeardWall_ = std::chrono::system_clock::now();
-    std::vector<agent::Envelope> envelopes;
+    std::vector<wire::Envelope> envelopes;
     try {
       envelopes = self->decoder_.feed(std::string_view(self->readBuffer_.data(), n));
     } catch (const ParseError& e) {
@@ -137,7 +137,7 @@ void AgentClient::readMore() {
   });
 }
 
-void AgentClient::onFrame(const agent::Envelope& e) {
+void AgentClient::onFrame(const wire::Envelope& e) {
   if (!ready_) {
     if (e.has_welcome()) {
       if (e.welcome().protocol_version() != proto::kProtocolVersion) {
@@ -165,27 +165,27 @@ void AgentClient::onFrame(const agent::Envelope& e) {
     return;
   }
   switch (e.msg_case()) {
-    case agent::Envelope::kRankStarted:
+    case wire::Envelope::kRankStarted:
       if (callbacks_.onRankStarted) callbacks_.onRankStarted(e.rank_started());
       break;
-    case agent::Envelope::kOutput:
+    case wire::Envelope::kOutput:
       if (callbacks_.onOutput) callbacks_.onOutput(e.output());
       break;
-    case agent::Envelope::kRankExited:
+    case wire::Envelope::kRankExited:
       if (callbacks_.onRankExited) callbacks_.onRankExited(e.rank_exited());
       break;
-    case agent::Envelope::kRankProgress:
+    case wire::Envelope::kRankProgress:
       if (callbacks_.onRankProgress) callbacks_.onRankProgress(e.rank_progress());
       break;
-    case agent::Envelope::kHeartbeat:
+    case wire::Envelope::kHeartbeat:
       break;  // liveness only: lastHeard_ is updated for every read
-    case agent::Envelope::kPortCheckReply:
+    case wire::Envelope::kPortCheckReply:
       if (auto done = std::exchange(portCheckDone_, nullptr)) done(e.port_check_reply());
       break;
-    case agent::Envelope::kMeshProbeReply:
+    case wire::Envelope::kMeshProbeReply:
       if (auto done = std::exchange(meshProbeDone_, nullptr)) done(e.mesh_probe_reply());
       break;
-    case agent::Envelope::kError:
+    case wire::Envelope::kError:
       if (e.error().job_id().empty()) {
         fail(e.error().message());  // connection-level: the agent closes after it
       } else if (callbacks_.onError) {
@@ -197,30 +197,30 @@ void AgentClient::onFrame(const agent::Envelope& e) {
   }
 }
 
-void AgentClient::send(const agent::Envelope& envelope) {
+void AgentClient::send(const wire::Envelope& envelope) {
   if (closed_) return;
   writeQueue_.push_back(proto::encodeFrame(envelope));
   writeNext();
 }
 
-void AgentClient::checkPort(int port, std::function<void(const agent::PortCheckReply&)> done) {
+void AgentClient::checkPort(int port, std::function<void(const wire::PortCheckReply&)> done) {
   portCheckDone_ = std::move(done);
-  agent::Envelope e;
+  wire::Envelope e;
   e.mutable_port_check()->set_port(static_cast<uint32_t>(port));
   send(e);
 }
 
 void AgentClient::probeMesh(const std::vector<std::string>& targets, uint32_t timeoutMs,
-                            std::function<void(const agent::MeshProbeReply&)> done) {
+                            std::function<void(const wire::MeshProbeReply&)> done) {
   meshProbeDone_ = std::move(done);
-  agent::Envelope e;
+  wire::Envelope e;
   for (const std::string& target : targets) e.mutable_mesh_probe()->add_targets(target);
   e.mutable_mesh_probe()->set_timeout_ms(timeoutMs);
   send(e);
 }
 
 void AgentClient::sendCredit(uint64_t bytes) {
-  agent::Envelope e;
+  wire::Envelope e;
   e.mutable_output_credit()->set_bytes(bytes);
   send(e);
 }

@@ -25,12 +25,12 @@ namespace dsrun {
 class AgentClient : public std::enable_shared_from_this<AgentClient> {
  public:
   struct Callbacks {
-    std::function<void(const agent::Welcome&)> onReady;  ///< handshake done, launches may be sent
-    std::function<void(const agent::RankStarted&)> onRankStarted;
-    std::function<void(const agent::OutputChunk&)> onOutput;
-    std::function<void(const agent::RankExited&)> onRankExited;
-    std::function<void(const agent::RankProgress&)> onRankProgress;  ///< a rank's step counter moved
-    std::function<void(const agent::Error&)> onError;  ///< an Error from the agent (job or connection)
+    std::function<void(const wire::Welcome&)> onReady;  ///< handshake done, launches may be sent
+    std::function<void(const wire::RankStarted&)> onRankStarted;
+    std::function<void(const wire::OutputChunk&)> onOutput;
+    std::function<void(const wire::RankExited&)> onRankExited;
+    std::function<void(const wire::RankProgress&)> onRankProgress;  ///< a rank's step counter moved
+    std::function<void(const wire::Error&)> onError;  ///< an Error from the agent (job or connection)
     /// The connection ended or never came up; `reason` is one line starting with "agent HOST:PORT: ".
     /// Called at most once; nothing else is called afterwards.
     std::function<void(const std::string& reason)> onClosed;
@@ -59,13 +59,13 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   /// MASTER_PORT pre-flight: asks the agent whether `port` can be bound on its host (0: to pick a free
   /// one) and calls `done` with the answer, once (not if the connection ends first: onClosed is called).
   /// Only for an agent that agentChecksPorts(); a second call replaces a pending `done`.
-  void checkPort(int port, std::function<void(const agent::PortCheckReply&)> done);
+  void checkPort(int port, std::function<void(const wire::PortCheckReply&)> done);
   /// Mesh probe: asks the agent to connect to each of `targets` ("host:port") within `timeoutMs` and calls
   /// `done` with its answer, once (as checkPort). Only for an agent that agentProbesMesh().
   void probeMesh(const std::vector<std::string>& targets, uint32_t timeoutMs,
-                 std::function<void(const agent::MeshProbeReply&)> done);
+                 std::function<void(const wire::MeshProbeReply&)> done);
   /// Queues one envelope (ignored once closed).
-  void send(const agent::Envelope& envelope);
+  void send(const wire::Envelope& envelope);
   /// Closes the connection without calling onClosed (the agent then stops this client's jobs).
   void close();
 
@@ -94,7 +94,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   void fail(const std::string& what);
   void onConnected();
   void readMore();
-  void onFrame(const agent::Envelope& envelope);
+  void onFrame(const wire::Envelope& envelope);
   void writeNext();
 
   boost::asio::io_context& io_;                                    ///< the caller's loop
@@ -122,9 +122,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   uint32_t silenceMs_ = 0;                                         ///< Hello.launcher_silence_ms
   uint32_t agentBeatMs_ = 0;                                       ///< Welcome.agent_heartbeat_ms
   bool agentChecksPorts_ = false;                                  ///< Welcome.port_check
-  std::function<void(const agent::PortCheckReply&)> portCheckDone_;  ///< see checkPort()
+  std::function<void(const wire::PortCheckReply&)> portCheckDone_;  ///< see checkPort()
   bool agentProbesMesh_ = false;                                   ///< Welcome.mesh_probe
-  std::function<void(const agent::MeshProbeReply&)> meshProbeDone_;  ///< see probeMesh()
+  std::function<void(const wire::MeshProbeReply&)> meshProbeDone_;  ///< see probeMesh()
   std::chrono::steady_clock::time_point lastHeard_;                ///< see lastHeard()
   std::chrono::system_clock::time_point lastHeardWall_;            ///< see lastHeardWall()
 };

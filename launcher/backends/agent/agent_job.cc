@@ -25,8 +25,8 @@ namespace dsrun {
 namespace {
 
 /// A waitpid()-style status from the agent's report, so exit_status.h's wording applies.
-int waitStatusOf(const agent::RankExited& e) {
-  return e.status_case() == agent::RankExited::kSignal ? (e.signal() & 0x7f) : ((e.exit_code() & 0xff) << 8);
+int waitStatusOf(const wire::RankExited& e) {
+  return e.status_case() == wire::RankExited::kSignal ? (e.signal() & 0x7f) : ((e.exit_code() & 0xff) << 8);
 }
 
 std::string plural(size_t n, const char* word) { return strCat(n, " ", word, n == 1 ? "" : "s"); }
@@ -230,13 +230,13 @@ void AgentJob::connectAll() {
   for (auto& nodePtr : nodes_) {
     Node* node = nodePtr.get();
     AgentClient::Callbacks cb;
-    cb.onReady = [this, node](const agent::Welcome& w) {
+    cb.onReady = [this, node](const wire::Welcome& w) {
       node->ready = true;
       node->heartbeatMs = std::max<uint32_t>(w.heartbeat_period_ms(), 20);
       node->address = w.host_address();
       DSRUN_LOG(DEBUG) << "agent " << node->client->address() << " (" << w.agent_host() << ") ready";
     };
-    cb.onRankStarted = [this](const agent::RankStarted& s) {
+    cb.onRankStarted = [this](const wire::RankStarted& s) {
       auto it = ranks_.find(s.rank());
       if (it == ranks_.end()) return;
       it->second.pid = s.pid();
@@ -246,15 +246,15 @@ void AgentJob::connectAll() {
       }
     };
     const size_t nodeIndex = static_cast<size_t>(&nodePtr - nodes_.data());
-    cb.onOutput = [this, nodeIndex](const agent::OutputChunk& chunk) { onOutput(nodeIndex, chunk); };
-    cb.onRankExited = [this, node](const agent::RankExited& e) { onRankExited(*node, e); };
-    cb.onRankProgress = [this](const agent::RankProgress& p) {
+    cb.onOutput = [this, nodeIndex](const wire::OutputChunk& chunk) { onOutput(nodeIndex, chunk); };
+    cb.onRankExited = [this, node](const wire::RankExited& e) { onRankExited(*node, e); };
+    cb.onRankProgress = [this](const wire::RankProgress& p) {
       auto it = ranks_.find(p.rank());
       if (it == ranks_.end() || p.step() == it->second.step) return;
       it->second.step = p.step();
       it->second.moved = std::chrono::steady_clock::now();
     };
-    cb.onError = [this, node](const agent::Error& e) {
+    cb.onError = [this, node](const wire::Error& e) {
       // A signal request can cross the last exit of that host's ranks: the agent has forgotten the job.
       if (startsWith(e.message(), "signal refused")) {
         DSRUN_LOG(DEBUG) << "agent " << node->client->address() << ": " << e.message();
@@ -293,7 +293,7 @@ void AgentJob::launchAll() {
     notice(strCat("dsrun: every rank writes its output to ", pattern, " on its host"));
   }
   for (auto& node : nodes_) {
-    agent::Envelope e;
+    wire::Envelope e;
     auto* launch = e.mutable_launch();
     launch->set_job_id(plan_.jobId);
     // 0 would mean "the agent's default"; a grace of 0 asks for an immediate SIGKILL.
@@ -319,7 +319,7 @@ void AgentJob::launchAll() {
   }
 }
 
-void AgentJob::onRankExited(Node&, const agent::RankExited& e) {
+void AgentJob::onRankExited(Node&, const wire::RankExited& e) {
   auto it = ranks_.find(e.rank());
   if (it == ranks_.end() || !controller_.running(it->second.slot)) return;
   RankState& r = it->second;
@@ -389,7 +389,7 @@ size_t AgentJob::signalLiveNodes(int signal) {
   size_t nodes = 0;
   for (auto& node : nodes_) {
     if (!node->ready || node->done) continue;
-    agent::Envelope e;
+    wire::Envelope e;
     e.mutable_signal()->set_job_id(plan_.jobId);
     e.mutable_signal()->set_signal(signal);
     node->client->send(e);
@@ -437,7 +437,7 @@ void AgentJob::armHeartbeat() {
       const JobDecision decision = controller_.requestStop(SIGTERM, nowSeconds());
       stopEverything(decision.signal);
     }
-    agent::Envelope beat;
+    wire::Envelope beat;
     beat.mutable_heartbeat();
     for (auto& node : nodes_) {
       if (node->ready && !node->done) node->client->send(beat);
@@ -546,7 +546,7 @@ void AgentJob::forwardSignal(int signal) {
                 plural(nodes, "node")));
 }
 
-void AgentJob::onOutput(size_t nodeIndex, const agent::OutputChunk& chunk) {
+void AgentJob::onOutput(size_t nodeIndex, const wire::OutputChunk& chunk) {
   auto it = ranks_.find(chunk.rank());
   const size_t credit = chunk.data().size();
   if (it == ranks_.end()) {
@@ -555,14 +555,14 @@ void AgentJob::onOutput(size_t nodeIndex, const agent::OutputChunk& chunk) {
   }
   RankState& r = it->second;
   std::string text;
-  const bool isStderr = chunk.stream() == agent::STDERR;
+  const bool isStderr = chunk.stream() == wire::STDERR;
   (isStderr ? r.err : r.out).feed(chunk.data(), [&](std::string_view line) {
     text.append(r.prefix).append(line).push_back('\n');
     if (isStderr) keepTailLine(r.tail, line);
   });
   // The credit goes back once the writer has written these lines (a partial line is held by the
   // bounded LineBuffer and credited now, with the lines before it).
-  writer_.write(chunk.stream() == agent::STDERR ? OutputWriter::Stream::Err : OutputWriter::Stream::Out,
+  writer_.write(chunk.stream() == wire::STDERR ? OutputWriter::Stream::Err : OutputWriter::Stream::Out,
                 std::move(text), nodeIndex, credit);
 }
 

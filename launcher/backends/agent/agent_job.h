@@ -119,7 +119,7 @@ class AgentJob {
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
   std::optional<int> probeMesh();
   void launchAll();
-  void onRankExited(Node& node, const agent::RankExited& exited);
+  void onRankExited(Node& node, const wire::RankExited& exited);
   void onSpawnError(Node& node, const std::string& message);
   void onNodeLost(Node& node, const std::string& reason);
   /// A failure's decision: the first one stops every rank everywhere.
@@ -134,7 +134,7 @@ class AgentJob {
   void armSignals();
   void onExitTimeout();
   void flushOutput(RankState& rank);
-  void onOutput(size_t nodeIndex, const agent::OutputChunk& chunk);
+  void onOutput(size_t nodeIndex, const wire::OutputChunk& chunk);
   void onWritten(size_t nodeIndex, size_t bytes);
   void checkSilentAgents();
   /// --hang_timeout_s: fails the job when a rank's step has not moved for that long (stacks first).

@@ -19,7 +19,7 @@ MeshProbeOutcome probeAgentMesh(boost::asio::io_context& io, const std::vector<M
   MeshProbeOutcome outcome;
   // Shared with the callbacks: a reply arriving after this function gave up must not write into its frame.
   struct State {
-    std::vector<std::optional<agent::MeshProbeReply>> replies;
+    std::vector<std::optional<wire::MeshProbeReply>> replies;
     size_t waiting = 0;
   };
   const auto state = std::make_shared<State>();
@@ -36,7 +36,7 @@ MeshProbeOutcome probeAgentMesh(boost::asio::io_context& io, const std::vector<M
     outcome.pairs += targets.size();
     ++waiting;
     members[i].client->probeMesh(targets, static_cast<uint32_t>(timeout.count()),
-                                 [state, i](const agent::MeshProbeReply& r) {
+                                 [state, i](const wire::MeshProbeReply& r) {
                                    state->replies[i] = r;
                                    --state->waiting;
                                  });
@@ -70,7 +70,7 @@ MeshProbeOutcome probeAgentMesh(boost::asio::io_context& io, const std::vector<M
       }
       continue;
     }
-    for (const agent::MeshProbeResult& r : replies[i]->results()) {
+    for (const wire::MeshProbeResult& r : replies[i]->results()) {
       if (!r.error().empty()) {
         outcome.broken.push_back(strCat(members[i].host, " cannot reach ", r.target(), ": ", r.error()));
         pairs.emplace_back(members[i].host, r.target().substr(0, r.target().rfind(':')));

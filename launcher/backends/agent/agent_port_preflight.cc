@@ -24,9 +24,9 @@ std::optional<int> preflightAgentMasterPort(boost::asio::io_context& io, AgentCl
     return port;
   }
   // Shared with the callback: an answer arriving after a timeout must not write into this frame.
-  const auto answer = std::make_shared<std::optional<agent::PortCheckReply>>();
-  master.checkPort(port, [answer](const agent::PortCheckReply& r) { *answer = r; });
-  const std::optional<agent::PortCheckReply>& reply = *answer;
+  const auto answer = std::make_shared<std::optional<wire::PortCheckReply>>();
+  master.checkPort(port, [answer](const wire::PortCheckReply& r) { *answer = r; });
+  const std::optional<wire::PortCheckReply>& reply = *answer;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!reply && !master.closed() && !interrupted()) {
     if (io.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) break;
@@ -72,7 +72,7 @@ AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::
   };
   const auto state = std::make_shared<State>();
   AgentClient::Callbacks cb;
-  cb.onReady = [state](const agent::Welcome& w) {
+  cb.onReady = [state](const wire::Welcome& w) {
     state->ready = true;
     state->address = w.host_address();
   };

@@ -25,7 +25,7 @@ std::vector<AgentProbe> probeAgents(boost::asio::ssl::context& ssl, const std::v
   for (size_t i = 0; i < hosts.size(); ++i) {
     results[i].host = hosts[i];
     AgentClient::Callbacks cb;
-    cb.onReady = [&, i](const agent::Welcome& w) {
+    cb.onReady = [&, i](const wire::Welcome& w) {
       results[i].ok = true;
       results[i].address = w.host_address();
       ++answered;

@@ -65,10 +65,10 @@ void collectStacks(boost::asio::io_context& io, boost::asio::ssl::context& ssl, 
     // The clients live in the collection: a weak pointer keeps no cycle, and a client's late callback (after
     // the collection finished and let go) finds nothing.
     const std::weak_ptr<Collection> weak = c;
-    cb.onReady = [weak, index, jobId, ranks = ranks](const agent::Welcome&) {
+    cb.onReady = [weak, index, jobId, ranks = ranks](const wire::Welcome&) {
       const auto c = weak.lock();
       if (!c || c->finished) return;
-      agent::Envelope e;
+      wire::Envelope e;
       auto* launch = e.mutable_launch();
       launch->set_job_id(jobId + ".stacks");
       launch->set_kill_grace_s(1);
@@ -81,11 +81,11 @@ void collectStacks(boost::asio::io_context& io, boost::asio::ssl::context& ssl, 
       }
       c->clients[index]->send(e);
     };
-    cb.onOutput = [weak](const agent::OutputChunk& chunk) {
+    cb.onOutput = [weak](const wire::OutputChunk& chunk) {
       const auto c = weak.lock();
       if (c && !c->finished) c->stacks[chunk.rank()] += chunk.data();
     };
-    cb.onRankExited = [weak](const agent::RankExited& e) {
+    cb.onRankExited = [weak](const wire::RankExited& e) {
       const auto c = weak.lock();
       if (c && !c->finished) c->answered(e.rank());
     };
@@ -97,7 +97,7 @@ void collectStacks(boost::asio::io_context& io, boost::asio::ssl::context& ssl, 
         c->answered(t.rank);
       }
     };
-    cb.onError = [failHost](const agent::Error& e) { failHost(e.message()); };
+    cb.onError = [failHost](const wire::Error& e) { failHost(e.message()); };
     cb.onClosed = failHost;
     c->clients.push_back(AgentClient::create(io, ssl, host, port, clientName, std::move(cb)));
   }

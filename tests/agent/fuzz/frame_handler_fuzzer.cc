@@ -11,7 +11,7 @@
 #include "proto/frame_codec.h"
 #include "proto/rank_env.h"
 
-using dsrun::agent::Envelope;
+using dsrun::wire::Envelope;
 using dsrun::agent::RequestHandler;
 using dsrun::agent::SessionView;
 
