@@ -2,8 +2,8 @@
 // JobController: the lifecycle decisions of one job, for every backend. It is told what
 // happened (a rank started, exited or failed, a host was lost, a signal arrived, time passed) and
 // answers with a JobDecision that its driver carries out in its own medium: JobSupervisor signals
-// process groups through a Spawner, the agent's ProcessTable does the same per job, AgentJob sends
-// SignalRequests to agents, CommandJob runs pdsh's kill or signal command. No I/O and no clock of
+// process groups through a Spawner, the agent's JobTable does the same per job, AgentJob sends
+// SignalRequests to agents, RemoteJob (ssh, pdsh/mpirun/srun) asks its NodeChannels. No I/O and no clock of
 // its own: time is a number of seconds passed in, so tests drive it from tables.
 //
 // States (job_controller_states.h):  Starting -> Running -> Stopping -> Killing -> Finished.

@@ -1,5 +1,5 @@
 // The Session's translation: each job event becomes the one wire message the launcher reads
-// (launcher/backends/agent_job.cc), and a LaunchRequest becomes the JobSpec the JobTable runs.
+// (launcher/backends/agent/agent_job.cc), and a LaunchRequest becomes the JobSpec the JobTable runs.
 #include "agent/session_wire.h"
 
 #include <catch2/catch.hpp>

@@ -196,7 +196,7 @@ void AgentJob::printRootCauseBlock() {
   cause.exitCode = failure->exitCode;
   if (auto it = ranks_.find(failure->rank); it != ranks_.end()) cause.stderrTail = it->second.tail;
   if (!settings_.launch.eachRankLogDir.empty()) {
-    // The agent wrote it on its host (agent/process_table.cc names it as rankLogPath does).
+    // The agent wrote it on its host (agent/rank_starter.cc names it as rankLogPath does).
     cause.logFile = strCat(rankLogPath(settings_.launch.eachRankLogDir, settings_.logTag, failure->rank), " on ",
                            failure->host);
   }

@@ -1,5 +1,5 @@
 #pragma once
-// Which agents each agent probes in the mesh probe (launcher/backends/agent_mesh_probe.h, docs/agent.md
+// Which agents each agent probes in the mesh probe (launcher/backends/agent/agent_mesh_probe.h, docs/agent.md
 // "Which pairs the mesh probe covers"): all pairs up to kMeshAllPairsUpTo hosts, beyond that a structured
 // set of O(log N) peers per host, so that the probe costs O(N log N) connections instead of N x (N-1).
 
