@@ -18,7 +18,7 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
     and handshake included): the bytes of every read/write/sendmsg/recvmsg dsrun made on its connection
     to each agent (strace -yy names the peer of each socket), median over the agents.
   * the old probe (all N x (N-1) pairs) once, with --old_dsrun (a dsrun built before agent_mesh_plan.h,
-    e.g. /work/main/build/launcher/dsrun of an older main), up to --old_max nodes.
+    e.g. build/launcher/dsrun of a checkout of an older main), up to --old_max nodes.
 Every agent is stopped afterwards and the script checks that nothing is left (agent pids, processes with
 the bench's job ids, listeners on the port). Prints markdown tables; --json FILE keeps the raw numbers.
   bench/agent_scale.py [--sizes 16,64,256] [--runs 3] [--ranks 8] [--build build] [--old_dsrun PATH]

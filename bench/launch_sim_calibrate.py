@@ -29,19 +29,8 @@ import sys
 import tempfile
 import time
 
-TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_us(pid):
-    """(own CPU, reaped children's CPU) in µs: own from schedstat (ns, every thread), children from stat
-    (clock ticks: 10 ms, so only their mean over many runs means anything)."""
-    own = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-            own += int(f.read().split()[0]) / 1000
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return own, (int(fields[13]) + int(fields[14])) * TICK_US
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agent_scale import proc_stat as cpu_us  # noqa: E402  (own CPU, reaped children's CPU) in µs
 
 
 def free_port(host):
