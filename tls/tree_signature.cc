@@ -89,6 +89,10 @@ std::string verifyTreeSignature(X509_STORE* trust, std::string_view certificateD
     ERR_clear_error();
     return "the launcher certificate does not parse (DER)";
   }
+  // The role first: a node certificate says so plainly, instead of as OpenSSL's "unsuitable purpose".
+  if (!isLauncherCertificate(cert.get())) {
+    return strCat("the signing certificate (", describeCertificate(cert.get()), ") is not a launcher's");
+  }
   StoreCtxPtr verify(X509_STORE_CTX_new());
   if (!verify || X509_STORE_CTX_init(verify.get(), trust, cert.get(), nullptr) != 1) {
     return strCat("cannot check the launcher certificate: ", opensslError());
@@ -99,9 +103,6 @@ std::string verifyTreeSignature(X509_STORE* trust, std::string_view certificateD
     ERR_clear_error();
     return strCat("the launcher certificate (", describeCertificate(cert.get()), ") is not trusted: ",
                   X509_verify_cert_error_string(err));
-  }
-  if (!isLauncherCertificate(cert.get())) {
-    return strCat("the signing certificate (", describeCertificate(cert.get()), ") is not a launcher's");
   }
   MdCtxPtr ctx(EVP_MD_CTX_new());
   EVP_PKEY* key = X509_get0_pubkey(cert.get());
