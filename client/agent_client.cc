@@ -1,4 +1,4 @@
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
