@@ -31,6 +31,12 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
     std::function<void(const wire::RankExited&)> onRankExited;
     std::function<void(const wire::RankProgress&)> onRankProgress;  ///< a rank's step counter moved
     std::function<void(const wire::Error&)> onError;  ///< an Error from the agent (job or connection)
+    /// A node of a tree launch was lost (NodeLost, relayed by a root; the events of an EventBatch arrive one
+    /// by one through the other callbacks).
+    std::function<void(const wire::NodeLost&)> onNodeLost;
+    /// Set: every message after Welcome goes here as it came (EventBatch unopened), instead of to the typed
+    /// callbacks above (a tree agent relays its child's events up unchanged). onClosed is still called.
+    std::function<void(const wire::Envelope&)> onEnvelope;
     /// The connection ended or never came up; `reason` is one line starting with "agent HOST:PORT: ".
     /// Called at most once; nothing else is called afterwards.
     std::function<void(const std::string& reason)> onClosed;
@@ -49,6 +55,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
     beatMs_ = beatMs;
     silenceMs_ = silenceMs;
   }
+  /// Dial `address` instead of the host name; the agent's certificate must still name the host (a tree
+  /// launch says where each node's agent listens and which name its certificate carries).
+  void setDialAddress(std::string address) { dialAddress_ = std::move(address); }
   /// TCP_USER_TIMEOUT for the connection (0: the kernel's default), set when it connects.
   void setUserTimeout(unsigned int ms) { userTimeoutMs_ = ms; }
   /// Resolves, connects, runs the TLS handshake and sends Hello; onReady or onClosed follows. The
@@ -82,6 +91,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   bool agentChecksPorts() const { return agentChecksPorts_; }
   /// The agent answers MeshProbeRequest (Welcome.mesh_probe).
   bool agentProbesMesh() const { return agentProbesMesh_; }
+  /// The agent serves tree launches (Welcome.tree_launch).
+  bool agentServesTrees() const { return agentServesTrees_; }
   /// When the last byte arrived from the agent (steady clock), and the same moment by the wall clock.
   std::chrono::steady_clock::time_point lastHeard() const { return lastHeard_; }
   std::chrono::system_clock::time_point lastHeardWall() const { return lastHeardWall_; }
@@ -104,6 +115,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::string host_;                                               ///< as in the hostfile
   int port_;                                                       ///< --agent_port
   std::string address_;                                            ///< "host:port" for messages
+  std::string dialAddress_;                                        ///< empty: dial host_
   std::string clientName_;                                         ///< sent in Hello
   Callbacks callbacks_;                                            ///< event sinks
   proto::FrameDecoder decoder_;                                    ///< incoming frames
@@ -124,6 +136,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   bool agentChecksPorts_ = false;                                  ///< Welcome.port_check
   std::function<void(const wire::PortCheckReply&)> portCheckDone_;  ///< see checkPort()
   bool agentProbesMesh_ = false;                                   ///< Welcome.mesh_probe
+  bool agentServesTrees_ = false;                                  ///< Welcome.tree_launch
   std::function<void(const wire::MeshProbeReply&)> meshProbeDone_;  ///< see probeMesh()
   std::chrono::steady_clock::time_point lastHeard_;                ///< see lastHeard()
   std::chrono::system_clock::time_point lastHeardWall_;            ///< see lastHeardWall()
