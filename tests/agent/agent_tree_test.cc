@@ -102,6 +102,8 @@ struct Events {
   std::map<int, dsrun::wire::RankExited> exited;
   std::vector<dsrun::wire::NodeLost> lost;
   std::vector<std::string> errors;
+  bool credit = true;            ///< return output credit as output is read (a launcher whose reader keeps up)
+  uint64_t uncredited = 0;       ///< output read while `credit` was off
 
   void take(testing::TestClient& client, const Envelope& e) {
     if (e.has_event_batch()) {
@@ -111,9 +113,13 @@ struct Events {
     if (e.has_rank_started()) pid[e.rank_started().rank()] = e.rank_started().pid();
     if (e.has_output()) {
       out[e.output().rank()] += e.output().data();
-      Envelope credit;
-      credit.mutable_output_credit()->set_bytes(e.output().data().size());
-      client.send(credit);
+      if (credit) {
+        Envelope back;
+        back.mutable_output_credit()->set_bytes(e.output().data().size());
+        client.send(back);
+      } else {
+        uncredited += e.output().data().size();
+      }
     }
     if (e.has_rank_exited()) exited[e.rank_exited().rank()] = e.rank_exited();
     if (e.has_node_lost()) lost.push_back(e.node_lost());
@@ -147,7 +153,7 @@ struct Events {
 };
 
 struct Tree {
-  Tree() {
+  explicit Tree(uint64_t outputWindow = 1u << 20) {
     for (int i = 0; i < 5; ++i) {
       const std::string host = "tree-" + std::to_string(i);
       dirs.push_back(pki.node(host, {"127.0.0.1"}));
@@ -162,7 +168,7 @@ struct Tree {
     client = std::make_unique<testing::TestClient>(io, *launcherCtx);
     REQUIRE_FALSE(client->connect({boost::asio::ip::make_address("127.0.0.1"),
                                    static_cast<unsigned short>(agents[0]->port())}));
-    client->hello(dsrun::proto::kProtocolVersion, 1u << 20, false);
+    client->hello(dsrun::proto::kProtocolVersion, outputWindow, false);
     auto welcome = client->next();
     REQUIRE(welcome.has_value());
     REQUIRE(welcome->has_welcome());
@@ -257,4 +263,31 @@ TEST_CASE("a killed interior agent is reported as lost, naming its host, and not
   }
   CHECK(tree.events.lost.size() == 1);
   CHECK_THAT(tree.agents[2]->log(), Contains("stopping its jobs"));
+}
+
+TEST_CASE("a leaf's output is read no faster than the launcher takes it: each edge of the tree holds it back",
+          "[agent][tree][integration]") {
+  Tree tree(256 * 1024);
+  // Rank 4 (tree-2, two edges below the root) writes 4 MiB; the others only say they are done.
+  const uint64_t flood = 65536 * 64;
+  tree.launch("job-flood",
+              "if [ \"$RANK\" = 4 ]; then yes $(printf '%063d' 0) | head -n 65536; fi; echo done-$RANK");
+  tree.events.credit = false;  // the launcher's reader stalls: no credit goes back
+  tree.io.run_for(1500ms);
+  for (const auto& e : tree.client->arrived()) tree.events.take(*tree.client, e);
+  INFO(tree.events.summary().substr(0, 2000));
+  // At most about the windows along the path (64 KiB at tree-2, 128 KiB at tree-1, one chunk each over):
+  // without back-pressure per edge all 4 MiB would be here by now.
+  CHECK(tree.events.out[4].size() <= 512 * 1024);
+  CHECK(tree.events.exited.count(4) == 0);  // blocked in write(2), as on a slow terminal
+  // The reader catches up: everything arrives, in order, and every rank ends.
+  tree.events.credit = true;
+  Envelope back;
+  back.mutable_output_credit()->set_bytes(tree.events.uncredited);
+  tree.client->send(back);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 10; }, "10 RankExited");
+  CHECK(tree.events.out[4].size() == flood + std::string("done-4\n").size());
+  CHECK(tree.events.out[4].substr(0, 64) == std::string(63, '0') + "\n");
+  for (int r = 0; r < 10; ++r) CHECK(tree.events.exited[r].exit_code() == 0);
+  CHECK(tree.events.lost.empty());
 }

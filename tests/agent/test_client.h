@@ -77,6 +77,13 @@ class TestClient {
     return e;
   }
 
+  /// The messages that have arrived so far, without stepping the loop.
+  std::vector<Envelope> arrived() {
+    std::vector<Envelope> out(std::make_move_iterator(inbox_.begin()), std::make_move_iterator(inbox_.end()));
+    inbox_.clear();
+    return out;
+  }
+
   /// Skips messages until one satisfies `pred`; fails if the connection closes first.
   Envelope nextWhere(const std::function<bool(const Envelope&)>& pred, const char* what) {
     for (;;) {
