@@ -13,13 +13,14 @@ int64_t windowUs(const wire::TreeLaunchHeader& header) {
 
 }  // namespace
 
-void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const std::string& ownHost, const TreePeer& peer,
+void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const TreeIdentity& self, const TreeIdentity& peer,
                         int64_t nowUnixUs, bool acceptAncestors) {
   const wire::TreeNodePart& own = received.parts.at(0);
   const std::string job = received.header.job_id();
-  if (own.host() != ownHost) {
-    throw Error(strCat("tree launch of job ", job, " from ", peer.description, ": it is for host '", own.host(),
-                       "', this agent is '", ownHost, "'"));
+  const std::string& ownHost = own.host();
+  if (self.launcher || !self.names || !self.names(ownHost)) {
+    throw Error(strCat("tree launch of job ", job, " from ", peer.description, ": it is for host '", ownHost,
+                       "', which this agent's certificate does not name (", self.description, ")"));
   }
   if (own.ancestors().empty()) {
     if (!peer.launcher) {

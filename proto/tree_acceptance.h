@@ -12,19 +12,20 @@
 
 namespace dsrun::proto {
 
-/// The TLS peer a tree launch arrived from.
-struct TreePeer {
-  bool launcher = false;  ///< a launcher certificate (only roots accept from one)
+/// A certificate's holder: this agent, or the TLS peer a tree launch arrived from.
+struct TreeIdentity {
+  bool launcher = false;  ///< a launcher certificate (only roots accept a launch from one)
   /// For a node certificate: does it name this host in its subjectAltName (tls::certificateNames)?
   std::function<bool(const std::string& host)> names;
   std::string description;  ///< for messages: "10.0.0.3:41234 (CN=dsrun node n3 ...)"
 };
 
-/// Throws dsrun::Error (one line naming the peer and the hosts) unless: parts[0] names `ownHost`; a root
-/// (no ancestors) came from a launcher and any other node from a node certificate naming its parent,
-/// ancestors[0] (or, with `acceptAncestors`, any of its ancestors: re-attaching after the parent was lost);
-/// and `nowUnixUs` lies within the header's issued time +- valid_for_s.
-void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const std::string& ownHost, const TreePeer& peer,
+/// Throws dsrun::Error (one line naming the peer and the hosts) unless: `self`'s certificate names the host
+/// of parts[0] (the launch is for this agent); a root (no ancestors) came from a launcher and any other node
+/// from a node certificate naming its parent, ancestors[0] (or, with `acceptAncestors`, any of its ancestors:
+/// re-attaching after the parent was lost); and `nowUnixUs` lies within the header's issued time
+/// +- valid_for_s.
+void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const TreeIdentity& self, const TreeIdentity& peer,
                         int64_t nowUnixUs, bool acceptAncestors = false);
 
 /// The job ids of the tree launches this agent accepted, each kept until its launch could no longer be fresh

@@ -136,8 +136,8 @@ std::vector<Delivery> deliverAll(const Signed& s, const std::vector<TreeLaunchNo
   return out;
 }
 
-TreePeer launcherPeer() { return {true, nullptr, "dsrun"}; }
-TreePeer nodePeer(const std::string& host) {
+TreeIdentity launcherPeer() { return {true, nullptr, "dsrun"}; }
+TreeIdentity nodePeer(const std::string& host) {
   return {false, [host](const std::string& h) { return h == host; }, "agent " + host};
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("every node expands exactly the star's LaunchRequest, over varied tree
         const ReceivedTreeLaunch r = readTreeLaunch(d.launch, kSha);
         CHECK(r.root == s.content.root);
         CHECK(cluster.verify(d.launch, r).empty());
-        CHECK_NOTHROW(checkTreeLaunchFor(r, nodes[d.node].host,
+        CHECK_NOTHROW(checkTreeLaunchFor(r, nodePeer(nodes[d.node].host),
                                          nodes[d.node].parent < 0 ? launcherPeer()
                                                                   : nodePeer(nodes[static_cast<size_t>(nodes[d.node].parent)].host),
                                          kNow));
@@ -260,15 +260,15 @@ TEST_CASE("a node accepts its launch only from the parent it names, and a root o
   const ReceivedTreeLaunch leaf = readTreeLaunch(d[2].launch, kSha);
   REQUIRE(leaf.parts[0].host() == "node-2");
 
-  CHECK_NOTHROW(checkTreeLaunchFor(leaf, "node-2", nodePeer("node-1"), kNow));
-  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, "node-2", nodePeer("node-0"), kNow),
+  CHECK_NOTHROW(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-1"), kNow));
+  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-0"), kNow),
                     Contains("the launch names node-1 as node-2's parent, and the peer is not it"));
-  CHECK_NOTHROW(checkTreeLaunchFor(leaf, "node-2", nodePeer("node-0"), kNow, true));  // re-attached to its grandparent
-  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, "node-2", launcherPeer(), kNow), Contains("and the peer is not it"));
-  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, "node-1", nodePeer("node-1"), kNow),
-                    Contains("it is for host 'node-2', this agent is 'node-1'"));
-  CHECK_NOTHROW(checkTreeLaunchFor(root, "node-0", launcherPeer(), kNow));
-  CHECK_THROWS_WITH(checkTreeLaunchFor(root, "node-0", nodePeer("node-1"), kNow),
+  CHECK_NOTHROW(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-0"), kNow, true));  // re-attached to its grandparent
+  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-2"), launcherPeer(), kNow), Contains("and the peer is not it"));
+  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-1"), nodePeer("node-1"), kNow),
+                    Contains("it is for host 'node-2', which this agent's certificate does not name (agent node-1)"));
+  CHECK_NOTHROW(checkTreeLaunchFor(root, nodePeer("node-0"), launcherPeer(), kNow));
+  CHECK_THROWS_WITH(checkTreeLaunchFor(root, nodePeer("node-0"), nodePeer("node-1"), kNow),
                     Contains("only a launcher may send it its launch"));
 }
 
@@ -280,9 +280,9 @@ TEST_CASE("a replayed or stale tree launch is refused") {
   const ReceivedTreeLaunch r = readTreeLaunch(rootTreeLaunch(s.content, 0, s.signature, s.certificate), kSha);
   const int64_t second = 1'000'000;
 
-  CHECK_THROWS_WITH(checkTreeLaunchFor(r, "node-0", launcherPeer(), kNow + 301 * second),
+  CHECK_THROWS_WITH(checkTreeLaunchFor(r, nodePeer("node-0"), launcherPeer(), kNow + 301 * second),
                     Contains("outside its 300 s window"));
-  CHECK_THROWS_WITH(checkTreeLaunchFor(r, "node-0", launcherPeer(), kNow - 301 * second),
+  CHECK_THROWS_WITH(checkTreeLaunchFor(r, nodePeer("node-0"), launcherPeer(), kNow - 301 * second),
                     Contains("outside its 300 s window"));
 
   TreeJobIds seen;
