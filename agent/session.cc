@@ -190,7 +190,7 @@ void Session::useLauncherBudget() {
 
 void Session::startTree(const wire::TreeLaunch& launch) {
   const bool fromNode = connection_->peerIsNode();
-  proto::TreePeer peer;
+  proto::TreeIdentity peer;
   peer.launcher = !fromNode;
   peer.names = [this](const std::string& host) { return connection_->peerNames(host); };
   peer.description = strCat(peer_, " (", peerIdentity_, ")");

@@ -21,7 +21,7 @@ TreeGate::TreeGate(std::string tlsDir, int maxRanks, std::string flag)
       flag_(std::move(flag)),
       ownCertificate_(tls::readCertificate(tls::tlsFiles(tlsDir_).cert, strCat(flag_, " '", tlsDir_, "'"))) {}
 
-AdmittedTree TreeGate::admit(const wire::TreeLaunch& launch, const proto::TreePeer& peer, int64_t nowUnixUs) {
+AdmittedTree TreeGate::admit(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs) {
   const proto::Sha256 sha = [](std::string_view data) { return tls::sha256(data); };
   proto::ReceivedTreeLaunch received;
   try {
@@ -37,10 +37,10 @@ AdmittedTree TreeGate::admit(const wire::TreeLaunch& launch, const proto::TreePe
                                                    proto::treeSignedMessage(received.root), launch.signature());
   if (!bad.empty()) throw Error(strCat("tree launch of job ", job, " from ", peer.description, ": ", bad));
   // This node is whoever its own certificate names: the name the launcher and the parent verify.
-  const std::string& named = received.parts.at(0).host();
-  const std::string ownHost =
-      tls::certificateNames(ownCertificate_.get(), named) ? named : tls::describeCertificate(ownCertificate_.get());
-  proto::checkTreeLaunchFor(received, ownHost, peer, nowUnixUs);
+  proto::TreeIdentity self;
+  self.names = [this](const std::string& host) { return tls::certificateNames(ownCertificate_.get(), host); };
+  self.description = tls::describeCertificate(ownCertificate_.get());
+  proto::checkTreeLaunchFor(received, self, peer, nowUnixUs);
   AdmittedTree admitted;
   admitted.own = proto::ownLaunchRequest(received);
   const std::string why = RequestHandler::validateLaunch(admitted.own, maxRanks_);

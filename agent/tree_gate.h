@@ -33,7 +33,7 @@ class TreeGate {
 
   /// Admits `launch` from `peer` at `nowUnixUs`, recording its job id (a second launch of it is a replay).
   /// Throws dsrun::Error with one line naming the job, the peer and what failed; nothing is recorded then.
-  AdmittedTree admit(const wire::TreeLaunch& launch, const proto::TreePeer& peer, int64_t nowUnixUs);
+  AdmittedTree admit(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs);
 
  private:
   std::string tlsDir_;           ///< where the trust material is read from
