@@ -6,6 +6,13 @@
 
 namespace dsrun {
 
+void requireTreeLaunch(const wire::Welcome& welcome, const std::string& host, int port) {
+  if (welcome.tree_launch()) return;
+  throw ConfigError(strCat("agent ", host, ":", port, " does not serve tree launches (an older dsrun-agent); nothing "
+                           "was started\n  hint: run the same dsrun release on every host (dsrun --version), or "
+                           "pass --tree_width 0 to launch with dsrun dialling every agent"));
+}
+
 std::vector<proto::TreeLaunchNode> treeLaunchNodes(const WorldPlan& plan, const AgentTreePlan& tree, int port,
                                                    const NodeLaunchSettings& settings) {
   DSRUN_CHECK_EQ(tree.size(), plan.hosts.size(), "tree vs plan hosts");

@@ -13,6 +13,16 @@
 
 namespace dsrun {
 
+/// TreeLaunchHeader.valid_for_s dsrun signs with: how long, either way of the agents' clocks, a launch is
+/// accepted (and its job id remembered against replay). Minutes, as Kerberos allows for clock skew: shorter
+/// refuses launches on hosts whose clocks drift, longer widens the replay window of a restarted agent.
+inline constexpr uint32_t kTreeLaunchValidForS = 300;
+
+/// Throws ConfigError naming the agent when its Welcome does not offer tree launches (an older dsrun-agent,
+/// which would refuse the TreeLaunch as an unexpected message after the other hosts had started): dsrun checks
+/// every root's Welcome before it sends anything.
+void requireTreeLaunch(const wire::Welcome& welcome, const std::string& host, int port);
+
 /// The nodes of `plan`'s tree launch in plan order (the tree's pre-order): host name, the same name and
 /// `port` to dial (as dsrun dials the agents today), the tree's parent, nodeLaunchRequests' request.
 std::vector<proto::TreeLaunchNode> treeLaunchNodes(const WorldPlan& plan, const AgentTreePlan& tree, int port,

@@ -222,3 +222,15 @@ TEST_CASE("no tree launch message grows with the node count beyond its subtree's
   // A leaf gets its part and a proof of width x depth digests: 128 times the nodes, a few proof levels more.
   CHECK(leafBytes[2048] <= leafBytes[16] + 4 * (width * 34 + 40));
 }
+
+TEST_CASE("an agent whose Welcome does not offer tree launches is refused in one line naming it") {
+  wire::Welcome older;
+  older.set_protocol_version(3);
+  CHECK_THROWS_WITH(requireTreeLaunch(older, "dsn3", 29600),
+                    "agent dsn3:29600 does not serve tree launches (an older dsrun-agent); nothing was started\n"
+                    "  hint: run the same dsrun release on every host (dsrun --version), or pass --tree_width 0 to "
+                    "launch with dsrun dialling every agent");
+  wire::Welcome current = older;
+  current.set_tree_launch(true);
+  CHECK_NOTHROW(requireTreeLaunch(current, "dsn3", 29600));
+}
