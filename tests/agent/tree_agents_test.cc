@@ -329,13 +329,14 @@ TEST_CASE("a leaf's output is read no faster than the launcher takes it: each ed
 
 TEST_CASE("a silent agent is reported as lost by its parent, and stops its ranks once it hears its parent gone",
           "[agent][tree][integration]") {
-  Tree tree(1u << 20, 100, 900);  // every edge: beats every 100 ms, 900 ms of silence is a loss
+  // Every edge beats every 150 ms; 2 s of silence is a loss (wide enough for a loaded 2-core machine).
+  Tree tree(1u << 20, 150, 2000);
   tree.launch("job-silent", "echo ready; exec sleep 600");
   tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
   tree.agents[4]->pause();  // tree-4 hangs: its socket stays open, nothing comes from it
   tree.events.until(*tree.client, [&] { return !tree.events.lost.empty(); }, "NodeLost");
   CHECK(tree.events.lost[0].host() == "tree-4");
-  CHECK_THAT(tree.events.lost[0].cause(), Contains("silent for 900 ms"));
+  CHECK_THAT(tree.events.lost[0].cause(), Contains("silent for 2000 ms"));
   // The other ranks ran on meanwhile: only the silent node's subtree is lost.
   CHECK(tree.events.exited.empty());
   tree.agents[4]->resume();  // it finds its parent gone and stops its ranks
