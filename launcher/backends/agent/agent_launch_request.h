@@ -1,6 +1,7 @@
 #pragma once
 // The LaunchRequest the agent backend sends one node: its planned ranks (argv, the plan's environment, cwd,
-// cores) and the job's log, grace and hang settings. A tree launch (agent_tree_launch.h) carries exactly these
+// cores) and the job's log, grace and hang settings -- the same fields, in the same order, as
+// AgentJob::launchAll's loop, which should call this instead of keeping its own copy. A tree launch (agent_tree_launch.h) carries exactly these
 // requests, so that every agent expands byte for byte what a star launch would have sent it.
 
 #include <optional>
@@ -19,7 +20,9 @@ struct NodeLaunchSettings {
   std::string logTag;              ///< each-rank log prefix
   double hangTimeoutS = 0;         ///< > 0: the agents report progress every min(1 s, a quarter of it)
   std::string cwd;                 ///< the ranks' working directory
-  std::optional<int> masterPort;   ///< an elastic round's picked port in place of the plan's MASTER_PORT
+  /// MASTER_PORT in place of the plan's: set it only for an elastic round whose --master_port 0 its own
+  /// pre-flight picked (AgentJob: elasticRound && plan.masterPort == 0); every other rank gets the plan's.
+  std::optional<int> masterPort;
 };
 
 /// The request for host `nodeRank` of `plan`: its ranks in local-rank order, each with the plan's argv,

@@ -8,6 +8,7 @@
 
 #include "launcher/backends/agent/agent_launch_request.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
+#include "proto/protocol.h"
 #include "proto/tree_launch_builder.h"
 #include "tls/tree_signature.h"
 
@@ -34,8 +35,11 @@ struct RootTreeLaunch {
   wire::TreeLaunch launch;
 };
 
-/// Builds, signs once and slices the launch: one TreeLaunch per root of `tree`, in order.
+/// Builds, signs once and slices the launch: one TreeLaunch per root of `tree`, in order. Throws ConfigError
+/// naming the root and the width when a root's launch (the largest message of the tree: every child's is a
+/// part of its parent's) would exceed `maxFrameBytes`, the frame limit every agent enforces.
 std::vector<RootTreeLaunch> signedTreeLaunches(const std::vector<proto::TreeLaunchNode>& nodes,
-                                               const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer);
+                                               const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer,
+                                               size_t maxFrameBytes = proto::kMaxFrameBytes);
 
 }  // namespace dsrun

@@ -234,3 +234,18 @@ TEST_CASE("an agent whose Welcome does not offer tree launches is refused in one
   current.set_tree_launch(true);
   CHECK_NOTHROW(requireTreeLaunch(current, "dsn3", 29600));
 }
+
+TEST_CASE("a root's launch over the agents' frame limit is refused, naming the root and the width") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  const tls::TreeSigner signer(pki.launcher());
+  auto f = test::makePlan(hostfileOf(9, 2), {"--launcher", "agent", "train.py"});
+  const AgentTreePlan tree = planAgentTree(9, 2);  // roots node-0 and node-5 with 4 and 3 hosts below
+  const auto nodes = treeLaunchNodes(f->plan, tree, 29600, {});
+  // About 1.6 KB for node-0's launch (its ECDSA signature varies by a byte or two between signings).
+  const size_t size = signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer).front().launch.ByteSizeLong();
+  CHECK_NOTHROW(signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer, size + 16));
+  CHECK_THROWS_WITH(signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer, size - 16),
+                    Catch::Matchers::StartsWith("--tree_width 2: the launch for node-0 and the 4 hosts below it is ") &&
+                        Catch::Matchers::Contains("hint: a wider tree gives each root fewer hosts"));
+}
