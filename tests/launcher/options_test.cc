@@ -306,7 +306,7 @@ TEST_CASE("parseOptions runs the mesh probe unless --no_mesh_probe is given", "[
   CHECK_FALSE(dsrun::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
 }
 
-TEST_CASE("--tree_width is 0 (the star) unless given; 1 and negative widths are refused", "[launcher][options]") {
+TEST_CASE("The tree width (--tree_width) is 0 (the star) unless given; 1 and negative widths are refused", "[launcher][options]") {
   CHECK(dsrun::parseOptions({"x.py"}).treeWidth == 0);
   CHECK(dsrun::parseOptions({"--tree_width", "16", "x.py"}).treeWidth == 16);
   CHECK(dsrun::parseOptions({"--tree-width=2", "x.py"}).treeWidth == 2);
