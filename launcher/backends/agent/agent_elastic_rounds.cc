@@ -18,23 +18,15 @@ std::vector<HostProbe> AgentElasticRounds::probe(const std::vector<std::string>&
 RoundOutcome AgentElasticRounds::runRound(const WorldPlan& plan, const RoundHooks& hooks) {
   AgentJob::Settings s = settings_;
   s.elasticRound = true;
-  s.rescaleWanted = hooks.rescaleWanted;
-  s.onAllRanksStarted = hooks.onAllRanksStarted;
+  s.hooks = hooks;
   AgentJob job(plan, ssl_, s, STDOUT_FILENO, STDERR_FILENO);
-  const int code = job.run();
-  // run() returns early (a signal while connecting, the MASTER_PORT pre-flight) without an outcome's code.
-  RoundOutcome outcome = job.outcome();
-  outcome.exitCode = code;
-  return outcome;
+  job.run();
+  return job.outcome();
 }
 
 RoundWording AgentElasticRounds::wording() const {
-  RoundWording w;
-  w.notAnswering = "agent not answering";
-  w.moreAnswer = "more agents answer";
-  w.startHint = "start dsrun-agent on those hosts";
-  w.unreachableAtLaunch = "agents unreachable at launch";
-  return w;
+  return {"agent not answering", "more agents answer", "start dsrun-agent on those hosts",
+          "agents unreachable at launch"};
 }
 
 }  // namespace dsrun

@@ -96,8 +96,7 @@ RemoteJobSettings AgentJob::driverSettings() {
   s.stop = stop_;
   s.program = settings_.program;
   s.elasticRound = settings_.elasticRound;
-  s.hooks.rescaleWanted = settings_.rescaleWanted;
-  s.hooks.onAllRanksStarted = settings_.onAllRanksStarted;
+  s.hooks = settings_.hooks;
   for (const auto& node : nodes_) s.nodeRanks.push_back(node->ranks);
   s.eachRankLogDir = settings_.launch.eachRankLogDir;
   s.logTag = settings_.logTag;
@@ -114,12 +113,7 @@ int AgentJob::run() {
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signals_.add(s);
   armSignals();
   connectAll();
-  if (const std::optional<int> signal = job_->controller().firstSignal()) {
-    for (auto& node : nodes_) node->client->close();
-    notice(strCat("dsrun: received ", signalName(*signal), " while connecting to the agents; nothing was started"));
-    writer_.waitIdle(kAbandonFlush);
-    return 128 + *signal;
-  }
+  if (firstSignal() != 0) return nothingStarted("while connecting to the agents");
   std::vector<std::string> failures;
   for (auto& node : nodes_) {
     if (!node->channel->ready()) failures.push_back(node->channel->error());
@@ -158,6 +152,14 @@ int AgentJob::run() {
   launchAll();
   while (!job_->done() && io_.run_one() > 0) armTimer();
   return finish();
+}
+
+int AgentJob::nothingStarted(const std::string& during) {
+  for (auto& node : nodes_) node->client->close();
+  notice(strCat("dsrun: received ", signalName(firstSignal()), " ", during, "; nothing was started"));
+  writer_.waitIdle(kAbandonFlush);
+  outcome_.exitCode = 128 + firstSignal();
+  return outcome_.exitCode;
 }
 
 int AgentJob::finish() {

@@ -54,16 +54,14 @@ class AgentJob {
     bool meshProbe = true;                             ///< all-pairs probe before the launch (--no_mesh_probe)
     std::chrono::milliseconds meshProbeTimeout{2000};  ///< per pair, in the agents
     /// One round of an elastic job (agent_elastic_rounds.h): no root-cause line (the controller reports the
-    /// restart), agents that do not welcome us end the round instead of throwing, and `rescaleWanted` is
+    /// restart), agents that do not welcome us end the round instead of throwing, and hooks.rescaleWanted is
     /// asked at every heartbeat: true stops every rank so that the controller can admit new hosts.
     bool elasticRound = false;
     /// --hang_timeout_s: a rank whose step counter (DSRUN_PROGRESS_FILE) has not moved for this long is
     /// hung: the stacks of every rank are written under hangDir and the job fails (or restarts). <= 0: off.
     double hangTimeoutS = 0;
     std::string hangDir;
-    std::function<bool()> rescaleWanted;
-    /// Every rank of the round reported RankStarted; a non-empty answer is printed as a notice.
-    std::function<std::string()> onAllRanksStarted;
+    RoundHooks hooks;  ///< elastic rounds: rescaleWanted, onAllRanksStarted (every rank reported RankStarted)
   };
 
   /// How the job ended, for the elastic controller (elastic_rounds.h).
@@ -74,13 +72,13 @@ class AgentJob {
   AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settings settings, int outFd, int errFd);
   ~AgentJob();
 
-  /// Runs the job to completion. Returns 0 if every rank exited 0, else the earliest failure's exit
+  /// Runs the job to completion (outcome() then holds the same code). Returns 0 if every rank exited 0, else the earliest failure's exit
   /// code (128+signal for a signal; 1 for a lost agent), after printing one line naming it, or
   /// 128+signal after a SIGINT/SIGTERM/SIGHUP whose ranks all exited 0. Throws
   /// dsrun::Error, with nothing started anywhere, if any agent cannot be reached or refuses us, and
   /// after stopping everything if an agent could not spawn a rank.
   int run();
-  /// Valid after run() returned.
+  /// Valid after run() returned, with run()'s exit code.
   const Outcome& outcome() const { return outcome_; }
 
  private:
@@ -101,6 +99,9 @@ class AgentJob {
 
   RemoteJobSettings driverSettings();
   void connectAll();
+  /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
+  /// Returns 128+signal, also kept in outcome_.
+  int nothingStarted(const std::string& during);
   /// An elastic round's MASTER_PORT pre-flight on its first host (agent_port_preflight.cc): sets masterPort_,
   /// or returns the exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every
   /// client closed.

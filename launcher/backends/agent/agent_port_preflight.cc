@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "common/error.h"
-#include "common/exit_status.h"
 #include "common/logging.h"
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_job.h"
@@ -116,10 +115,7 @@ std::optional<int> AgentJob::preflightMasterPort() {
     for (auto& node : nodes_) node->client->close();
     throw;
   }
-  for (auto& node : nodes_) node->client->close();
-  notice(strCat("dsrun: received ", signalName(firstSignal()), " during the MASTER_PORT pre-flight; nothing was started"));
-  writer_.waitIdle(std::chrono::milliseconds(1000));
-  return 128 + firstSignal();
+  return nothingStarted("during the MASTER_PORT pre-flight");
 }
 
 }  // namespace dsrun
