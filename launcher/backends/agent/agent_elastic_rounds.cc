@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_probe.h"
 
 namespace dsrun {
@@ -13,6 +14,16 @@ std::vector<HostProbe> AgentElasticRounds::probe(const std::vector<std::string>&
     out.push_back(HostProbe{p.host, p.ok, p.address, p.error});
   }
   return out;
+}
+
+MasterPortCheck AgentElasticRounds::checkMasterPort(const std::string& firstHost, int port) {
+  try {
+    return {learnAgentRendezvous(ssl_, firstHost, settings_.port, settings_.clientName, port, settings_.connectTimeout)
+                .masterPort,
+            {}};
+  } catch (const AgentUnreachable& e) {
+    return {std::nullopt, e.reason()};
+  }
 }
 
 RoundOutcome AgentElasticRounds::runRound(const WorldPlan& plan, const RoundHooks& hooks) {

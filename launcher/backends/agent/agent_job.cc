@@ -5,7 +5,6 @@
 #include <chrono>
 #include <csignal>
 
-#include "common/env_contract.h"
 #include "common/error.h"
 #include "common/exit_status.h"
 #include "common/logging.h"
@@ -141,11 +140,8 @@ int AgentJob::run() {
                                          " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun "
                                          "--make_node_cert' from --tls_dir")));
   }
-  // A launch's MASTER_PORT was checked before it was planned (AgentBackend::prepareLaunch); an elastic world
-  // has a new first host each time and checks it here.
-  if (settings_.elasticRound) {
-    if (const std::optional<int> stopped = preflightMasterPort()) return *stopped;
-  }
+  // MASTER_PORT was checked before the plan was made: AgentBackend::prepareLaunch for a launch,
+  // AgentElasticRounds::checkMasterPort for each elastic world.
   if (settings_.meshProbe && nodes_.size() > 1) {
     if (const std::optional<int> stopped = probeMesh()) return *stopped;
   }
@@ -264,11 +260,7 @@ void AgentJob::launchAll() {
       rank->set_rank(spec.rank);
       rank->set_local_rank(spec.localRank);
       for (const auto& word : spec.command.argv) rank->add_argv(word);
-      for (const auto& [name, value] : spec.command.env) {
-        // An elastic world's --master_port 0 is picked by its own pre-flight; every other value is the plan's.
-        const bool pickedPort = name == kEnvMasterPort && settings_.elasticRound && plan_.masterPort == 0;
-        proto::addEnv(*rank, name, pickedPort ? std::to_string(masterPort_) : value);
-      }
+      for (const auto& [name, value] : spec.command.env) proto::addEnv(*rank, name, value);
       rank->set_cwd(settings_.cwd);
       for (int core : spec.cores) rank->add_cores(core);
     }

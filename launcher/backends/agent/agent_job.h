@@ -102,10 +102,6 @@ class AgentJob {
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
   /// Returns 128+signal, also kept in outcome_.
   int nothingStarted(const std::string& during);
-  /// An elastic round's MASTER_PORT pre-flight on its first host (agent_port_preflight.cc): sets masterPort_,
-  /// or returns the exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every
-  /// client closed.
-  std::optional<int> preflightMasterPort();
   /// With settings_.meshProbe and two hosts or more: the all-pairs probe (agent_mesh_probe.cc); returns the
   /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
@@ -142,7 +138,6 @@ class AgentJob {
   std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
-  int masterPort_ = 0;                             ///< an elastic round's MASTER_PORT (set by preflightMasterPort)
   Outcome outcome_;                                ///< see outcome()
 };
 
