@@ -58,6 +58,9 @@ const char* messageName(const wire::Envelope& envelope) {
     case wire::Envelope::kPortCheckReply: return "port_check_reply";
     case wire::Envelope::kMeshProbe: return "mesh_probe";
     case wire::Envelope::kMeshProbeReply: return "mesh_probe_reply";
+    case wire::Envelope::kTreeLaunch: return "tree_launch";
+    case wire::Envelope::kEventBatch: return "event_batch";
+    case wire::Envelope::kNodeLost: return "node_lost";
     case wire::Envelope::MSG_NOT_SET: return "empty envelope";
   }
   return "unknown";

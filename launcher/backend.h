@@ -22,6 +22,12 @@ struct NodeCommand {
   std::vector<std::string> argv;  ///< the command, byte for byte
 };
 
+/// One more top-level key of --dry_run's JSON, from the backend (the agent backend's "agent_tree").
+struct DryRunSection {
+  std::string key;   ///< the JSON key
+  std::string json;  ///< its value, serialized JSON
+};
+
 /// Everything a backend may need besides the plan. Owned by the caller; valid during the call.
 struct LaunchContext {
   const Options& options;     ///< the parsed command line (launcher_args, ssh_port, tls_dir, ...)
@@ -63,6 +69,11 @@ class Backend {
   /// The per-node commands this backend would run for `plan` (--dry_run); empty for `local`. Pure: runs
   /// nothing. May throw BackendUnavailable when it cannot even describe them.
   virtual std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const = 0;
+
+  /// What else --dry_run shows of how this backend would launch `plan` (after "node_commands"); none by default.
+  virtual std::vector<DryRunSection> dryRunSections(const WorldPlan& /*plan*/, const LaunchContext& /*ctx*/) const {
+    return {};
+  }
 
   /// Starts every rank of `plan` and waits for the job: returns 0 when all ranks exited 0, else the first
   /// failing rank's code (128+signal for a signal). Blocks the calling thread; SIGINT/SIGTERM/SIGHUP stop

@@ -6,7 +6,8 @@
 
 namespace dsrun {
 
-std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands) {
+std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands,
+                       const std::vector<DryRunSection>& sections) {
   // ordered_json keeps world_info in hostfile order and the keys in the documented order.
   using Json = nlohmann::ordered_json;
   Json worldInfo = Json::object();
@@ -33,6 +34,7 @@ std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& no
   out["launcher"] = plan.launcher;
   out["ranks"] = ranks;
   out["node_commands"] = commands;
+  for (const DryRunSection& section : sections) out[section.key] = Json::parse(section.json);
   if (plan.elastic) {
     Json candidates = Json::object();
     for (const HostSlots& host : plan.elastic->candidates) candidates[host.host] = host.slots;

@@ -11,9 +11,11 @@ namespace dsrun {
 
 /// {"world_info": {HOST: [slot, ...]} (hostfile order), "master_addr", "master_addr_inferred_from" (only when a
 ///  launch would infer it: the host), "master_port", "launcher", "ranks": [{"rank", "local_rank", "host", "slot",
-///  "env": {...}, "argv": [...], "cores": "0-3" (only with binding)}], "node_commands": [{"host", "argv"}]},
+///  "env": {...}, "argv": [...], "cores": "0-3" (only with binding)}], "node_commands": [{"host", "argv"}],
+///  then each of `sections` (the backend's: Backend::dryRunSections), then "elastic" for an elastic job},
 /// indented by 2. Invalid UTF-8 in a value is replaced by U+FFFD (JSON cannot carry raw bytes); everything
 /// else is verbatim.
-std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands);
+std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands,
+                       const std::vector<DryRunSection>& sections = {});
 
 }  // namespace dsrun

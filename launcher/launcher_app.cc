@@ -89,6 +89,9 @@ std::vector<std::string> ignoredBackendFlags(const Options& options, const World
     if (!value->empty()) notes.push_back(strCat(flag, " is passed to srun (--launcher slurm) only; ignored with launcher ",
                                                 plan.launcher));
   }
+  if (options.treeWidth > 0 && plan.launcher != "agent") {
+    notes.push_back(strCat("--tree_width shapes the agent backend's launch only; ignored with launcher ", plan.launcher));
+  }
   if (!options.venvScript.empty() && plan.launcher != "pdsh" && plan.launcher != "ssh") {
     notes.push_back(strCat("--venv_script is sourced on the nodes of pdsh and ssh launches only (as DeepSpeed's pdsh "
                            "runner); ignored with launcher ", plan.launcher));
@@ -177,7 +180,7 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
 
   const std::unique_ptr<Backend> backend = registry.create(draft.launcher);  // the launch's one backend
   if (options.dryRun) {
-    const std::string json = dryRunJson(draft, backend->nodeCommands(draft, ctx));
+    const std::string json = dryRunJson(draft, backend->nodeCommands(draft, ctx), backend->dryRunSections(draft, ctx));
     out << json << "\n" << std::flush;
     return 0;
   }

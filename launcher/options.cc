@@ -86,6 +86,9 @@ po::options_description describe() {
                                            "peers each beyond; on by default)")
       ("mesh_probe", po::bool_switch(), "agent backend: the reachability check before the launch (the default; "
                                         "kept for scripts that ask for it)")
+      ("tree_width", text(), "agent backend: dsrun dials at most N agents and each agent forwards the launch to "
+                             "at most N others (a tree, Slurm's TreeWidth); 0: dsrun dials every agent itself "
+                             "(default 0)")
       ("tls_dir", text(), "CA and certificate directory for the agent backend")
       ("ssh_config", text(), "OpenSSH client config for the ssh backend (default ~/.ssh/config)")
       ("make_tls", text(), "create a cluster CA and the launcher's certificate in DIR, then exit")
@@ -332,6 +335,14 @@ const std::map<std::string, Setter>& setters() {
          o.agentHeartbeatMisses = toInt("agent_heartbeat_misses", v);
          if (o.agentHeartbeatMisses < 1) {
            throw ParseError("--agent_heartbeat_misses", 0, strCat("expected a positive integer, got '", v, "'"));
+         }
+       }},
+      {"tree_width",
+       [](Options& o, const std::string& v) {
+         o.treeWidth = toInt("tree_width", v);
+         // Width 1 would chain every node behind the previous one: N hops for N nodes.
+         if (o.treeWidth < 0 || o.treeWidth == 1) {
+           throw ParseError("--tree_width", 0, strCat("expected 0 (no tree) or a width of at least 2, got '", v, "'"));
          }
        }},
       {"tls_dir", [](Options& o, const std::string& v) { o.tlsDir = v; }},

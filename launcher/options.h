@@ -63,6 +63,8 @@ struct Options {
   int agentHeartbeatMs = 500;         ///< --agent_heartbeat_ms: the agents' beat interval dsrun asks for
   int agentHeartbeatMisses = 5;       ///< --agent_heartbeat_misses: silence of this many beats = host lost
   bool meshProbe = true;              ///< agent backend: all-pairs probe before the launch (--no_mesh_probe: off)
+  int treeWidth = 0;                  ///< --tree_width: agent backend launches through a tree of this width
+                                      ///< (agent_tree_plan.h); 0: dsrun dials every agent (the star)
   std::string tlsDir;                 ///< --tls_dir (agent backend)
   std::string sshConfig;              ///< --ssh_config FILE (ssh backend); empty = ~/.ssh/config
   std::string makeTls;                ///< --make_tls DIR: create the CA + the launcher's certificate, then exit

@@ -79,6 +79,17 @@ TEST_CASE("dryRunJson has an empty node_commands list for local runs", "[launche
   CHECK(j["node_commands"].empty());
 }
 
+TEST_CASE("dryRunJson adds the backend's sections after node_commands", "[launcher][dry_run]") {
+  const Json j = Json::parse(dsrun::dryRunJson(twoHostPlan(), {}, {{"agent_tree", R"({"width": 2, "listing": ["a"]})"}}));
+  std::vector<std::string> keys;
+  for (const auto& item : j.items()) keys.push_back(item.key());
+  REQUIRE(keys.size() >= 2);
+  CHECK(keys[keys.size() - 2] == "node_commands");
+  CHECK(keys.back() == "agent_tree");
+  CHECK(j["agent_tree"]["width"] == 2);
+  CHECK(j["agent_tree"]["listing"][0] == "a");
+}
+
 TEST_CASE("dryRunJson survives invalid UTF-8 by substituting U+FFFD", "[launcher][dry_run]") {
   dsrun::WorldPlan plan = twoHostPlan();
   plan.ranks[0].argv.push_back(std::string("bad\xff"));

@@ -306,6 +306,18 @@ TEST_CASE("parseOptions runs the mesh probe unless --no_mesh_probe is given", "[
   CHECK_FALSE(dsrun::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
 }
 
+TEST_CASE("--tree_width is 0 (the star) unless given; 1 and negative widths are refused", "[launcher][options]") {
+  CHECK(dsrun::parseOptions({"x.py"}).treeWidth == 0);
+  CHECK(dsrun::parseOptions({"--tree_width", "16", "x.py"}).treeWidth == 16);
+  CHECK(dsrun::parseOptions({"--tree-width=2", "x.py"}).treeWidth == 2);
+  CHECK(dsrun::parseOptions({"--tree_width", "0", "x.py"}).treeWidth == 0);
+  CHECK_THROWS_WITH(dsrun::parseOptions({"--tree_width", "1", "x.py"}),
+                    "--tree_width: expected 0 (no tree) or a width of at least 2, got '1'");
+  CHECK_THROWS_WITH(dsrun::parseOptions({"--tree_width", "-4", "x.py"}),
+                    "--tree_width: expected 0 (no tree) or a width of at least 2, got '-4'");
+  CHECK_THROWS_WITH(dsrun::parseOptions({"--tree_width", "wide", "x.py"}), "--tree_width: expected an integer, got 'wide'");
+}
+
 TEST_CASE("launchSettings completes options.launch with the job id and, with --save_pid, dsrun's pid",
           "[launcher][options]") {
   const dsrun::Options o = dsrun::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "3", "x.py"});

@@ -13,6 +13,7 @@
 #include "launcher/backends/agent/agent_job.h"
 #include "launcher/backends/agent/agent_elastic_rounds.h"
 #include "launcher/backends/agent/agent_port_preflight.h"
+#include "launcher/backends/agent/agent_tree_dry_run.h"
 #include "tls/ssl_context.h"
 
 namespace dsrun {
@@ -41,6 +42,15 @@ boost::asio::ssl::context clientContext(const Options& o) {
   return tls::makeSslContext(o.tlsDir, tls::Role::Client);
 }
 
+// The agents' side of a tree launch is being built (issue 21): until dsrun sends one, --tree_width is for
+// --dry_run only, and a launch says so instead of quietly dialling every agent.
+void refuseTreeLaunch(const Options& o) {
+  if (o.treeWidth == 0) return;
+  throw ConfigError(strCat("--tree_width ", o.treeWidth, ": this dsrun cannot launch through an agent tree yet "
+                           "(--dry_run shows the tree it would use)\n  hint: drop --tree_width (or pass 0) to "
+                           "launch with dsrun dialling every agent"));
+}
+
 // Sent in Hello and shown in the agents' logs.
 std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
   return strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", jobId);
@@ -49,6 +59,7 @@ std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
 }  // namespace
 
 LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
+  refuseTreeLaunch(ctx.options);
   if (draft.elastic) return {};
   auto ssl = clientContext(ctx.options);
   const std::string& first = draft.hosts.front().host;
@@ -76,7 +87,13 @@ std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const
   return out;
 }
 
+std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, const LaunchContext& ctx) const {
+  if (ctx.options.treeWidth == 0) return {};
+  return {{"agent_tree", agentTreeDryRunJson(plan, ctx.options.treeWidth)}};
+}
+
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
+  refuseTreeLaunch(ctx.options);
   const Options& o = ctx.options;
   auto ssl = clientContext(o);
   AgentJob::Settings s;

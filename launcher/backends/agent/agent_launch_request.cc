@@ -1,0 +1,52 @@
+#include "launcher/backends/agent/agent_launch_request.h"
+
+#include <algorithm>
+
+#include "common/env_contract.h"
+#include "proto/rank_env.h"
+
+namespace dsrun {
+
+namespace {
+
+wire::LaunchRequest emptyRequest(const WorldPlan& plan, const NodeLaunchSettings& settings) {
+  wire::LaunchRequest launch;
+  launch.set_job_id(plan.jobId);
+  // 0 would mean "the agent's default"; a grace of 0 asks for an immediate SIGKILL.
+  launch.set_kill_grace_s(settings.killGraceS > 0 ? settings.killGraceS : 1e-3);
+  launch.mutable_log()->set_each_rank_log_dir(settings.eachRankLogDir);
+  launch.mutable_log()->set_tag(settings.logTag);
+  // Four looks per timeout: a hang is noticed within a quarter of it.
+  if (settings.hangTimeoutS > 0) launch.set_progress_interval_s(std::min(1.0, settings.hangTimeoutS / 4));
+  return launch;
+}
+
+void addRank(wire::LaunchRequest& launch, const PlannedRank& r, const NodeLaunchSettings& settings) {
+  wire::RankLaunch* rank = launch.add_ranks();
+  rank->set_rank(r.rank);
+  rank->set_local_rank(r.localRank);
+  for (const auto& word : r.argv) rank->add_argv(word);
+  for (const auto& [name, value] : r.env) {
+    const bool pickedPort = name == kEnvMasterPort && settings.masterPort.has_value();
+    proto::addEnv(*rank, name, pickedPort ? std::to_string(*settings.masterPort) : value);
+  }
+  rank->set_cwd(settings.cwd);
+  for (int core : r.cores) rank->add_cores(core);
+}
+
+}  // namespace
+
+wire::LaunchRequest nodeLaunchRequest(const WorldPlan& plan, int nodeRank, const NodeLaunchSettings& settings) {
+  wire::LaunchRequest launch = emptyRequest(plan, settings);
+  for (const PlannedRank* r : plan.ranksOnNode(nodeRank)) addRank(launch, *r, settings);
+  return launch;
+}
+
+std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const NodeLaunchSettings& settings) {
+  std::vector<wire::LaunchRequest> out(plan.hosts.size(), emptyRequest(plan, settings));
+  // plan.ranks is in rank order, host by host, local ranks ascending: ranksOnNode's order too.
+  for (const PlannedRank& r : plan.ranks) addRank(out.at(static_cast<size_t>(r.nodeRank)), r, settings);
+  return out;
+}
+
+}  // namespace dsrun

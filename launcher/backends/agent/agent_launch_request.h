@@ -1,0 +1,32 @@
+#pragma once
+// The LaunchRequest the agent backend sends one node: its planned ranks (argv, the plan's environment, cwd,
+// cores) and the job's log, grace and hang settings. A tree launch (agent_tree_launch.h) carries exactly these
+// requests, so that every agent expands byte for byte what a star launch would have sent it.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/world_plan.h"
+#include "proto/agent.pb.h"
+
+namespace dsrun {
+
+/// What every node's request shares besides the plan.
+struct NodeLaunchSettings {
+  double killGraceS = 30;          ///< SIGTERM -> SIGKILL; 0 is sent as 1 ms (the wire's 0 means "the agent's")
+  std::string eachRankLogDir;      ///< absolute on every node; empty: output streamed back
+  std::string logTag;              ///< each-rank log prefix
+  double hangTimeoutS = 0;         ///< > 0: the agents report progress every min(1 s, a quarter of it)
+  std::string cwd;                 ///< the ranks' working directory
+  std::optional<int> masterPort;   ///< an elastic round's picked port in place of the plan's MASTER_PORT
+};
+
+/// The request for host `nodeRank` of `plan`: its ranks in local-rank order, each with the plan's argv,
+/// environment (in name order) and cores.
+wire::LaunchRequest nodeLaunchRequest(const WorldPlan& plan, int nodeRank, const NodeLaunchSettings& settings);
+
+/// The same for every host, in one pass over the ranks (nodeLaunchRequest per host would scan all ranks per host).
+std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const NodeLaunchSettings& settings);
+
+}  // namespace dsrun

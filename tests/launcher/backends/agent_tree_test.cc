@@ -1,0 +1,224 @@
+// The agent tree (--tree_width): its shape over the plan's hosts, the dry run's listing, and the tree launch
+// dsrun would send, expanded on every node into exactly the node's LaunchRequest.
+#include <catch2/catch.hpp>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "common/strings.h"
+#include "launcher/backends/agent/agent_tree_launch.h"
+#include "launcher/backends/agent/agent_tree_listing.h"
+#include "launcher/backends/agent/agent_tree_plan.h"
+#include "proto/tree_launch_expander.h"
+#include "proto/tree_subtree.h"
+#include "tests/common/temp_dir.h"
+#include "tests/launcher/backends/plan_fixture.h"
+#include "tests/tls/test_pki.h"
+#include "tls/ssl_context.h"
+
+using namespace dsrun;
+
+namespace {
+
+const proto::Sha256 kSha = [](std::string_view d) { return tls::sha256(d); };
+
+std::string hostfileOf(size_t hosts, int slots) {
+  std::string text;
+  for (size_t i = 0; i < hosts; ++i) text += strCat("node-", i, " slots=", slots, "\n");
+  return text;
+}
+
+/// The fewest levels a forest of `width` roots with `width` children each needs for `n` hosts.
+int fewestLevels(size_t n, int width) {
+  size_t capacity = 0, level = 1;
+  int levels = 0;
+  while (capacity < n) {
+    level *= static_cast<size_t>(width);
+    capacity += level;
+    ++levels;
+  }
+  return levels;
+}
+
+struct Received {
+  size_t node;
+  wire::TreeLaunch launch;
+};
+
+/// Every host's launch, forwarded from the roots down as the agents would.
+std::vector<Received> deliver(const std::vector<RootTreeLaunch>& roots, const WorldPlan& plan) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < plan.hosts.size(); ++i) index[plan.hosts[i].host] = i;
+  std::deque<Received> queue;
+  for (const RootTreeLaunch& r : roots) queue.push_back({r.node, r.launch});
+  std::vector<Received> out;
+  while (!queue.empty()) {
+    Received got = std::move(queue.front());
+    queue.pop_front();
+    const proto::ReceivedTreeLaunch r = proto::readTreeLaunch(got.launch, kSha);
+    for (proto::ChildTreeLaunch& c : proto::childTreeLaunches(got.launch, r)) queue.push_back({index.at(c.host), c.launch});
+    out.push_back(std::move(got));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the agent tree splits the hosts into contiguous spans of at most width children, as shallow as it can be") {
+  for (int width : {2, 3, 4, 16}) {
+    for (size_t n : {1, 2, 5, 16, 17, 100, 273, 1000}) {
+      const AgentTreePlan tree = planAgentTree(n, width);
+      CAPTURE(width, n);
+      REQUIRE(tree.size() == n);
+      CHECK(proto::treeOrderError(tree.parent, false).empty());  // plan order is the pre-order
+      CHECK(tree.subtreeEnd == proto::treeSubtreeEnds(tree.parent));
+      CHECK(tree.roots().size() == std::min(n, static_cast<size_t>(width)));
+      CHECK(tree.levels() == fewestLevels(n, width));
+      for (size_t i = 0; i < n; ++i) {
+        const std::vector<size_t> children = tree.children(i);
+        CHECK(children.size() <= static_cast<size_t>(width));
+        size_t smallest = SIZE_MAX, largest = 0;
+        for (size_t c : children) {
+          CHECK(tree.parent[c] == static_cast<int>(i));
+          CHECK(tree.depth[c] == tree.depth[i] + 1);
+          smallest = std::min(smallest, tree.subtreeEnd[c] - c);
+          largest = std::max(largest, tree.subtreeEnd[c] - c);
+        }
+        if (!children.empty()) CHECK(largest - smallest <= 1);  // balanced
+      }
+    }
+  }
+}
+
+TEST_CASE("the dry run lists every host of a small tree, indented by level") {
+  auto f = test::makePlan(hostfileOf(7, 2), {"--launcher", "agent", "--tree_width", "2", "train.py"});
+  const std::vector<std::string> expected = {
+      "node-0 (ranks 0-1)", "  node-1 (ranks 2-3)", "    node-2 (ranks 4-5)", "  node-3 (ranks 6-7)",
+      "node-4 (ranks 8-9)", "  node-5 (ranks 10-11)", "  node-6 (ranks 12-13)"};
+  CHECK(agentTreeListing(planAgentTree(7, 2), f->plan) == expected);
+}
+
+TEST_CASE("the dry run of a large tree lists the levels that fit and names every host below them") {
+  auto f = test::makePlan(hostfileOf(300, 1), {"--launcher", "agent", "train.py"});
+  const AgentTreePlan tree = planAgentTree(300, 4);  // 4 + 16 + 64 + 216 hosts by level
+  const std::vector<std::string> lines = agentTreeListing(tree, f->plan, 64);
+  REQUIRE(lines.size() == 20);  // two levels fit, the third would make 84 lines
+  CHECK(lines[0] == "node-0 (rank 0)");
+  CHECK(lines[1] == "  node-1 (rank 1) + 18 below: node-2 .. node-19, ranks 2-19");
+  size_t listed = 0, below = 0;
+  for (const std::string& line : lines) {
+    ++listed;
+    const size_t plus = line.find(" + ");
+    if (plus != std::string::npos) below += std::stoul(line.substr(plus + 3));
+  }
+  CHECK(listed + below == 300);
+  CHECK(agentTreeListing(planAgentTree(300, 64), f->plan, 10).size() == 64);  // the roots, however many
+}
+
+TEST_CASE("every node of a planned world expands its star LaunchRequest byte for byte; every rank once") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  const tls::TreeSigner signer(pki.launcher());
+  std::unique_ptr<X509_STORE, tls::OpensslDeleter<X509_STORE, X509_STORE_free>> trust(
+      tls::makeTrustStore(pki.node("n"), "--tls_dir"));
+  const std::vector<std::vector<std::string>> worlds = {
+      {"--launcher", "agent", "train.py", "--lr", "0.1"},
+      {"--launcher", "agent", "--bind_cores_to_rank", "train.py"},
+      {"--launcher", "agent", "--enable_each_rank_log", "/logs", "--no_local_rank", "train.py"},
+      {"--launcher", "agent", "--module", "pkg.train"},
+      {"--launcher", "agent", "--elastic_training", "--master_addr", "node-0", "--min_elastic_nodes", "2",
+       "--max_elastic_nodes", "9", "train.py"},
+  };
+  for (const auto& args : worlds) {
+    for (int width : {2, 3}) {
+      CAPTURE(args, width);
+      auto f = test::makePlan(hostfileOf(9, 3), args, {{"PATH", "/usr/bin"}, {"NCCL_DEBUG", "INFO"}});
+      NodeLaunchSettings settings;
+      settings.eachRankLogDir = args[2] == "--enable_each_rank_log" ? "/logs" : "";
+      settings.logTag = "20261127";
+      settings.cwd = "/work/job";
+      settings.hangTimeoutS = 8;
+      if (f->plan.elastic) settings.masterPort = 41234;
+      const AgentTreePlan tree = planAgentTree(f->plan.hosts.size(), width);
+      const auto roots = signedTreeLaunches(treeLaunchNodes(f->plan, tree, 29600, settings),
+                                            {1'800'000'000'000'000, 300, static_cast<uint32_t>(width), "test"}, signer);
+      CHECK(roots.size() == static_cast<size_t>(width));
+      std::set<size_t> nodes;
+      std::multiset<int> ranks;
+      for (const Received& got : deliver(roots, f->plan)) {
+        const proto::ReceivedTreeLaunch r = proto::readTreeLaunch(got.launch, kSha);
+        CHECK(tls::verifyTreeSignature(trust.get(), got.launch.launcher_certificate(), proto::treeSignedMessage(r.root),
+                                       got.launch.signature()) == "");
+        const wire::LaunchRequest own = proto::ownLaunchRequest(r);
+        CHECK(own.SerializeAsString() ==
+              nodeLaunchRequest(f->plan, static_cast<int>(got.node), settings).SerializeAsString());
+        nodes.insert(got.node);
+        for (const auto& rank : own.ranks()) ranks.insert(rank.rank());
+      }
+      CHECK(nodes.size() == f->plan.hosts.size());
+      std::multiset<int> planned;
+      for (const PlannedRank& r : f->plan.ranks) planned.insert(r.rank);
+      CHECK(ranks == planned);
+    }
+  }
+}
+
+TEST_CASE("the request carries the plan's ranks as they are") {
+  auto f = test::makePlan(hostfileOf(2, 2), {"--launcher", "agent", "--bind_cores_to_rank", "train.py"});
+  NodeLaunchSettings settings;
+  settings.cwd = "/work/job";
+  const wire::LaunchRequest r = nodeLaunchRequest(f->plan, 1, settings);
+  REQUIRE(r.ranks_size() == 2);
+  const PlannedRank& planned = f->plan.ranks[3];
+  CHECK(r.job_id() == "job-1");
+  CHECK(r.ranks(1).rank() == planned.rank);
+  CHECK(r.ranks(1).local_rank() == planned.localRank);
+  CHECK(std::vector<std::string>(r.ranks(1).argv().begin(), r.ranks(1).argv().end()) == planned.argv);
+  REQUIRE(r.ranks(1).env_size() == static_cast<int>(planned.env.size()));
+  auto it = planned.env.begin();
+  for (const auto& var : r.ranks(1).env()) {
+    CHECK(var.name() == it->first);
+    CHECK(var.value() == it->second);
+    ++it;
+  }
+  CHECK(std::vector<int>(r.ranks(1).cores().begin(), r.ranks(1).cores().end()) == planned.cores);
+  CHECK(r.kill_grace_s() == 30);
+  CHECK(r.progress_interval_s() == 0);
+  CHECK(nodeLaunchRequests(f->plan, settings)[1].SerializeAsString() == r.SerializeAsString());
+}
+
+TEST_CASE("no tree launch message grows with the node count beyond its subtree's own parts") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  const tls::TreeSigner signer(pki.launcher());
+  const int width = 4;
+  std::map<size_t, size_t> headerBytes, leafBytes;
+  for (size_t n : {16, 256, 2048}) {
+    CAPTURE(n);
+    auto f = test::makePlan(hostfileOf(n, 1), {"--launcher", "agent", "train.py"});
+    NodeLaunchSettings settings;
+    settings.cwd = "/work/job";
+    const AgentTreePlan tree = planAgentTree(n, width);
+    const auto roots = signedTreeLaunches(treeLaunchNodes(f->plan, tree, 29600, settings),
+                                          {1'800'000'000'000'000, 300, width, "test"}, signer);
+    REQUIRE(roots.size() == static_cast<size_t>(width));
+    for (const Received& got : deliver(roots, f->plan)) {
+      const wire::TreeLaunch& m = got.launch;
+      // Its own subtree, and one proof level per ancestor (and the roots'), each without the path's digest.
+      REQUIRE(static_cast<size_t>(m.subtree_size()) == tree.subtreeEnd[got.node] - got.node);
+      REQUIRE(m.proof_size() == tree.depth[got.node] + 1);
+      for (const auto& level : m.proof()) CHECK(level.child_digests_size() <= width - 1);
+      size_t parts = 0;
+      for (const auto& node : m.subtree()) parts += node.part().size() + 8;  // + the TreeNode's framing
+      const size_t proofBound = static_cast<size_t>(m.proof_size()) * (static_cast<size_t>(width) * 34 + 40);
+      CHECK(m.ByteSizeLong() <= m.header().size() + m.signature().size() + m.launcher_certificate().size() + parts +
+                                    proofBound + 16);
+      headerBytes[n] = m.header().size();
+      if (m.subtree_size() == 1) leafBytes[n] = std::max(leafBytes[n], m.ByteSizeLong());
+    }
+  }
+  // The shared header does not grow with the nodes: only numbers in it gain digits (node_count, WORLD_SIZE...).
+  CHECK(headerBytes[2048] <= headerBytes[16] + 16);
+  // A leaf gets its part and a proof of width x depth digests: 128 times the nodes, a few proof levels more.
+  CHECK(leafBytes[2048] <= leafBytes[16] + 4 * (width * 34 + 40));
+}
