@@ -9,9 +9,8 @@
 #include "common/exit_status.h"
 #include "common/logging.h"
 #include "common/strings.h"
+#include "launcher/backends/agent/agent_launch_request.h"
 #include "launcher/backends/agent/stack_dump.h"
-#include "launcher/local_backend.h"
-#include "proto/rank_env.h"
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
 
@@ -245,25 +244,16 @@ void AgentJob::launchAll() {
     pattern.replace(pattern.size() - std::string("0.log").size(), std::string::npos, "<RANK>.log");
     notice(strCat("dsrun: every rank writes its output to ", pattern, " on its host"));
   }
+  NodeLaunchSettings launch;
+  launch.killGraceS = stop_.killGrace.count();
+  launch.eachRankLogDir = settings_.launch.eachRankLogDir;
+  launch.logTag = settings_.logTag;
+  launch.hangTimeoutS = settings_.hangTimeoutS;
+  launch.cwd = settings_.cwd;
+  std::vector<wire::LaunchRequest> requests = nodeLaunchRequests(plan_, launch);
   for (auto& node : nodes_) {
     wire::Envelope e;
-    auto* launch = e.mutable_launch();
-    launch->set_job_id(plan_.jobId);
-    // 0 would mean "the agent's default"; a grace of 0 asks for an immediate SIGKILL.
-    launch->set_kill_grace_s(stop_.killGrace > Seconds(0) ? stop_.killGrace.count() : 1e-3);
-    launch->mutable_log()->set_each_rank_log_dir(settings_.launch.eachRankLogDir);
-    launch->mutable_log()->set_tag(settings_.logTag);
-    // Four looks per timeout: a hang is noticed within a quarter of it.
-    if (settings_.hangTimeoutS > 0) launch->set_progress_interval_s(std::min(1.0, settings_.hangTimeoutS / 4));
-    for (const RankSpec& spec : rankSpecsForNode(plan_, node->nodeRank, {})) {
-      auto* rank = launch->add_ranks();
-      rank->set_rank(spec.rank);
-      rank->set_local_rank(spec.localRank);
-      for (const auto& word : spec.command.argv) rank->add_argv(word);
-      for (const auto& [name, value] : spec.command.env) proto::addEnv(*rank, name, value);
-      rank->set_cwd(settings_.cwd);
-      for (int core : spec.cores) rank->add_cores(core);
-    }
+    *e.mutable_launch() = std::move(requests.at(static_cast<size_t>(node->nodeRank)));
     node->channel->setLaunch(std::move(e));
   }
   // Twice per agent period (one late beat never costs a miss), and at least once per agent beat so that a

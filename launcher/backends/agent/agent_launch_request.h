@@ -3,7 +3,6 @@
 // cores) and the job's log, grace and hang settings. A tree launch (agent_tree_launch.h) carries exactly these
 // requests, so that every agent expands byte for byte what a star launch would have sent it.
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,6 @@ struct NodeLaunchSettings {
   std::string logTag;              ///< each-rank log prefix
   double hangTimeoutS = 0;         ///< > 0: the agents report progress every min(1 s, a quarter of it)
   std::string cwd;                 ///< the ranks' working directory
-  std::optional<int> masterPort;   ///< an elastic round's picked port in place of the plan's MASTER_PORT
 };
 
 /// The request for host `nodeRank` of `plan`: its ranks in local-rank order, each with the plan's argv,
