@@ -5,9 +5,13 @@
 #include "agent/tls_connection.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "tls/ssl_context.h"
 
 namespace dsrun::agent {
 namespace {
+
+/// Ranks one launch may start on this node (a LaunchRequest's, or a tree launch's share for this node).
+constexpr int kMaxRanksPerJob = 4096;
 
 std::string endpointText(const boost::asio::ip::tcp::endpoint& ep) {
   const auto addr = ep.address();
@@ -33,12 +37,18 @@ AgentServer::AgentServer(boost::asio::io_context& io, Options options, boost::as
       acceptor_(io),
       signals_(io, SIGTERM, SIGINT),
       handler_(RequestHandler::Config{options_.hostName,
-                                      static_cast<uint32_t>(sessionTiming(options_).heartbeatPeriod.count()), 4096}),
+                                      static_cast<uint32_t>(sessionTiming(options_).heartbeatPeriod.count()),
+                                      kMaxRanksPerJob, !options_.tlsDir.empty()}),
       table_(io, spawner, sessions_,
              JobTable::Options{options_.killGrace, options_.drainAfterExit, options_.logDir, options_.hostName,
                                64 * 1024, options_.baseEnv}),
       reaper_(io, [this](pid_t pid, int waitStatus) { table_.onReaped(pid, waitStatus); }) {
-  if (!options_.tlsDir.empty()) crl_.emplace(options_.tlsDir, "--tls_dir");
+  if (!options_.tlsDir.empty()) {
+    crl_.emplace(options_.tlsDir, "--tls_dir");
+    dial_.emplace(tls::makeSslContext(options_.tlsDir, tls::Role::TreeClient));
+    dialCrl_.emplace(options_.tlsDir, "--tls_dir");
+    gate_.emplace(options_.tlsDir, kMaxRanksPerJob);
+  }
 }
 
 void AgentServer::start() {
@@ -71,9 +81,12 @@ void AgentServer::accept() {
       socket.set_option(boost::asio::ip::tcp::no_delay(true), peerEc);
       // Before the handshake, so a certificate revoked a moment ago is refused on this connection.
       if (crl_) crl_->refresh(ssl_);
+      if (dialCrl_) dialCrl_->refresh(*dial_);  // a revoked child is refused by the next tree launch's dial
+      TreeServices tree;
+      if (gate_) tree = {&*gate_, &*dial_};
       auto session = std::make_shared<Session>(
           nextSessionId_++, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer,
-          sessions_, table_, handler_, sessionTiming(options_));
+          sessions_, table_, handler_, sessionTiming(options_), tree);
       sessions_.start(std::move(session));
     }
     accept();

@@ -20,6 +20,7 @@
 #include "agent/session.h"
 #include "agent/session_manager.h"
 #include "agent/thread_checker.h"
+#include "agent/tree_gate.h"
 #include "supervision/spawner.h"
 #include "tls/crl_reloader.h"
 
@@ -36,7 +37,9 @@ class AgentServer {
     std::chrono::milliseconds handshakeTimeout{10000};    ///< TLS handshake + Hello deadline
     std::chrono::milliseconds drainAfterExit{2000};       ///< how long output may trail a reaped rank
     std::map<std::string, std::string> baseEnv;           ///< environment ranks inherit (the agent's)
-    std::string tlsDir;  ///< where `ssl` came from: its crl.pem is reloaded when it changes (empty: never)
+    /// Where `ssl` came from: its crl.pem is reloaded when it changes, and tree launches are served with it
+    /// (its node certificate dials the children; empty: neither).
+    std::string tlsDir;
   };
 
   /// `ssl` must be a server context from tls::makeSslContext. `spawner` must outlive the server.
@@ -63,6 +66,9 @@ class AgentServer {
   Options options_;                             ///< fixed at construction
   boost::asio::ssl::context ssl_;               ///< server TLS context (mutual auth)
   std::optional<tls::CrlReloader> crl_;         ///< keeps ssl_'s revocation list current
+  std::optional<boost::asio::ssl::context> dial_;  ///< this node's certificate as a client, to tree children
+  std::optional<tls::CrlReloader> dialCrl_;     ///< keeps dial_'s revocation list current
+  std::optional<TreeGate> gate_;                ///< admits tree launches (with tlsDir only)
   boost::asio::ip::tcp::acceptor acceptor_;     ///< listening socket
   boost::asio::signal_set signals_;             ///< SIGTERM, SIGINT
   RequestHandler handler_;                      ///< pure protocol logic

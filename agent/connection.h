@@ -32,6 +32,10 @@ class Connection {
   virtual bool isDisconnect(const boost::system::error_code& ec) const = 0;
   /// One line for a read or write error, for the log.
   virtual std::string describe(const boost::system::error_code& ec) const = 0;
+  /// After the handshake: the peer authenticated with a node certificate (a tree parent), not a launcher's.
+  virtual bool peerIsNode() = 0;
+  /// After the handshake: the peer's certificate names `host` in its subjectAltName.
+  virtual bool peerNames(const std::string& host) = 0;
   /// This end's address, the one the peer dialled ("10.0.0.2"); empty when unknown.
   virtual std::string localAddress() = 0;
   /// Closes at once; pending operations complete with an error.

@@ -39,6 +39,11 @@ std::vector<Action> refuse(const std::string& message) { return {send(makeError(
 
 bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
+bool allowedFromNode(const wire::Envelope& in) {
+  return in.has_hello() || in.has_tree_launch() || in.has_signal() || in.has_heartbeat() || in.has_output_credit() ||
+         in.has_error();
+}
+
 }  // namespace
 
 const char* messageName(const wire::Envelope& envelope) {
@@ -79,8 +84,18 @@ std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const Sessi
   if (!session.welcomed && in.msg_case() != wire::Envelope::kHello) {
     return refuse(strCat("protocol error: expected hello first, got ", messageName(in)));
   }
+  if (session.peerIsNode && !allowedFromNode(in)) {
+    // A node key can do nothing here but hand over a launch a launcher signed (docs/security.md).
+    return refuse(strCat("refused: a node certificate may only send a tree launch (and its signals, heartbeats "
+                         "and output credit), got ", messageName(in)));
+  }
   switch (in.msg_case()) {
     case wire::Envelope::kHello: return handleHello(in.hello(), session);
+    case wire::Envelope::kTreeLaunch: {
+      if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
+      Action a{Action::Kind::TreeLaunch, in, {}, {}, 0, {}, 0};
+      return {std::move(a)};
+    }
     case wire::Envelope::kLaunch: return handleLaunch(in.launch(), session);
     case wire::Envelope::kSignal: return handleSignal(in.signal(), session);
     case wire::Envelope::kHeartbeat: return {};  // liveness is noted by the session for every frame
@@ -113,6 +128,7 @@ std::vector<Action> RequestHandler::handleHello(const wire::Hello& hello, const 
   welcome.mutable_welcome()->set_host_address(session.localAddress);
   welcome.mutable_welcome()->set_port_check(true);
   welcome.mutable_welcome()->set_mesh_probe(true);
+  welcome.mutable_welcome()->set_tree_launch(config_.treeLaunch);
   Action marked{Action::Kind::MarkWelcomed, {}, {}, {}, 0, {}, 0};
   return {marked, send(std::move(welcome))};
 }

@@ -28,6 +28,7 @@ struct Action {
     Credit,        ///< the client wrote `bytes` of output: the session may send that much more
     CheckPort,     ///< answer with a PortCheckReply for `port` (agent/port_preflight.h)
     ProbeMesh,     ///< run `probe` and answer with its MeshProbeReply (agent/mesh_probe.h)
+    TreeLaunch,    ///< admit `envelope.tree_launch()` (agent/tree_gate.h), start its ranks, forward it
   };
   Kind kind;
   wire::Envelope envelope;     ///< Send
@@ -46,6 +47,7 @@ struct SessionView {
   std::set<std::string> ownJobs;        ///< running jobs launched by this connection
   std::set<std::string> agentJobs;      ///< running jobs of every connection (ids are agent-wide)
   std::string localAddress;             ///< this end of the connection ("10.0.0.2"): Welcome.host_address
+  bool peerIsNode = false;              ///< the peer holds a node certificate: a tree parent, nothing more
 };
 
 class RequestHandler {
@@ -54,6 +56,7 @@ class RequestHandler {
     std::string agentHost;             ///< reported in Welcome
     uint32_t heartbeatPeriodMs = 1000; ///< reported in Welcome: how often the client must beat
     int maxRanksPerJob = 4096;         ///< larger LaunchRequests are refused
+    bool treeLaunch = false;           ///< serves tree launches (Welcome.tree_launch)
   };
 
   explicit RequestHandler(Config config);

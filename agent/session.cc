@@ -9,6 +9,7 @@
 #include "agent/job_table.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
+#include "agent/tree_gate.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -20,7 +21,7 @@ constexpr size_t kReadBufferBytes = 64 * 1024;
 }  // namespace
 
 Session::Session(uint64_t id, std::unique_ptr<Connection> connection, std::string peer, SessionManager& manager,
-                 JobTable& table, const RequestHandler& handler, Timing timing)
+                 JobTable& table, const RequestHandler& handler, Timing timing, TreeServices tree)
     : id_(id),
       connection_(std::move(connection)),
       peer_(std::move(peer)),
@@ -31,6 +32,7 @@ Session::Session(uint64_t id, std::unique_ptr<Connection> connection, std::strin
       deadline_(connection_->executor()),
       monitor_(makeMonitor(timing.heartbeatPeriod, timing.heartbeatThreshold,
                            timing.heartbeatPeriod.count() * timing.heartbeatThreshold)),
+      tree_(tree),
       decoder_(peer_),
       readBuffer_(kReadBufferBytes),
       heartbeat_(connection_->executor()) {}
@@ -66,6 +68,7 @@ void Session::onHandshake(const std::string& failure, const std::string& peerIde
     return;
   }
   DSRUN_LOG(INFO) << peer_ << ": TLS peer authenticated (" << peerIdentity << ")";
+  peerIdentity_ = peerIdentity;
   readMore();
 }
 
@@ -114,13 +117,14 @@ void Session::dispatch(const wire::Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
-    if (envelope.has_launch()) useLauncherBudget();
+    if (envelope.has_launch() || envelope.has_tree_launch()) useLauncherBudget();
   }
   SessionView view;
   view.welcomed = welcomed_;
   view.ownJobs = table_.jobIdsOf(id_);
   view.agentJobs = table_.jobIds();
   if (!welcomed_) view.localAddress = connection_->localAddress();
+  view.peerIsNode = connection_->peerIsNode();
   for (auto& action : handler_.handle(envelope, view)) {
     if (stopped_) return;
     switch (action.kind) {
@@ -132,6 +136,7 @@ void Session::dispatch(const wire::Envelope& envelope) {
         break;
       case Action::Kind::Credit:
         outputCredit_ += static_cast<int64_t>(std::min<uint64_t>(action.bytes, uint64_t{1} << 40));
+        if (relay_) relay_->credited(action.bytes);
         if (!congested()) runDrainedCallbacks();
         break;
       case Action::Kind::Launch:
@@ -140,6 +145,10 @@ void Session::dispatch(const wire::Envelope& envelope) {
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
         table_.signalJob(action.jobId, action.signal);
+        if (relay_) relay_->signal(action.jobId, action.signal);  // the same pass: the subtree gets it now
+        break;
+      case Action::Kind::TreeLaunch:
+        startTree(action.envelope.tree_launch());
         break;
       case Action::Kind::Close:
         closeAfterFlush(strCat("closing: ", action.reason));
@@ -179,8 +188,59 @@ void Session::useLauncherBudget() {
   launcherSilenceMs_ = 0;  // once
 }
 
+void Session::startTree(const wire::TreeLaunch& launch) {
+  const bool fromNode = connection_->peerIsNode();
+  proto::TreeIdentity peer;
+  peer.launcher = !fromNode;
+  peer.names = [this](const std::string& host) { return connection_->peerNames(host); };
+  peer.description = strCat(peer_, " (", peerIdentity_, ")");
+  AdmittedTree admitted;
+  try {
+    if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
+    admitted = tree_.gate->admit(launch, peer, std::chrono::duration_cast<std::chrono::microseconds>(
+                                                   std::chrono::system_clock::now().time_since_epoch())
+                                                   .count());
+    if (table_.jobIds().count(admitted.own.job_id()) > 0) {
+      throw Error(strCat("job '", admitted.own.job_id(), "' is already running on this agent"));
+    }
+  } catch (const Error& e) {
+    DSRUN_LOG(WARN) << peer_ << ": refused: " << e.what();
+    wire::TreeLaunchHeader header;
+    header.ParseFromString(launch.header());
+    send(makeError(header.job_id(), strCat("tree launch refused: ", e.what())));
+    // A parent agent that forwards what this node refuses is broken or not the parent: it gets nothing more.
+    if (fromNode) closeAfterFlush("closing: tree launch refused");
+    return;
+  }
+  const std::string& job = admitted.own.job_id();
+  DSRUN_LOG(INFO) << peer_ << ": tree launch of job " << job << " signed by '" << admitted.launcher << "': "
+                  << admitted.own.ranks_size() << " rank(s) here, " << admitted.children.size() << " child(ren)";
+  if (!relay_) {
+    TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
+    relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
+                                         *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
+                                         std::move(up));
+  }
+  // The children first: their connections and handshakes proceed while this node forks its own ranks.
+  relay_->forward(job, std::move(admitted.children), childTiming());
+  table_.launch(id_, toJobSpec(admitted.own));
+}
+
+ChildLink::Timing Session::childTiming() const {
+  ChildLink::Timing t;
+  t.connectTimeout = timing_.handshakeTimeout;
+  const auto period = static_cast<uint32_t>(timing_.heartbeatPeriod.count());
+  t.beatMs = hello_.agent_heartbeat_ms() > 0 ? agentBeatIntervalMs(hello_.agent_heartbeat_ms(), period)
+                                             : std::max<uint32_t>(1, period / 2);
+  t.silenceMs = hello_.launcher_silence_ms() > 0 ? hello_.launcher_silence_ms()
+                                                 : period * static_cast<uint32_t>(timing_.heartbeatThreshold);
+  if (hello_.output_window_bytes() > 0) t.outputWindowBytes = hello_.output_window_bytes();
+  return t;
+}
+
 void Session::onWelcomed(const wire::Hello& hello) {
   welcomed_ = true;
+  hello_ = hello;
   deadline_.cancel();
   transition(MemberEvent::Welcomed);
   launcherSilenceMs_ = hello.launcher_silence_ms();
@@ -210,7 +270,7 @@ void Session::armHeartbeat() {
 
 void Session::send(const wire::Envelope& envelope) {
   if (stopped_ || closing_ || overflowed_) return;
-  if (envelope.has_output()) outputCredit_ -= static_cast<int64_t>(envelope.output().data().size());
+  outputCredit_ -= static_cast<int64_t>(outputBytes(envelope));
   std::string frame = proto::encodeFrame(envelope);
   queuedBytes_ += frame.size();
   writeQueue_.push_back(std::move(frame));
@@ -228,7 +288,11 @@ void Session::send(const wire::Envelope& envelope) {
 
 void Session::deliver(JobEvent event) {
   if (stopped_ || closing_ || overflowed_) return;
-  send(toEnvelope(std::move(event)));
+  if (relay_) {
+    relay_->up(toEnvelope(std::move(event)));  // batched with the subtree's events
+  } else {
+    send(toEnvelope(std::move(event)));
+  }
 }
 
 void Session::writeNext() {
@@ -283,6 +347,7 @@ void Session::drain() {
   }
   transition(MemberEvent::Shutdown);
   monitor_->stop();  // a draining peer is closed by us, not judged by its heartbeats
+  if (relay_) relay_->closeAll();  // each child stops its part of the job on the disconnect
   send(makeError("", "agent shutting down"));
   closeAfterFlush("agent shutting down, stopping its jobs");
 }
@@ -308,6 +373,8 @@ void Session::stop(const std::string& reason) {
   queuedBytes_ = 0;
   windowed_ = false;  // nobody reads any more: paused pumps resume and their output is dropped
   table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
+  // The parent is gone or silent: the children hear it as their parent's disconnect and stop their ranks too.
+  if (relay_) relay_->closeAll();
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
 }

@@ -21,12 +21,20 @@
 #include "agent/member_state.h"
 #include "agent/request_handler.h"
 #include "agent/thread_checker.h"
+#include "agent/tree_relay.h"
 #include "proto/frame_codec.h"
 
 namespace dsrun::agent {
 
 class JobTable;
 class SessionManager;
+class TreeGate;
+
+/// What a session needs to serve tree launches (docs/agent.md "Tree launch"); both null: it refuses them.
+struct TreeServices {
+  TreeGate* gate = nullptr;                   ///< admits launches (shared by the agent's sessions)
+  boost::asio::ssl::context* dial = nullptr;  ///< this node's certificate as a client (tls::Role::TreeClient)
+};
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -45,7 +53,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// `peer` names the connection in the log ("addr:port").
   Session(uint64_t id, std::unique_ptr<Connection> connection, std::string peer, SessionManager& manager,
-          JobTable& table, const RequestHandler& handler, Timing timing);
+          JobTable& table, const RequestHandler& handler, Timing timing, TreeServices tree = {});
 
   /// Starts the handshake and, once the peer is authenticated, the read loop.
   void start();
@@ -81,6 +89,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void transition(MemberEvent event);
   void runDrainedCallbacks();
   void onWelcomed(const wire::Hello& hello);
+  /// Admits a tree launch (refusing it with one logged line naming the peer), forwards it to the children and
+  /// starts this node's ranks.
+  void startTree(const wire::TreeLaunch& launch);
+  /// The timing and window of this node's edges to its children: those its parent asked of this edge.
+  ChildLink::Timing childTiming() const;
   void armHeartbeat();
   /// From the first LaunchRequest on, judge the launcher by its own budget (Hello.launcher_silence_ms) when shorter.
   void useLauncherBudget();
@@ -98,6 +111,10 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< started once welcomed (on the launcher's budget if shorter)
   uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, applied at the first launch
+  wire::Hello hello_;                    ///< the peer's Hello, as received (its asks are passed down a tree)
+  std::string peerIdentity_;             ///< the peer's certificate, for the log
+  TreeServices tree_;                    ///< null: tree launches are refused
+  std::unique_ptr<TreeRelay> relay_;     ///< once a tree launch was accepted: children, batching, credit
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

@@ -7,6 +7,7 @@
 
 #include "tls/certificate_issuer.h"
 #include "tls/ssl_context.h"
+#include "tls/tree_signature.h"
 
 namespace dsrun::agent {
 namespace {
@@ -51,6 +52,13 @@ bool TlsConnection::isDisconnect(const boost::system::error_code& ec) const {
 }
 
 std::string TlsConnection::describe(const boost::system::error_code& ec) const { return tls::describeTlsError(ec); }
+
+bool TlsConnection::peerIsNode() { return tls::peerIsNode(stream_.native_handle()); }
+
+bool TlsConnection::peerNames(const std::string& host) {
+  X509* cert = SSL_get0_peer_certificate(stream_.native_handle());
+  return cert != nullptr && tls::certificateNames(cert, host);
+}
 
 std::string TlsConnection::localAddress() {
   boost::system::error_code ec;

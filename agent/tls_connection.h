@@ -21,6 +21,8 @@ class TlsConnection : public Connection {
   void write(boost::asio::const_buffer buffer, IoHandler done) override;
   bool isDisconnect(const boost::system::error_code& ec) const override;
   std::string describe(const boost::system::error_code& ec) const override;
+  bool peerIsNode() override;
+  bool peerNames(const std::string& host) override;
   std::string localAddress() override;
   void close() override;
 

@@ -6,10 +6,11 @@
 #   elastic/           only the standard library, nlohmann/json and elastic/ (the launcher side and
 #                      libdsrt both link it, so it may depend on neither)
 #   proto/, tls/       common/
-#   launcher/          common/, supervision/, elastic/, proto/, tls/ -- never agent/ (they meet only in
+#   client/            common/, proto/, tls/ (the dialing end of the agent protocol: dsrun's and a tree agent's)
+#   launcher/          common/, supervision/, elastic/, proto/, tls/, client/ -- never agent/ (they meet only in
 #                      proto/agent.proto); a backend under launcher/backends/NAME/ never includes another
 #                      backend's folder
-#   agent/             common/, supervision/, proto/, tls/ -- never launcher/
+#   agent/             common/, supervision/, proto/, tls/, client/ -- never launcher/
 #   runtime/           nothing of the launcher side but common/env_contract.h (and elastic/)
 #   LibTorch (torch/, ATen/, c10/, caffe2/) only in runtime/, examples/, bench/, python/ and their tests
 # Prints one line per offending include, "FILE:LINE: <rule>, got '<include line>'", and exits 1 if any.
@@ -19,7 +20,7 @@ ROOT=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$ROOT"
 
 dirs=()
-for d in common supervision elastic proto tls launcher agent runtime examples bench python tests; do [ -d "$d" ] && dirs+=("$d"); done
+for d in common supervision elastic proto tls client launcher agent runtime examples bench python tests; do [ -d "$d" ] && dirs+=("$d"); done
 files=$(find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' -o -name '*.inc' \) |
         LC_ALL=C sort)
 [ -n "$files" ] || { echo "check_layering: no C++ files under $ROOT" >&2; exit 1; }
@@ -40,8 +41,9 @@ printf '%s\n' "$files" | tr '\n' '\0' | xargs -0 awk '
     below["supervision"] = " common "
     below["proto"] = " common "
     below["tls"] = " common "
-    below["launcher"] = " common supervision elastic proto tls "
-    below["agent"] = " common supervision proto tls "
+    below["client"] = " common proto tls "
+    below["launcher"] = " common supervision elastic proto tls client "
+    below["agent"] = " common supervision proto tls client "
     for (m in below) {
       allowed[m] = below[m]; gsub(/ /, "/, ", allowed[m]); sub(/^\/, /, "", allowed[m]); allowed[m] = allowed[m] m "/"
     }

@@ -19,14 +19,27 @@ namespace ssl = boost::asio::ssl;
 
 namespace {
 
+bool nodeOnly(const CertUsage& usage) { return usage.server && !usage.client; }
+
 /// Runs after OpenSSL's own checks of each certificate. OpenSSL's purpose check lets through a
 /// certificate good for both roles (what older dsrun versions issued to every node), so the leaf
-/// must be for the other role only: a node's key can never act as a launcher, nor the reverse.
+/// must be for one role only: a client accepts only a node, an agent a launcher or a node (a tree parent,
+/// which the Session confines to a signed tree launch); a certificate for both roles is refused everywhere.
 int verifyPeerRole(int preverifyOk, X509_STORE_CTX* store) {
-  if (preverifyOk != 1 || X509_STORE_CTX_get_error_depth(store) != 0) return preverifyOk;
+  if (X509_STORE_CTX_get_error_depth(store) != 0) return preverifyOk;
   auto* ssl = static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
   const CertUsage usage = certificateUsage(X509_STORE_CTX_get_current_cert(store));
-  const bool ok = SSL_is_server(ssl) == 1 ? usage.client && !usage.server : usage.server && !usage.client;
+  const bool server = SSL_is_server(ssl) == 1;
+  if (preverifyOk != 1) {
+    // The agent's purpose check (ssl_client) refuses a node certificate; only that error is waived, and only
+    // for a node-only leaf: its chain, signature and revocation are still checked (and reported) as any other.
+    if (server && X509_STORE_CTX_get_error(store) == X509_V_ERR_INVALID_PURPOSE && nodeOnly(usage)) {
+      X509_STORE_CTX_set_error(store, X509_V_OK);
+      return 1;
+    }
+    return preverifyOk;
+  }
+  const bool ok = server ? (usage.client && !usage.server) || nodeOnly(usage) : nodeOnly(usage);
   if (ok) return 1;
   X509_STORE_CTX_set_error(store, X509_V_ERR_INVALID_PURPOSE);
   return 0;
@@ -45,7 +58,7 @@ void checkOwnRole(const std::string& dir, Role role, const std::string& flag) {
                              "--host NAME --out NODEDIR', and restart the agents with --tls_dir NODEDIR "
                              "(docs/security.md)"));
   }
-  if (role == Role::Server && !usage.server) {
+  if (role != Role::Client && !usage.server) {
     throw ConfigError(strCat(context, ": ", files.cert,
                              " is the launcher's certificate, not a node's\n  hint: issue this node its own with "
                              "'dsrun --make_node_cert DIR --host NAME --out NODEDIR' and pass --tls_dir NODEDIR"));
@@ -89,6 +102,7 @@ ssl::context makeSslContext(const std::string& dir, Role role, const std::string
   checkOwnRole(dir, role, flag);
   const TlsFiles files = tlsFiles(dir);
   ssl::context ctx(role == Role::Server ? ssl::context::tls_server : ssl::context::tls_client);
+  const bool server = role == Role::Server;
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
@@ -107,10 +121,15 @@ ssl::context makeSslContext(const std::string& dir, Role role, const std::string
     ERR_clear_error();
     throw ConfigError(strCat(flag, " '", dir, "': ", files.key, " does not match ", files.cert));
   }
-  SSL_CTX_set_purpose(ctx.native_handle(), role == Role::Server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER);
+  SSL_CTX_set_purpose(ctx.native_handle(), server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER);
   // A peer must present a certificate; set after set_verify_mode, which would keep Asio's callback.
   SSL_CTX_set_verify(ctx.native_handle(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verifyPeerRole);
   return ctx;
+}
+
+bool peerIsNode(SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  return cert != nullptr && nodeOnly(certificateUsage(cert));
 }
 
 void expectServerName(SSL* ssl, const std::string& host) {

@@ -297,11 +297,27 @@ TEST_CASE("a client with a certificate from another CA is refused", "[agent][ser
   checkRefused(f, rogueCtx);
 }
 
-TEST_CASE("a node's certificate used as a client is refused", "[agent][server][security]") {
+TEST_CASE("a node's certificate used as a client launches nothing: it may only hand over a signed tree launch",
+          "[agent][server][security]") {
   Fixture f;
-  // A stolen key of another node of the same cluster: it may serve, never launch.
+  // A stolen key of another node of the same cluster: the handshake passes (a tree parent dials with its node
+  // certificate), but a star launch, a probe or anything else but a tree launch a launcher signed is refused.
   auto stolen = clientContextFrom(f.pki.node("other-node"));
-  checkRefused(f, stolen);
+  TestClient rogue(f.io, stolen);
+  REQUIRE_FALSE(rogue.connect(f.server->localEndpoint()));
+  rogue.hello();
+  auto welcome = rogue.next();
+  REQUIRE(welcome.has_value());
+  REQUIRE(welcome->has_welcome());
+  rogue.send(launchSh("evil", {"touch " + f.tmp.path() + "/pwned"}));
+  auto refusal = rogue.next();
+  REQUIRE(refusal.has_value());
+  CHECK_THAT(refusal->error().message(), Contains("a node certificate may only send a tree launch"));
+  rogue.waitClosed();
+  struct stat st {};
+  CHECK(::stat((f.tmp.path() + "/pwned").c_str(), &st) != 0);
+  runUntil(f.io, [&] { return f.server->sessionCount() == 0; }, "the refused session to go");
+  auto good = f.welcomedClient();
 }
 
 TEST_CASE("a client holding an old shared certificate of the cluster's CA is refused", "[agent][server][security]") {

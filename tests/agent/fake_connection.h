@@ -3,6 +3,7 @@
 // feeds the launcher's frames in, reads the frames the session wrote, hangs up, or fails the
 // handshake. The FakeWire must not outlive the io_context; the connection must outlive nothing. Every completion is posted to the io_context, as a real socket's would be.
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <cstring>
@@ -25,6 +26,8 @@ struct FakeWire {
   bool closed = false;           ///< the session closed the connection
   std::string written;           ///< every byte the session wrote
   std::function<void()> wake;    ///< set by the FakeConnection: completes a read waiting for input
+  bool peerNode = false;         ///< the peer authenticated with a node certificate (a tree parent)
+  std::vector<std::string> peerHosts;  ///< the names in the peer's certificate
 
   /// Queues one frame from the launcher.
   void send(const dsrun::wire::Envelope& e) {
@@ -69,6 +72,10 @@ class FakeConnection : public dsrun::agent::Connection {
   }
   bool isDisconnect(const boost::system::error_code& ec) const override { return ec == boost::asio::error::eof; }
   std::string describe(const boost::system::error_code& ec) const override { return ec.message(); }
+  bool peerIsNode() override { return wire_->peerNode; }
+  bool peerNames(const std::string& host) override {
+    return std::find(wire_->peerHosts.begin(), wire_->peerHosts.end(), host) != wire_->peerHosts.end();
+  }
   std::string localAddress() override { return "10.0.0.2"; }
   void close() override {
     wire_->closed = true;

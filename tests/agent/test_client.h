@@ -11,6 +11,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "proto/frame_codec.h"
@@ -43,9 +44,10 @@ class TestClient {
 
   void send(const Envelope& e) { sendRaw(dsrun::proto::encodeFrame(e)); }
 
+  /// Queued: one write in flight at a time, as a TLS stream requires (two overlapping writes corrupt it).
   void sendRaw(std::string bytes) {
-    auto data = std::make_shared<std::string>(std::move(bytes));
-    boost::asio::async_write(stream_, boost::asio::buffer(*data), [data](boost::system::error_code, size_t) {});
+    outbox_->push_back(std::move(bytes));
+    if (outbox_->size() == 1) writeNext();
   }
 
   void hello(uint32_t version = dsrun::proto::kProtocolVersion, uint64_t outputWindow = 0, bool heartbeats = false) {
@@ -75,6 +77,13 @@ class TestClient {
     return e;
   }
 
+  /// The messages that have arrived so far, without stepping the loop.
+  std::vector<Envelope> arrived() {
+    std::vector<Envelope> out(std::make_move_iterator(inbox_.begin()), std::make_move_iterator(inbox_.end()));
+    inbox_.clear();
+    return out;
+  }
+
   /// Skips messages until one satisfies `pred`; fails if the connection closes first.
   Envelope nextWhere(const std::function<bool(const Envelope&)>& pred, const char* what) {
     for (;;) {
@@ -97,6 +106,21 @@ class TestClient {
   std::vector<Envelope> seen;  ///< messages skipped by nextWhere, in order
 
  private:
+  void writeNext() {
+    // The queue is shared with the handler: a client closed or destroyed with a write in flight sees it end
+    // with an error, and then touches nothing of *this.
+    auto box = outbox_;
+    boost::asio::async_write(stream_, boost::asio::buffer(box->front()), [this, box](boost::system::error_code ec,
+                                                                                     size_t) {
+      box->pop_front();
+      if (ec) {
+        box->clear();
+        return;
+      }
+      if (!box->empty()) writeNext();
+    });
+  }
+
   void readLoop() {
     reading_ = true;
     stream_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code ec, size_t n) {
@@ -115,6 +139,8 @@ class TestClient {
   dsrun::proto::FrameDecoder decoder_{"agent"};
   char buffer_[65536];
   std::deque<Envelope> inbox_;
+  /// Frames to write, the front one in flight.
+  std::shared_ptr<std::deque<std::string>> outbox_ = std::make_shared<std::deque<std::string>>();
   bool closed_ = false;
   bool paused_ = false;   ///< pauseReading() in effect
   bool reading_ = false;  ///< an async_read_some is in flight

@@ -26,6 +26,7 @@ struct HandshakeResult {
   boost::system::error_code server;
   boost::system::error_code client;
   std::string serverWhy;  ///< describeHandshakeFailure() on the server's side, if it failed
+  bool serverSawNode = false;  ///< after a handshake the server accepted: peerIsNode()
 };
 
 /// Runs one TLS handshake over loopback TCP between the two contexts, stepping the loop until both
@@ -39,6 +40,7 @@ HandshakeResult handshake(ssl::context& serverCtx, ssl::context& clientCtx, cons
   ssl::stream<tcp::socket> client(io, clientCtx);
   std::optional<boost::system::error_code> serverDone, clientDone;
   std::string serverWhy;
+  bool serverSawNode = false;
   acceptor.async_accept(server.lowest_layer(), [&](boost::system::error_code ec) {
     if (ec) {
       serverDone = ec;
@@ -46,6 +48,7 @@ HandshakeResult handshake(ssl::context& serverCtx, ssl::context& clientCtx, cons
     }
     server.async_handshake(ssl::stream_base::server, [&](boost::system::error_code hec) {
       serverDone = hec;
+      if (!hec) serverSawNode = peerIsNode(server.native_handle());
       if (hec) serverWhy = describeHandshakeFailure(server.native_handle(), hec);
       // Closing lets the client see the refusal instead of waiting for more handshake bytes.
       if (hec) server.lowest_layer().close();
@@ -75,7 +78,7 @@ HandshakeResult handshake(ssl::context& serverCtx, ssl::context& clientCtx, cons
   }
   REQUIRE(serverDone.has_value());
   REQUIRE(clientDone.has_value());
-  return {*serverDone, *clientDone, serverWhy};
+  return {*serverDone, *clientDone, serverWhy, serverSawNode};
 }
 
 /// A context presenting `files`' certificate whatever its role, checking nothing about the peer:
@@ -118,17 +121,38 @@ TEST_CASE("the launcher refuses an agent whose certificate names another host", 
   CHECK_THAT(why, Contains("IP address mismatch"));
 }
 
-TEST_CASE("a node certificate used as a client is refused by an agent", "[tls]") {
+TEST_CASE("an agent accepts a tree parent's node certificate and knows it for a node, and a launcher's for a "
+          "launcher", "[tls][tree]") {
   TempDir tmp;
   testing::TestPki pki(tmp.path());
   auto serverCtx = makeSslContext(pki.node("worker-1"), Role::Server);
-  // A stolen node key, made into a client context by hand (makeSslContext would refuse the role).
-  auto rogue = handMadeContext(tlsFiles(pki.node("worker-2")), ssl::context::tls_client);
-  auto result = handshake(serverCtx, rogue);
-  REQUIRE(result.server);
-  CHECK_THAT(result.serverWhy, Contains("unsuitable certificate purpose"));
+  // The parent agent dials its child with its own node certificate, checking the child's name.
+  auto parentCtx = makeSslContext(pki.node("worker-2"), Role::TreeClient);
+  auto result = handshake(serverCtx, parentCtx, "worker-1");
+  CHECK_FALSE(result.server);
+  CHECK_FALSE(result.client);
+  CHECK(result.serverSawNode);  // the Session lets such a peer do nothing but hand over a signed tree launch
+  auto launcherCtx = makeSslContext(pki.launcher(), Role::Client);
+  result = handshake(serverCtx, launcherCtx, "worker-1");
+  CHECK_FALSE(result.server);
+  CHECK_FALSE(result.serverSawNode);
+  // The parent refuses a child whose certificate names another host.
+  std::string why;
+  result = handshake(serverCtx, parentCtx, "worker-3", &why);
   REQUIRE(result.client);
-  CHECK_THAT(describeTlsError(result.client), Contains("unsupported certificate"));
+  CHECK_THAT(why, Contains("hostname mismatch"));
+}
+
+TEST_CASE("a tree parent refuses a launcher certificate posing as its child's agent", "[tls][tree]") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  auto rogue = handMadeContext(tlsFiles(pki.launcher()), ssl::context::tls_server);
+  auto parentCtx = makeSslContext(pki.node("worker-2"), Role::TreeClient);
+  std::string why;
+  auto result = handshake(rogue, parentCtx, "", &why);
+  REQUIRE(result.client);
+  CHECK_THAT(why, Contains("unsuitable certificate purpose"));
+  REQUIRE_THROWS_WITH(makeSslContext(pki.launcher(), Role::TreeClient), Contains("is the launcher's certificate"));
 }
 
 TEST_CASE("the launcher's certificate used as a server is refused by the launcher", "[tls]") {

@@ -1,4 +1,4 @@
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,6 +18,16 @@
 namespace dsrun {
 
 namespace asio = boost::asio;
+
+namespace {
+
+/// What an EventBatch may carry: what a star agent sends about its jobs, and NodeLost.
+bool isEvent(const wire::Envelope& e) {
+  return e.has_rank_started() || e.has_output() || e.has_rank_exited() || e.has_rank_progress() ||
+         (e.has_error() && !e.error().job_id().empty()) || e.has_node_lost();
+}
+
+}  // namespace
 
 std::shared_ptr<AgentClient> AgentClient::create(asio::io_context& io, asio::ssl::context& ssl, std::string host,
                                                  int port, std::string clientName, Callbacks callbacks) {
@@ -46,7 +56,7 @@ void AgentClient::connect(std::chrono::milliseconds timeout) {
     self->fail(strCat("no answer within ", timeout.count(), " ms (", self->stage_, ")"));
   });
   stage_ = "resolving";
-  resolver_.async_resolve(host_, std::to_string(port_), [self = shared_from_this()](
+  resolver_.async_resolve(dialAddress_.empty() ? host_ : dialAddress_, std::to_string(port_), [self = shared_from_this()](
                                                             const boost::system::error_code& ec,
                                                             const asio::ip::tcp::resolver::results_type& results) {
     if (self->closed_) return;
@@ -151,6 +161,7 @@ void AgentClient::onFrame(const wire::Envelope& e) {
       agentBeatMs_ = e.welcome().agent_heartbeat_ms();
       agentChecksPorts_ = e.welcome().port_check();
       agentProbesMesh_ = e.welcome().mesh_probe();
+      agentServesTrees_ = e.welcome().tree_launch();
       deadline_.cancel();
       if (callbacks_.onReady) callbacks_.onReady(e.welcome());
     } else if (e.has_error()) {
@@ -164,7 +175,25 @@ void AgentClient::onFrame(const wire::Envelope& e) {
     }
     return;
   }
+  if (callbacks_.onEnvelope) {
+    callbacks_.onEnvelope(e);
+    return;
+  }
   switch (e.msg_case()) {
+    case wire::Envelope::kEventBatch:
+      // Events only (proto/agent.proto, EventBatch): a batch that nests or carries a reply is a broken agent.
+      for (const auto& event : e.event_batch().events()) {
+        if (closed_) return;
+        if (!isEvent(event)) {
+          fail(strCat("protocol error: an event batch holds message type ", static_cast<int>(event.msg_case())));
+          return;
+        }
+        onFrame(event);
+      }
+      break;
+    case wire::Envelope::kNodeLost:
+      if (callbacks_.onNodeLost) callbacks_.onNodeLost(e.node_lost());
+      break;
     case wire::Envelope::kRankStarted:
       if (callbacks_.onRankStarted) callbacks_.onRankStarted(e.rank_started());
       break;

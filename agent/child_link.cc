@@ -1,0 +1,148 @@
+#include "agent/child_link.h"
+
+#include "common/logging.h"
+#include "common/strings.h"
+
+namespace dsrun::agent {
+namespace {
+
+/// Its first line: NodeLost.cause is one line, and AgentClient's errors may add a hint line.
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+void countRanks(const wire::TreeLaunch& launch, int& ranks) {
+  wire::TreeNodePart part;
+  for (const auto& node : launch.subtree()) {
+    if (part.ParseFromString(node.part())) ranks += part.ranks_size();
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost::asio::ssl::context& dial,
+                                             proto::ChildTreeLaunch child, std::string clientName, Timing timing,
+                                             Callbacks callbacks) {
+  std::shared_ptr<ChildLink> link(new ChildLink(io, std::move(child), timing, std::move(callbacks)));
+  std::weak_ptr<ChildLink> weak = link;
+  AgentClient::Callbacks cb;
+  cb.onReady = [weak](const wire::Welcome& welcome) {
+    if (auto self = weak.lock()) self->onReady(welcome);
+  };
+  cb.onEnvelope = [weak](const wire::Envelope& envelope) {
+    if (auto self = weak.lock()) self->onEnvelope(envelope);
+  };
+  cb.onClosed = [weak](const std::string& reason) {
+    if (auto self = weak.lock()) self->onClosed(reason);
+  };
+  link->client_ = AgentClient::create(io, dial, link->child_.host, static_cast<int>(link->child_.port),
+                                      std::move(clientName), std::move(cb));
+  link->client_->setDialAddress(link->child_.address);
+  link->client_->setHello(timing.outputWindowBytes, true, timing.beatMs, timing.silenceMs);
+  return link;
+}
+
+ChildLink::ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks)
+    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), beat_(io) {
+  wire::TreeLaunchHeader header;
+  header.ParseFromString(child_.launch.header());
+  jobId_ = header.job_id();
+  countRanks(child_.launch, expectedRanks_);
+}
+
+void ChildLink::start() { client_->connect(timing_.connectTimeout); }
+
+void ChildLink::onReady(const wire::Welcome& welcome) {
+  if (done_) return;
+  if (!welcome.tree_launch()) {
+    lose(strCat("agent ", client_->address(), ": its dsrun-agent predates tree launches (Welcome.tree_launch unset)"));
+    return;
+  }
+  wire::Envelope launch;
+  *launch.mutable_tree_launch() = child_.launch;
+  client_->send(launch);
+  launched_ = true;
+  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
+  // Three periods per budget, as the Session judges its launcher: one late beat is tolerated.
+  const auto period = std::chrono::milliseconds(std::max<uint32_t>(1, timing_.silenceMs / 3));
+  monitor_ = std::make_unique<HeartbeatMonitor>(io_, period, 3, [weak = weak_from_this()] {
+    auto self = weak.lock();  // held: the loss report may drop the owner's reference
+    if (!self) return;
+    self->lose(strCat("agent ", self->client_->address(), ": silent for ", self->timing_.silenceMs,
+                      " ms (heartbeat budget; network down or host hung)"));
+  });
+  monitor_->start();
+  armBeat();
+}
+
+void ChildLink::onEnvelope(const wire::Envelope& envelope) {
+  if (done_) return;
+  if (monitor_) monitor_->beat();
+  if (envelope.has_heartbeat()) return;
+  if (envelope.has_error() && envelope.error().job_id().empty()) {
+    // Connection-level: the child's agent closes after it ("agent shutting down", a protocol error).
+    lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
+    return;
+  }
+  if (envelope.has_rank_exited()) ++exitedRanks_;
+  if (envelope.has_event_batch()) {
+    for (const auto& event : envelope.event_batch().events()) exitedRanks_ += event.has_rank_exited() ? 1 : 0;
+  }
+  if (callbacks_.onEvent) callbacks_.onEvent(envelope);
+}
+
+void ChildLink::onClosed(const std::string& reason) {
+  if (done_) return;
+  if (launched_ && exitedRanks_ >= expectedRanks_) {
+    // Every rank below has exited and been reported: a hang-up now (the child's agent restarted) loses nothing.
+    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << firstLine(reason);
+    close();
+    return;
+  }
+  lose(firstLine(reason));
+}
+
+void ChildLink::lose(const std::string& cause) {
+  if (done_) return;
+  DSRUN_LOG(WARN) << "tree child " << child_.host << " of job " << jobId_ << " lost: " << cause;
+  auto onLost = callbacks_.onLost;
+  close();
+  if (onLost) onLost(cause);
+}
+
+void ChildLink::signal(int signal) {
+  if (done_) return;
+  if (!launched_) {
+    pendingSignals_.push_back(signal);
+    return;
+  }
+  wire::Envelope e;
+  e.mutable_signal()->set_job_id(jobId_);
+  e.mutable_signal()->set_signal(signal);
+  client_->send(e);
+}
+
+void ChildLink::credit(uint64_t bytes) {
+  if (done_ || bytes == 0) return;
+  client_->sendCredit(bytes);
+}
+
+void ChildLink::close() {
+  if (done_) return;
+  done_ = true;
+  if (monitor_) monitor_->stop();
+  beat_.cancel();
+  client_->close();
+}
+
+void ChildLink::armBeat() {
+  beat_.expires_after(std::chrono::milliseconds(timing_.beatMs));
+  beat_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->done_) return;
+    wire::Envelope beat;
+    beat.mutable_heartbeat();
+    self->client_->send(beat);
+    self->armBeat();
+  });
+}
+
+}  // namespace dsrun::agent

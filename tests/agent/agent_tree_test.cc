@@ -1,0 +1,293 @@
+// Real dsrun-agent processes on 127.0.0.1 in a 3-level tree of width 2, driven by a test launcher over mutual
+// TLS with a launch signed as dsrun signs it: tree-0 has the children tree-1 and tree-4, tree-1 has tree-2 and
+// tree-3.
+// Each node runs 2 ranks of /bin/sh (global ranks 0-1 on tree-0, 2-3 on tree-1, ... 8-9 on tree-4).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/agent/test_client.h"
+#include "tests/agent/tree_launches.h"
+#include "tests/common/temp_dir.h"
+#include "tests/tls/test_pki.h"
+#include "tls/ssl_context.h"
+
+using Catch::Matchers::Contains;
+using dsrun::wire::Envelope;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Polls `done` every 20 ms for at most `limit` (a wait with a generous bound, not a timing assertion).
+bool waitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool gone(int pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+/// One dsrun-agent process; SIGTERM (then SIGKILL) and reaped when destroyed.
+class AgentProcess {
+ public:
+  AgentProcess(const std::string& tlsDir, const std::string& logDir) : logDir_(logDir) {
+    ::mkdir(logDir.c_str(), 0755);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      const char* argv[] = {DSRUN_AGENT_BIN, "--listen", "127.0.0.1:0", "--tls_dir", tlsDir.c_str(), "--log_dir",
+                            logDir.c_str(), "--heartbeat_timeout_s", "30", "--kill_grace_s", "2", nullptr};
+      ::execv(argv[0], const_cast<char* const*>(argv));
+      ::_exit(127);
+    }
+    const std::regex listening("listening on 127\\.0\\.0\\.1:([0-9]+)");
+    std::smatch m;
+    const bool up = waitFor([&] {
+      const std::string log = this->log();
+      if (!std::regex_search(log, m, listening)) return false;
+      port_ = static_cast<uint32_t>(std::stoul(m[1]));
+      return true;
+    }, 30s);
+    INFO(log());
+    REQUIRE(up);
+  }
+  ~AgentProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    if (!waitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, 15s)) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  void kill9() {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  uint32_t port() const { return port_; }
+  std::string log() const { return readFile(logDir_ + "/dsrun-agent.log"); }
+
+ private:
+  std::string logDir_;
+  int pid_ = -1;
+  uint32_t port_ = 0;
+};
+
+/// The launcher's view of a job's events, batches opened; output credit returned as it is read.
+struct Events {
+  std::map<int, int> pid;
+  std::map<int, std::string> out;
+  std::map<int, dsrun::wire::RankExited> exited;
+  std::vector<dsrun::wire::NodeLost> lost;
+  std::vector<std::string> errors;
+  bool credit = true;            ///< return output credit as output is read (a launcher whose reader keeps up)
+  uint64_t uncredited = 0;       ///< output read while `credit` was off
+
+  void take(testing::TestClient& client, const Envelope& e) {
+    if (e.has_event_batch()) {
+      for (const auto& inner : e.event_batch().events()) take(client, inner);
+      return;
+    }
+    if (e.has_rank_started()) pid[e.rank_started().rank()] = e.rank_started().pid();
+    if (e.has_output()) {
+      out[e.output().rank()] += e.output().data();
+      if (credit) {
+        Envelope back;
+        back.mutable_output_credit()->set_bytes(e.output().data().size());
+        client.send(back);
+      } else {
+        uncredited += e.output().data().size();
+      }
+    }
+    if (e.has_rank_exited()) exited[e.rank_exited().rank()] = e.rank_exited();
+    if (e.has_node_lost()) lost.push_back(e.node_lost());
+    if (e.has_error()) errors.push_back(e.error().message());
+  }
+  /// Reads until `done`; fails if the connection closes first.
+  void until(testing::TestClient& client, const std::function<bool()>& done, const char* what) {
+    INFO("so far: " << summary());
+    while (!done()) {
+      auto e = client.next();
+      if (!e) FAIL("the root closed the connection while waiting for " << what);
+      take(client, *e);
+    }
+  }
+  /// For failure messages: what each rank said and how it ended.
+  std::string summary() const {
+    std::ostringstream s;
+    for (const auto& [rank, data] : out) s << "[rank " << rank << ": " << data << "] ";
+    for (const auto& [rank, e] : exited) s << "[rank " << rank << " exited " << e.exit_code() << "/" << e.signal() << "] ";
+    for (const auto& e : errors) s << "[error " << e << "] ";
+    for (const auto& l : lost) s << "[lost " << l.host() << ": " << l.cause() << "] ";
+    return s.str();
+  }
+  size_t linesContaining(const std::string& text) const {
+    size_t n = 0;
+    for (const auto& [rank, data] : out) {
+      for (size_t at = data.find(text); at != std::string::npos; at = data.find(text, at + 1)) ++n;
+    }
+    return n;
+  }
+};
+
+struct Tree {
+  explicit Tree(uint64_t outputWindow = 1u << 20) {
+    for (int i = 0; i < 5; ++i) {
+      const std::string host = "tree-" + std::to_string(i);
+      dirs.push_back(pki.node(host, {"127.0.0.1"}));
+      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host));
+    }
+    const int parents[] = {-1, 0, 1, 1, 0};
+    for (int i = 0; i < 5; ++i) {
+      nodes.push_back({"tree-" + std::to_string(i), "127.0.0.1", agents[static_cast<size_t>(i)]->port(),
+                       parents[i], 2});
+    }
+    launcherCtx.emplace(dsrun::tls::makeSslContext(pki.launcher(), dsrun::tls::Role::Client));
+    client = std::make_unique<testing::TestClient>(io, *launcherCtx);
+    REQUIRE_FALSE(client->connect({boost::asio::ip::make_address("127.0.0.1"),
+                                   static_cast<unsigned short>(agents[0]->port())}));
+    client->hello(dsrun::proto::kProtocolVersion, outputWindow, false);
+    auto welcome = client->next();
+    REQUIRE(welcome.has_value());
+    REQUIRE(welcome->has_welcome());
+    REQUIRE(welcome->welcome().tree_launch());
+  }
+
+  void launch(const std::string& job, const std::string& script) {
+    Envelope e;
+    *e.mutable_tree_launch() = testing::signedRootLaunch(signer, job, nodes, script);
+    client->send(e);
+  }
+  void signal(const std::string& job, int signal) {
+    Envelope e;
+    e.mutable_signal()->set_job_id(job);
+    e.mutable_signal()->set_signal(signal);
+    client->send(e);
+  }
+
+  TempDir tmp;
+  testing::TestPki pki{tmp.path() + "/pki"};
+  dsrun::tls::TreeSigner signer{pki.launcher()};
+  std::vector<std::string> dirs;
+  std::vector<std::unique_ptr<AgentProcess>> agents;
+  std::vector<testing::TreeTestNode> nodes;
+  boost::asio::io_context io;
+  std::optional<boost::asio::ssl::context> launcherCtx;
+  std::unique_ptr<testing::TestClient> client;
+  Events events;
+};
+
+const char* const kHosts[] = {"tree-0", "tree-0", "tree-1", "tree-1", "tree-2", "tree-2", "tree-3", "tree-3",
+                              "tree-4", "tree-4"};
+
+}  // namespace
+
+TEST_CASE("a 3-level tree of real agents starts every rank with its environment, streams its output and reports "
+          "every exit to the launcher",
+          "[agent][tree][integration]") {
+  Tree tree;
+  tree.launch("job-env", "echo \"rank=$RANK local=$LOCAL_RANK node=$TREE_NODE\"");
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 10; }, "10 RankExited");
+  for (int r = 0; r < 10; ++r) {
+    INFO("rank " << r);
+    CHECK(tree.events.pid.count(r) == 1);
+    CHECK(tree.events.out[r] == "rank=" + std::to_string(r) + " local=" + std::to_string(r % 2) + " node=" +
+                                    kHosts[r] + "\n");
+    CHECK(tree.events.exited[r].exit_code() == 0);
+  }
+  CHECK(tree.events.lost.empty());
+  CHECK(tree.events.errors.empty());
+  // Only tree-0 was dialled by the launcher; each interior agent dialled its own children.
+  CHECK_THAT(tree.agents[1]->log(), Contains("dialing 2 tree child(ren)"));
+  CHECK_THAT(tree.agents[2]->log(), Contains("0 child(ren)"));
+}
+
+TEST_CASE("one Ctrl-C reaches every rank of every node of the tree exactly once", "[agent][tree][integration]") {
+  Tree tree;
+  tree.launch("job-int", "trap 'echo got-INT; exit 7' INT; echo ready; while :; do sleep 0.1; done");
+  tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
+  tree.signal("job-int", SIGINT);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 10; }, "10 RankExited");
+  for (int r = 0; r < 10; ++r) {
+    INFO("rank " << r << " on " << kHosts[r] << ": " << tree.events.out[r]);
+    CHECK(tree.events.exited[r].exit_code() == 7);
+  }
+  CHECK(tree.events.linesContaining("got-INT") == 10);
+  CHECK(tree.events.lost.empty());
+}
+
+TEST_CASE("a killed interior agent is reported as lost, naming its host, and nothing of its subtree is left "
+          "running",
+          "[agent][tree][integration]") {
+  Tree tree;
+  tree.launch("job-kill", "echo ready; exec sleep 600");
+  tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
+  tree.agents[1]->kill9();  // tree-1: its own ranks die with it, tree-2 and tree-3 lose their parent
+  tree.events.until(*tree.client, [&] { return !tree.events.lost.empty(); }, "NodeLost");
+  CHECK(tree.events.lost[0].job_id() == "job-kill");
+  CHECK(tree.events.lost[0].host() == "tree-1");
+  CHECK_FALSE(tree.events.lost[0].cause().empty());
+  for (int r = 2; r < 8; ++r) {
+    INFO("rank " << r << " on " << kHosts[r] << " pid " << tree.events.pid[r]);
+    CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+  }
+  // The survivors are still supervised and stoppable through the tree.
+  tree.signal("job-kill", SIGTERM);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 4; }, "the 4 surviving ranks");
+  for (int r : {0, 1, 8, 9}) {
+    INFO("rank " << r);
+    CHECK(tree.events.exited[r].signal() == SIGTERM);
+    CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+  }
+  CHECK(tree.events.lost.size() == 1);
+  CHECK_THAT(tree.agents[2]->log(), Contains("stopping its jobs"));
+}
+
+TEST_CASE("a leaf's output is read no faster than the launcher takes it: each edge of the tree holds it back",
+          "[agent][tree][integration]") {
+  Tree tree(256 * 1024);
+  // Rank 4 (tree-2, two edges below the root) writes 4 MiB; the others only say they are done.
+  const uint64_t flood = 65536 * 64;
+  tree.launch("job-flood",
+              "if [ \"$RANK\" = 4 ]; then yes $(printf '%063d' 0) | head -n 65536; fi; echo done-$RANK");
+  tree.events.credit = false;  // the launcher's reader stalls: no credit goes back
+  tree.io.run_for(1500ms);
+  for (const auto& e : tree.client->arrived()) tree.events.take(*tree.client, e);
+  INFO(tree.events.summary().substr(0, 2000));
+  // At most about the windows along the path (64 KiB at tree-2, 128 KiB at tree-1, one chunk each over):
+  // without back-pressure per edge all 4 MiB would be here by now.
+  CHECK(tree.events.out[4].size() <= 512 * 1024);
+  CHECK(tree.events.exited.count(4) == 0);  // blocked in write(2), as on a slow terminal
+  // The reader catches up: everything arrives, in order, and every rank ends.
+  tree.events.credit = true;
+  Envelope back;
+  back.mutable_output_credit()->set_bytes(tree.events.uncredited);
+  tree.client->send(back);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 10; }, "10 RankExited");
+  CHECK(tree.events.out[4].size() == flood + std::string("done-4\n").size());
+  CHECK(tree.events.out[4].substr(0, 64) == std::string(63, '0') + "\n");
+  for (int r = 0; r < 10; ++r) CHECK(tree.events.exited[r].exit_code() == 0);
+  CHECK(tree.events.lost.empty());
+}
