@@ -18,7 +18,8 @@ void AgentChannel::closed(const std::string& reason) {
 }
 
 std::optional<std::string> AgentChannel::start() {
-  client_->send(launch_);
+  // A tree member's launch travels inside its root's; its parent starts it.
+  if (client_) client_->send(launch_);
   return std::nullopt;  // a refused launch comes back as an Error (RemoteJob::onSpawnFailed)
 }
 

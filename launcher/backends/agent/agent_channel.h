@@ -3,7 +3,9 @@
 // (AgentClient) running one host's ranks. start() sends the host's LaunchRequest, signal/stop/kill are
 // SignalRequests for the job (the agent applies the kill grace), a heartbeat is a Heartbeat. It also keeps
 // what the medium's loop needs to know of the connection: whether the agent welcomed us, how long it may be
-// silent, and the output credit it is owed. Every method runs on the job's loop thread.
+// silent, and the output credit it is owed. A host of an agent tree that dsrun does not dial (a root's
+// descendant) has a channel without a connection: its root carries the launch, signals and heartbeats down in
+// one pass, so every call to it does nothing. Every method runs on the job's loop thread.
 
 #include <chrono>
 #include <memory>

@@ -10,6 +10,8 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_launch_request.h"
+#include "launcher/backends/agent/agent_tree_launch.h"
+#include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/stack_dump.h"
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
@@ -36,6 +38,9 @@ constexpr auto kAbandonFlush = std::chrono::milliseconds(1000);
 constexpr auto kStackTimeout = std::chrono::milliseconds(5000);
 /// How often the final output flush looks at signals while the reader of dsrun's output is slow.
 constexpr auto kFlushPoll = std::chrono::milliseconds(50);
+/// How far a tree launch's issue time may be from an agent's clock, either way (and how long the agents
+/// remember its job id against a replay): the launch's own lifetime, with room for skewed clocks.
+constexpr uint32_t kTreeLaunchValidS = 300;
 
 }  // namespace
 
@@ -78,6 +83,15 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
     if (!node->ranks.empty()) nodes_.push_back(std::move(node));
   }
   DSRUN_CHECK_EQ(output_.size(), plan_.ranks.size(), "ranks on the plan's hosts");
+  if (settings_.treeWidth > 0) {
+    DSRUN_CHECK_EQ(nodes_.size(), plan_.hosts.size(), "a tree over hosts that all run ranks");
+    const AgentTreePlan tree = planAgentTree(nodes_.size(), settings_.treeWidth);
+    subtreeEnd_ = tree.subtreeEnd;
+    for (int parent : tree.parent) dialled_.push_back(parent < 0);
+  } else {
+    for (size_t i = 0; i < nodes_.size(); ++i) subtreeEnd_.push_back(i + 1);
+    dialled_.assign(nodes_.size(), true);
+  }
   std::vector<std::string> hosts;
   std::vector<NodeChannel*> channels;
   for (const auto& node : nodes_) {
@@ -110,25 +124,35 @@ int AgentJob::run() {
   std::signal(SIGPIPE, SIG_IGN);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signals_.add(s);
   armSignals();
+  prepareLaunches();
   connectAll();
   if (firstSignal() != 0) return nothingStarted("while connecting to the agents");
   std::vector<std::string> failures;
-  for (auto& node : nodes_) {
-    if (!node->channel->ready()) failures.push_back(node->channel->error());
+  std::vector<std::string> noTree;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!dialled_[i]) continue;
+    if (!nodes_[i]->channel->ready()) failures.push_back(nodes_[i]->channel->error());
+    else if (settings_.treeWidth > 0 && !nodes_[i]->client->agentServesTrees()) noTree.push_back(nodes_[i]->client->address());
+  }
+  if (failures.empty() && !noTree.empty()) {
+    closeAll();
+    throw ConfigError(strCat("--tree_width ", settings_.treeWidth, ": the agent", noTree.size() == 1 ? " " : "s ",
+                             join(noTree, ", "), " cannot forward a tree launch (an older dsrun-agent); nothing "
+                             "was started\n  hint: run the same dsrun release on every host, or drop --tree_width"));
   }
   if (!failures.empty() && settings_.elasticRound) {
-    for (auto& node : nodes_) node->client->close();
+    closeAll();
     outcome_.end = Outcome::End::Unreachable;
     outcome_.exitCode = 1;
     outcome_.unreachable = failures;
-    for (auto& node : nodes_) {
-      if (!node->channel->ready()) outcome_.lostHosts.push_back(node->host);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (dialled_[i] && !nodes_[i]->channel->ready()) outcome_.lostHosts.push_back(nodes_[i]->host);
     }
     outcome_.detectedAt = std::chrono::steady_clock::now();
     return outcome_.exitCode;
   }
   if (!failures.empty()) {
-    for (auto& node : nodes_) node->client->close();
+    closeAll();
     // An agent that answered with a version mismatch runs: its own hint (the same release everywhere) is the one.
     const bool answered = std::any_of(failures.begin(), failures.end(), [](const std::string& f) {
       return f.find("protocol version mismatch") != std::string::npos;
@@ -141,7 +165,8 @@ int AgentJob::run() {
   }
   // MASTER_PORT was checked before the plan was made: AgentBackend::prepareLaunch for a launch,
   // AgentElasticRounds::checkMasterPort for each elastic world.
-  if (settings_.meshProbe && nodes_.size() > 1) {
+  // The all-pairs probe needs a connection to every agent: a tree launch dials only its roots.
+  if (settings_.meshProbe && nodes_.size() > 1 && settings_.treeWidth == 0) {
     if (const std::optional<int> stopped = probeMesh()) return *stopped;
   }
   launchAll();
@@ -149,8 +174,14 @@ int AgentJob::run() {
   return finish();
 }
 
+void AgentJob::closeAll() {
+  for (auto& node : nodes_) {
+    if (node->client) node->client->close();
+  }
+}
+
 int AgentJob::nothingStarted(const std::string& during) {
-  for (auto& node : nodes_) node->client->close();
+  closeAll();
   notice(strCat("dsrun: received ", signalName(firstSignal()), " ", during, "; nothing was started"));
   writer_.waitIdle(kAbandonFlush);
   outcome_.exitCode = 128 + firstSignal();
@@ -164,7 +195,7 @@ int AgentJob::finish() {
     const auto until = std::chrono::steady_clock::now() + kAbandonFlush;
     auto sent = [this] {
       return std::all_of(nodes_.begin(), nodes_.end(),
-                         [](const auto& n) { return !n->channel->live() || n->client->sendQueueEmpty(); });
+                         [](const auto& n) { return !n->channel->live() || n->client->sendQueueEmpty(); });  // live: dialled
     };
     while (!sent() && std::chrono::steady_clock::now() < until) io_.run_one_for(kFlushPoll);
     // What is written by then (our own notices first) reaches the reader; a stalled reader loses the rest.
@@ -172,7 +203,7 @@ int AgentJob::finish() {
     writer_.waitIdle(std::max(left, std::chrono::milliseconds(0)));
     writer_.abandon();
   }
-  for (auto& node : nodes_) node->client->close();
+  closeAll();
   const int code = job_->finish();  // the closing lines, queued behind the ranks' output
   // Everything the ranks wrote reaches the reader, however slow; a signal meanwhile ends the wait.
   while (!job_->abandoned() && !writer_.waitIdle(kFlushPoll)) io_.poll();
@@ -185,6 +216,7 @@ int AgentJob::finish() {
 
 void AgentJob::connectAll() {
   for (size_t nodeIndex = 0; nodeIndex < nodes_.size(); ++nodeIndex) {
+    if (!dialled_[nodeIndex]) continue;  // reached through its parent in the agent tree
     Node* node = nodes_[nodeIndex].get();
     AgentChannel* channel = node->channel.get();
     AgentClient::Callbacks cb;
@@ -217,8 +249,11 @@ void AgentJob::connectAll() {
     cb.onClosed = [this, channel, nodeIndex](const std::string& reason) {
       const bool welcomed = channel->ready();
       channel->closed(reason);
-      if (welcomed) onNodeLost(nodeIndex, reason);
+      if (!welcomed) return;
+      // A root takes its subtree with it: nothing of it is supervised any more.
+      for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
     };
+    cb.onNodeLost = [this, nodeIndex](const wire::NodeLost& lost) { onTreeNodeLost(nodeIndex, lost); };
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
     channel->attach(node->client);
     // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
@@ -231,10 +266,49 @@ void AgentJob::connectAll() {
     node->client->connect(settings_.connectTimeout);
   }
   auto allAnswered = [this] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->channel->answered(); });
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (dialled_[i] && !nodes_[i]->channel->answered()) return false;
+    }
+    return true;
   };
   while (!allAnswered() && !job_->controller().firstSignal() && io_.run_one() > 0) {
   }
+}
+
+void AgentJob::prepareLaunches() {
+  NodeLaunchSettings launch;
+  launch.killGraceS = stop_.killGrace.count();
+  launch.eachRankLogDir = settings_.launch.eachRankLogDir;
+  launch.logTag = settings_.logTag;
+  launch.hangTimeoutS = settings_.hangTimeoutS;
+  launch.cwd = settings_.cwd;
+  if (settings_.treeWidth > 0) {
+    const AgentTreePlan tree = planAgentTree(plan_.hosts.size(), settings_.treeWidth);
+    const tls::TreeSigner signer(settings_.tlsDir);
+    const proto::TreeLaunchStamp stamp{nowUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
+                                       settings_.clientName};
+    for (RootTreeLaunch& root : signedTreeLaunches(treeLaunchNodes(plan_, tree, settings_.port, launch), stamp, signer)) {
+      wire::Envelope e;
+      *e.mutable_tree_launch() = std::move(root.launch);
+      nodes_.at(root.node)->channel->setLaunch(std::move(e));
+    }
+    return;
+  }
+  std::vector<wire::LaunchRequest> requests = nodeLaunchRequests(plan_, launch);
+  for (auto& node : nodes_) {
+    wire::Envelope e;
+    *e.mutable_launch() = std::move(requests.at(static_cast<size_t>(node->nodeRank)));
+    node->channel->setLaunch(std::move(e));
+  }
+}
+
+void AgentJob::onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost) {
+  if (lost.job_id() != plan_.jobId) return;
+  const auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->host == lost.host(); });
+  if (it == nodes_.end()) return;
+  const size_t index = static_cast<size_t>(it - nodes_.begin());
+  const std::string reason = strCat("agent ", lost.host(), " (via ", nodes_[rootIndex]->host, "): ", lost.cause());
+  for (size_t i = index; i < subtreeEnd_[index]; ++i) onNodeLost(i, reason);
 }
 
 void AgentJob::launchAll() {
@@ -244,22 +318,11 @@ void AgentJob::launchAll() {
     pattern.replace(pattern.size() - std::string("0.log").size(), std::string::npos, "<RANK>.log");
     notice(strCat("dsrun: every rank writes its output to ", pattern, " on its host"));
   }
-  NodeLaunchSettings launch;
-  launch.killGraceS = stop_.killGrace.count();
-  launch.eachRankLogDir = settings_.launch.eachRankLogDir;
-  launch.logTag = settings_.logTag;
-  launch.hangTimeoutS = settings_.hangTimeoutS;
-  launch.cwd = settings_.cwd;
-  std::vector<wire::LaunchRequest> requests = nodeLaunchRequests(plan_, launch);
-  for (auto& node : nodes_) {
-    wire::Envelope e;
-    *e.mutable_launch() = std::move(requests.at(static_cast<size_t>(node->nodeRank)));
-    node->channel->setLaunch(std::move(e));
-  }
   // Twice per agent period (one late beat never costs a miss), and at least once per agent beat so that a
   // silent host is noticed within a beat of its budget.
   uint32_t tick = 500;
   for (const auto& node : nodes_) {
+    if (!node->client) continue;
     tick = std::min(tick, node->channel->heartbeatMs() / 2);
     if (node->client->agentBeatMs() > 0) tick = std::min(tick, node->client->agentBeatMs());
   }
@@ -298,8 +361,8 @@ void AgentJob::onTimer(Seconds deadline) {
 void AgentJob::onNodeLost(size_t nodeIndex, const std::string& reason) {
   Node& node = *nodes_[nodeIndex];
   for (int rank : node.ranks) flushOutput(rank);
-  // The host failed no later than when it was last heard from.
-  job_->onLostAt(nodeIndex, reason, node.channel->lastHeardUs(nowUs()), now());
+  // The host failed no later than when it was last heard from (a tree member: when its loss was reported).
+  job_->onLostAt(nodeIndex, reason, node.client ? node.channel->lastHeardUs(nowUs()) : nowUs(), now());
 }
 
 void AgentJob::collectHungStacks(const std::string& what, const std::string& host, std::vector<RankOnHost> running) {

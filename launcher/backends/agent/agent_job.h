@@ -61,6 +61,10 @@ class AgentJob {
     /// hung: the stacks of every rank are written under hangDir and the job fails (or restarts). <= 0: off.
     double hangTimeoutS = 0;
     std::string hangDir;
+    /// --tree_width: dsrun dials only the roots of the agent tree (agent_tree_plan.h) and sends each its
+    /// signed TreeLaunch; the roots relay their subtrees' events and pass signals down. 0: every agent.
+    int treeWidth = 0;
+    std::string tlsDir;  ///< --tls_dir: the launcher key that signs a tree launch
     RoundHooks hooks;  ///< elastic rounds: rescaleWanted, onAllRanksStarted (every rank reported RankStarted)
   };
 
@@ -98,6 +102,13 @@ class AgentJob {
   class WriterOutput;
 
   RemoteJobSettings driverSettings();
+  /// Every host's launch message: its LaunchRequest, or with treeWidth a root's signed TreeLaunch (the other
+  /// hosts get theirs from their parents). Throws ConfigError when the launcher key cannot sign.
+  void prepareLaunches();
+  /// Closes every connection dsrun opened.
+  void closeAll();
+  /// A root relayed NodeLost: that host and its subtree are lost.
+  void onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost);
   void connectAll();
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
   /// Returns 128+signal, also kept in outcome_.
@@ -136,6 +147,10 @@ class AgentJob {
   boost::asio::steady_timer timer_;                ///< the driver's next deadline
   std::optional<Seconds> armedFor_;                ///< what timer_ waits for
   std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
+  /// Per node: one past the last node of its subtree in the agent tree (itself alone without a tree); a node
+  /// is dialled when it has no parent.
+  std::vector<size_t> subtreeEnd_;
+  std::vector<bool> dialled_;
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
   Outcome outcome_;                                ///< see outcome()
