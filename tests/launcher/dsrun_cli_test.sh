@@ -204,7 +204,7 @@ if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --tree_width 2 --dry_run t
 else not_ok "dry run shows the agent tree: $(printf '%s' "$out" | tail -20) $(cat "$tmp/err")"; fi
 expect_fail "an elastic --tree_width launch is refused" 2 \
   "--tree_width 2: an elastic job (--elastic_training) cannot launch through an agent tree" \
-  -H "$tmp/five_hosts" --launcher agent --tree_width 2 --elastic_training train.py
+  -H "$tmp/five_hosts" --launcher agent --tree_width 2 --elastic_training --master_addr 127.0.0.1 train.py
 if out=$("$bin" -H "$tmp/five_hosts" --launcher pdsh --tree_width 2 --dry_run train.py 2>"$tmp/err") &&
   grep -qF -- "--tree_width shapes the agent backend's launch only; ignored with launcher pdsh" "$tmp/err" &&
   [ "$(printf '%s' "$out" | json_get '"agent_tree" in j')" = False ]; then
