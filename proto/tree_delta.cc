@@ -33,6 +33,11 @@ void checkIndexes(const google::protobuf::RepeatedField<uint32_t>& index, int va
 
 wire::RankDelta rankDelta(const wire::RankLaunch& rankTemplate, const wire::RankLaunch& rank) {
   wire::RankDelta d;
+  fillRankDelta(rankTemplate, rank, d);
+  return d;
+}
+
+void fillRankDelta(const wire::RankLaunch& rankTemplate, const wire::RankLaunch& rank, wire::RankDelta& d) {
   d.set_rank(rank.rank());
   d.set_local_rank(rank.local_rank());
   if (rank.argv_size() == rankTemplate.argv_size()) {
@@ -60,7 +65,6 @@ wire::RankDelta rankDelta(const wire::RankLaunch& rankTemplate, const wire::Rank
     d.set_cwd(rank.cwd());
   }
   *d.mutable_cores() = rank.cores();
-  return d;
 }
 
 wire::RankLaunch applyRankDelta(const wire::RankLaunch& rankTemplate, const wire::RankDelta& delta) {

@@ -9,7 +9,8 @@ namespace {
 
 /// The same job settings on every node, or dsrun built the requests wrong.
 void checkSameJob(const wire::LaunchRequest& first, const wire::LaunchRequest& r, size_t index) {
-  DSRUN_CHECK(r.job_id() == first.job_id() && r.log().SerializeAsString() == first.log().SerializeAsString() &&
+  DSRUN_CHECK(r.job_id() == first.job_id() && r.log().each_rank_log_dir() == first.log().each_rank_log_dir() &&
+                  r.log().tag() == first.log().tag() &&
                   r.kill_grace_s() == first.kill_grace_s() && r.progress_interval_s() == first.progress_interval_s(),
               "node ", index, "'s LaunchRequest differs from node 0's outside its ranks");
 }
@@ -53,15 +54,18 @@ TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, cons
 
   std::vector<std::string> partHashes;
   partHashes.reserve(nodes.size());
+  // One part, cleared and refilled per node: protobuf keeps the cleared strings and arrays for reuse, which
+  // spares most of the allocations of 80,000 deltas (the builder's main cost at 10,000 nodes x 8 ranks).
+  wire::TreeNodePart part;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const TreeLaunchNode& node = nodes[i];
     checkSameJob(first, node.request, i);
-    wire::TreeNodePart part;
+    part.Clear();
     part.set_host(node.host);
     part.set_address(node.address);
     part.set_port(node.port);
     for (int a = node.parent; a >= 0; a = nodes[static_cast<size_t>(a)].parent) part.add_ancestors(nodes[static_cast<size_t>(a)].host);
-    for (const auto& rank : node.request.ranks()) *part.add_ranks() = rankDelta(header.rank_template(), rank);
+    for (const auto& rank : node.request.ranks()) fillRankDelta(header.rank_template(), rank, *part.add_ranks());
     content.parts.push_back(part.SerializeAsString());
     partHashes.push_back(treePartHash(content.parts.back(), sha256));
   }

@@ -1,7 +1,8 @@
 #pragma once
 // The LaunchRequest the agent backend sends one node: its planned ranks (argv, the plan's environment, cwd,
-// cores) and the job's log, grace and hang settings. A tree launch (agent_tree_launch.h) carries exactly these
-// requests, so that every agent expands byte for byte what a star launch would have sent it.
+// cores) and the job's log, grace and hang settings. AgentJob sends exactly these to a star's agents, and a tree
+// launch (agent_tree_launch.h) carries them, so that every agent expands byte for byte what a star launch would
+// have sent it. MASTER_PORT is the plan's: an elastic world is planned with its picked port (checkMasterPort).
 
 #include <string>
 #include <vector>

@@ -1,10 +1,19 @@
 #include "launcher/backends/agent/agent_tree_launch.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include "common/error.h"
 #include "proto/tree_digest.h"
 #include "proto/tree_subtree.h"
 
 namespace dsrun {
+
+void requireTreeLaunch(const wire::Welcome& welcome, const std::string& host, int port) {
+  if (welcome.tree_launch()) return;
+  throw ConfigError(strCat("agent ", host, ":", port, " does not serve tree launches (an older dsrun-agent); nothing "
+                           "was started\n  hint: run the same dsrun release on every host (dsrun --version), or "
+                           "pass --tree_width 0 to launch with dsrun dialling every agent"));
+}
 
 std::vector<proto::TreeLaunchNode> treeLaunchNodes(const WorldPlan& plan, const AgentTreePlan& tree, int port,
                                                    const NodeLaunchSettings& settings) {
@@ -22,7 +31,8 @@ std::vector<proto::TreeLaunchNode> treeLaunchNodes(const WorldPlan& plan, const 
 }
 
 std::vector<RootTreeLaunch> signedTreeLaunches(const std::vector<proto::TreeLaunchNode>& nodes,
-                                               const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer) {
+                                               const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer,
+                                               size_t maxFrameBytes) {
   const proto::TreeLaunchContent content =
       proto::buildTreeLaunch(nodes, stamp, [](std::string_view data) { return tls::sha256(data); });
   // The launch's one private-key operation, however many nodes it has.
@@ -30,6 +40,16 @@ std::vector<RootTreeLaunch> signedTreeLaunches(const std::vector<proto::TreeLaun
   std::vector<RootTreeLaunch> out;
   for (size_t root : proto::treeRoots(content.subtreeEnds)) {
     out.push_back({root, proto::rootTreeLaunch(content, root, signature, signer.certificateDer())});
+    // As a frame: the Envelope's tag for field 50 (2 bytes) and the length in front of the launch.
+    const size_t launchBytes = out.back().launch.ByteSizeLong();
+    const size_t bytes = 2 + google::protobuf::io::CodedOutputStream::VarintSize64(launchBytes) + launchBytes;
+    if (bytes > maxFrameBytes) {
+      throw ConfigError(strCat("--tree_width ", stamp.treeWidth, ": the launch for ", nodes[root].host, " and the ",
+                               content.subtreeEnds[root] - root - 1, " hosts below it is ", bytes,
+                               " bytes, over the agents' frame limit of ", maxFrameBytes,
+                               " bytes; nothing was started\n  hint: a wider tree gives each root fewer hosts: "
+                               "raise --tree_width"));
+    }
   }
   return out;
 }

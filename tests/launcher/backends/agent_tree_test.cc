@@ -221,3 +221,30 @@ TEST_CASE("no tree launch message grows with the node count beyond its subtree's
   // A leaf gets its part and a proof of width x depth digests: 128 times the nodes, a few proof levels more.
   CHECK(leafBytes[2048] <= leafBytes[16] + 4 * (width * 34 + 40));
 }
+
+TEST_CASE("an agent whose Welcome does not offer tree launches is refused in one line naming it") {
+  wire::Welcome older;
+  older.set_protocol_version(3);
+  CHECK_THROWS_WITH(requireTreeLaunch(older, "dsn3", 29600),
+                    "agent dsn3:29600 does not serve tree launches (an older dsrun-agent); nothing was started\n"
+                    "  hint: run the same dsrun release on every host (dsrun --version), or pass --tree_width 0 to "
+                    "launch with dsrun dialling every agent");
+  wire::Welcome current = older;
+  current.set_tree_launch(true);
+  CHECK_NOTHROW(requireTreeLaunch(current, "dsn3", 29600));
+}
+
+TEST_CASE("a root's launch over the agents' frame limit is refused, naming the root and the width") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  const tls::TreeSigner signer(pki.launcher());
+  auto f = test::makePlan(hostfileOf(9, 2), {"--launcher", "agent", "train.py"});
+  const AgentTreePlan tree = planAgentTree(9, 2);  // roots node-0 and node-5 with 4 and 3 hosts below
+  const auto nodes = treeLaunchNodes(f->plan, tree, 29600, {});
+  // About 1.6 KB for node-0's launch (its ECDSA signature varies by a byte or two between signings).
+  const size_t size = signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer).front().launch.ByteSizeLong();
+  CHECK_NOTHROW(signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer, size + 16));
+  CHECK_THROWS_WITH(signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer, size - 16),
+                    Catch::Matchers::StartsWith("--tree_width 2: the launch for node-0 and the 4 hosts below it is ") &&
+                        Catch::Matchers::Contains("hint: a wider tree gives each root fewer hosts"));
+}

@@ -1,0 +1,129 @@
+// What a tree launch costs in CPU and bytes (docs/agent.md "Tree launch"): dsrun building, signing and slicing
+// it, and one agent per level reading (digests), expanding its own ranks and slicing its children's launches.
+// The per-level figures are what bench/launch_sim.py needs per node. CPU time of this process, so that a busy
+// machine inflates the numbers less than wall time would.
+// Usage: bench_tree_launch [NODES=10000] [WIDTH=16] [RANKS_PER_NODE=8]
+#include <time.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "launcher/backends/agent/agent_tree_plan.h"
+#include "proto/rank_env.h"
+#include "proto/tree_launch_builder.h"
+#include "proto/tree_launch_expander.h"
+#include "proto/tree_subtree.h"
+#include "tls/certificate_issuer.h"
+#include "tls/tree_signature.h"
+
+using namespace dsrun;
+
+namespace {
+
+double cpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+/// A node's star LaunchRequest shaped like a DeepSpeed job's: a python command with --local_rank and ~15
+/// variables, of which RANK, LOCAL_RANK and CROSS_RANK differ per rank.
+wire::LaunchRequest request(size_t node, size_t nodes, int ranksPerNode) {
+  wire::LaunchRequest r;
+  r.set_job_id("bench-job");
+  r.set_kill_grace_s(30);
+  for (int local = 0; local < ranksPerNode; ++local) {
+    const int rank = static_cast<int>(node) * ranksPerNode + local;
+    wire::RankLaunch* k = r.add_ranks();
+    k->set_rank(rank);
+    k->set_local_rank(local);
+    for (const char* w : {"/usr/bin/python3", "-u", "/work/job/train.py", "--deepspeed_config=ds.json"}) k->add_argv(w);
+    k->add_argv("--local_rank=" + std::to_string(local));
+    const std::pair<std::string, std::string> env[] = {
+        {"CROSS_RANK", std::to_string(node)}, {"CROSS_SIZE", std::to_string(nodes)},
+        {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}, {"DSRUN_JOB_ID", "bench-job"},
+        {"LOCAL_RANK", std::to_string(local)}, {"LOCAL_SIZE", std::to_string(ranksPerNode)},
+        {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5"},
+        {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"PYTHONPATH", "/work/job"}, {"RANK", std::to_string(rank)},
+        {"WORLD_SIZE", std::to_string(nodes * static_cast<size_t>(ranksPerNode))}};
+    for (const auto& [name, value] : env) proto::addEnv(*k, name, value);
+    k->set_cwd("/work/job");
+    for (int c = 0; c < 4; ++c) k->add_cores(local * 4 + c);
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t nodes = argc > 1 ? std::stoul(argv[1]) : 10000;
+  const int width = argc > 2 ? std::stoi(argv[2]) : 16;
+  const int ranksPerNode = argc > 3 ? std::stoi(argv[3]) : 8;
+  const proto::Sha256 sha = [](std::string_view d) { return tls::sha256(d); };
+  const AgentTreePlan tree = planAgentTree(nodes, width);
+  std::vector<proto::TreeLaunchNode> planned(nodes);
+  size_t starBytes = 0;
+  for (size_t i = 0; i < nodes; ++i) {
+    planned[i] = {"node-" + std::to_string(i), "node-" + std::to_string(i), 29600, tree.parent[i],
+                  request(i, nodes, ranksPerNode)};
+    starBytes += planned[i].request.ByteSizeLong();
+  }
+  tls::PKeyPtr caKey = tls::makeKey();
+  tls::X509Ptr ca = tls::issueCertificate({tls::CertKind::Ca, "bench CA", {}, {}}, caKey.get(), nullptr, nullptr);
+  tls::PKeyPtr key = tls::makeKey();
+  tls::X509Ptr cert = tls::issueCertificate({tls::CertKind::Client, "bench launcher", {}, {}}, key.get(), ca.get(), caKey.get());
+  const tls::TreeSigner signer(std::move(cert), std::move(key));
+  std::unique_ptr<X509_STORE, tls::OpensslDeleter<X509_STORE, X509_STORE_free>> trust(X509_STORE_new());
+  X509_STORE_add_cert(trust.get(), ca.get());
+
+  double t = cpuMs();
+  const proto::TreeLaunchContent content = proto::buildTreeLaunch(planned, {0, 300, static_cast<uint32_t>(width), "bench"}, sha);
+  const double buildMs = cpuMs() - t;
+  t = cpuMs();
+  const std::string signature = signer.sign(proto::treeSignedMessage(content.root));
+  const double signMs = cpuMs() - t;
+  t = cpuMs();
+  std::vector<wire::TreeLaunch> roots;
+  for (size_t r : proto::treeRoots(content.subtreeEnds)) {
+    roots.push_back(proto::rootTreeLaunch(content, r, signature, signer.certificateDer()));
+  }
+  const double sliceMs = cpuMs() - t;
+  size_t rootBytes = 0;
+  for (const auto& r : roots) rootBytes += r.ByteSizeLong();
+  std::printf("%zu nodes x %d ranks, width %d, %d levels\n", nodes, ranksPerNode, width, tree.levels());
+  std::printf("star: %zu request bytes in all, %zu per node, all sent by dsrun\n", starBytes, starBytes / nodes);
+  std::printf("dsrun: build %.1f ms, sign %.2f ms, slice %.1f ms (CPU); sends %zu bytes to %zu roots\n", buildMs,
+              signMs, sliceMs, rootBytes, roots.size());
+  // Down the first path: the first root, its first child, ... to a leaf.
+  wire::TreeLaunch launch = roots.front();
+  for (int level = 0;; ++level) {
+    const std::string frame = launch.SerializeAsString();
+    t = cpuMs();
+    wire::TreeLaunch parsed;
+    parsed.ParseFromString(frame);
+    const proto::ReceivedTreeLaunch received = proto::readTreeLaunch(parsed, sha);
+    const double readMs = cpuMs() - t;
+    t = cpuMs();
+    const std::string verdict = tls::verifyTreeSignature(trust.get(), parsed.launcher_certificate(),
+                                                         proto::treeSignedMessage(received.root), parsed.signature());
+    const double verifyMs = cpuMs() - t;
+    if (!verdict.empty()) {
+      std::fprintf(stderr, "bench_tree_launch: level %d: %s\n", level, verdict.c_str());
+      return 1;
+    }
+    t = cpuMs();
+    const wire::LaunchRequest own = proto::ownLaunchRequest(received);
+    std::vector<proto::ChildTreeLaunch> children = proto::childTreeLaunches(parsed, received);
+    const double expandMs = cpuMs() - t;
+    size_t sent = 0;
+    for (const auto& c : children) sent += c.launch.ByteSizeLong();
+    std::printf("level %d agent: receives %zu bytes (%d nodes, %d proof levels); parse+digests %.2f ms, signature "
+                "%.2f ms, expand own %d ranks + %zu children %.2f ms (CPU); sends %zu bytes\n",
+                level, frame.size(), parsed.subtree_size(), parsed.proof_size(), readMs, verifyMs, own.ranks_size(),
+                children.size(), expandMs, sent);
+    if (children.empty()) break;
+    launch = std::move(children.front().launch);
+  }
+  return 0;
+}
