@@ -69,6 +69,7 @@ void Session::onHandshake(const std::string& failure, const std::string& peerIde
   }
   DSRUN_LOG(INFO) << peer_ << ": TLS peer authenticated (" << peerIdentity << ")";
   peerIdentity_ = peerIdentity;
+  peerIsNode_ = connection_->peerIsNode();  // once: it confines every message this peer sends
   readMore();
 }
 
@@ -124,7 +125,7 @@ void Session::dispatch(const wire::Envelope& envelope) {
   view.ownJobs = table_.jobIdsOf(id_);
   view.agentJobs = table_.jobIds();
   if (!welcomed_) view.localAddress = connection_->localAddress();
-  view.peerIsNode = connection_->peerIsNode();
+  view.peerIsNode = peerIsNode_;
   for (auto& action : handler_.handle(envelope, view)) {
     if (stopped_) return;
     switch (action.kind) {
@@ -189,7 +190,7 @@ void Session::useLauncherBudget() {
 }
 
 void Session::startTree(const wire::TreeLaunch& launch) {
-  const bool fromNode = connection_->peerIsNode();
+  const bool fromNode = peerIsNode_;
   proto::TreeIdentity peer;
   peer.launcher = !fromNode;
   peer.names = [this](const std::string& host) { return connection_->peerNames(host); };

@@ -113,6 +113,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, applied at the first launch
   wire::Hello hello_;                    ///< the peer's Hello, as received (its asks are passed down a tree)
   std::string peerIdentity_;             ///< the peer's certificate, for the log
+  bool peerIsNode_ = false;              ///< the peer holds a node certificate (a tree parent)
   TreeServices tree_;                    ///< null: tree launches are refused
   std::unique_ptr<TreeRelay> relay_;     ///< once a tree launch was accepted: children, batching, credit
   proto::FrameDecoder decoder_;          ///< incoming frames

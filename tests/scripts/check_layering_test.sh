@@ -59,6 +59,8 @@ supervision/bad.cc|#include "launcher/options.h"|supervision/ may include only c
 supervision/bad2.h|#include "proto/frame_codec.h"|supervision/ may include only common/, supervision/, not proto/
 proto/bad.cc|#include "supervision/spawner.h"|proto/ may include only common/, proto/, not supervision/
 tls/bad.cc|#include "launcher/options.h"|tls/ may include only common/, tls/, not launcher/
+client/bad.cc|#include "agent/session.h"|client/ may include only common/, proto/, tls/, client/, not agent/
+client/bad2.h|#include "launcher/options.h"|client/ may include only common/, proto/, tls/, client/, not launcher/
 launcher/backends/ssh/bad.cc|#include "launcher/backends/agent/agent_job.h"|backend launcher/backends/ssh/ must not include another backend (launcher/backends/agent/)
 TABLE
 

@@ -18,7 +18,7 @@ using dsrun::agent::SessionView;
 namespace {
 
 const RequestHandler& handler() {
-  static const RequestHandler h({"fuzz-node", 100, 16});
+  static const RequestHandler h({"fuzz-node", 100, 16, true});
   return h;
 }
 
@@ -67,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   view.welcomed = flags & 1;
   if (flags & 2) view.ownJobs.insert("job-1");
   if (flags & 4) view.agentJobs.insert("job-1");
+  view.peerIsNode = flags & 8;  // a tree parent's node certificate
   // A small cap so the oversize path is reached by short inputs.
   dsrun::proto::FrameDecoder decoder("fuzz", 4096);
   try {
@@ -79,6 +80,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (round.size() != 1 || round[0].SerializeAsString() != e.SerializeAsString()) std::abort();
         for (const auto& action : handler().handle(e, view)) {
           if (action.kind == dsrun::agent::Action::Kind::MarkWelcomed) view.welcomed = true;
+          // A node key may hand over a (signed, checked later) tree launch, never start or probe anything itself.
+          if (view.peerIsNode && (action.kind == dsrun::agent::Action::Kind::Launch ||
+                                  action.kind == dsrun::agent::Action::Kind::ProbeMesh ||
+                                  action.kind == dsrun::agent::Action::Kind::CheckPort)) {
+            std::abort();
+          }
           if (action.kind == dsrun::agent::Action::Kind::Launch) {
             view.ownJobs.insert(action.launch.job_id());
             view.agentJobs.insert(action.launch.job_id());

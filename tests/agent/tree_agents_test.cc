@@ -80,6 +80,9 @@ class AgentProcess {
       ::waitpid(pid_, &status, 0);
     }
   }
+  /// SIGSTOP / SIGCONT: a hung host (its sockets stay open and silent).
+  void pause() { ::kill(pid_, SIGSTOP); }
+  void resume() { ::kill(pid_, SIGCONT); }
   void kill9() {
     ::kill(pid_, SIGKILL);
     int status = 0;
@@ -152,8 +155,21 @@ struct Events {
   }
 };
 
+/// Steps `io` (the launcher's heartbeats and reads go on) until `done`, for at most `limit`.
+bool waitStepping(boost::asio::io_context& io, const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    io.restart();
+    io.run_for(20ms);
+  }
+  return true;
+}
+
 struct Tree {
-  explicit Tree(uint64_t outputWindow = 1u << 20) {
+  /// With `beatMs`, the launcher asks for heartbeats every `beatMs` and gives each agent up after `silenceMs`
+  /// (as dsrun's --agent_heartbeat_ms and its misses), and beats the root itself every `beatMs`.
+  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0) : beat(io) {
     for (int i = 0; i < 5; ++i) {
       const std::string host = "tree-" + std::to_string(i);
       dirs.push_back(pki.node(host, {"127.0.0.1"}));
@@ -168,7 +184,15 @@ struct Tree {
     client = std::make_unique<testing::TestClient>(io, *launcherCtx);
     REQUIRE_FALSE(client->connect({boost::asio::ip::make_address("127.0.0.1"),
                                    static_cast<unsigned short>(agents[0]->port())}));
-    client->hello(dsrun::proto::kProtocolVersion, outputWindow, false);
+    Envelope hello;
+    hello.mutable_hello()->set_protocol_version(dsrun::proto::kProtocolVersion);
+    hello.mutable_hello()->set_client_name("agent tree test");
+    hello.mutable_hello()->set_output_window_bytes(outputWindow);
+    hello.mutable_hello()->set_agent_heartbeats(beatMs > 0);
+    hello.mutable_hello()->set_agent_heartbeat_ms(beatMs);
+    hello.mutable_hello()->set_launcher_silence_ms(silenceMs);
+    client->send(hello);
+    if (beatMs > 0) beatEvery(std::chrono::milliseconds(beatMs));
     auto welcome = client->next();
     REQUIRE(welcome.has_value());
     REQUIRE(welcome->has_welcome());
@@ -179,6 +203,16 @@ struct Tree {
     Envelope e;
     *e.mutable_tree_launch() = testing::signedRootLaunch(signer, job, nodes, script);
     client->send(e);
+  }
+  void beatEvery(std::chrono::milliseconds interval) {
+    beat.expires_after(interval);
+    beat.async_wait([this, interval](const boost::system::error_code& ec) {
+      if (ec) return;
+      Envelope e;
+      e.mutable_heartbeat();
+      client->send(e);
+      beatEvery(interval);
+    });
   }
   void signal(const std::string& job, int signal) {
     Envelope e;
@@ -196,6 +230,7 @@ struct Tree {
   boost::asio::io_context io;
   std::optional<boost::asio::ssl::context> launcherCtx;
   std::unique_ptr<testing::TestClient> client;
+  boost::asio::steady_timer beat;  ///< the launcher's heartbeat, with beatMs
   Events events;
 };
 
@@ -290,4 +325,27 @@ TEST_CASE("a leaf's output is read no faster than the launcher takes it: each ed
   CHECK(tree.events.out[4].substr(0, 64) == std::string(63, '0') + "\n");
   for (int r = 0; r < 10; ++r) CHECK(tree.events.exited[r].exit_code() == 0);
   CHECK(tree.events.lost.empty());
+}
+
+TEST_CASE("a silent agent is reported as lost by its parent, and stops its ranks once it hears its parent gone",
+          "[agent][tree][integration]") {
+  // Every edge beats every 150 ms; 2 s of silence is a loss (wide enough for a loaded 2-core machine).
+  Tree tree(1u << 20, 150, 2000);
+  tree.launch("job-silent", "echo ready; exec sleep 600");
+  tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
+  tree.agents[4]->pause();  // tree-4 hangs: its socket stays open, nothing comes from it
+  tree.events.until(*tree.client, [&] { return !tree.events.lost.empty(); }, "NodeLost");
+  CHECK(tree.events.lost[0].host() == "tree-4");
+  CHECK_THAT(tree.events.lost[0].cause(), Contains("silent for 2000 ms"));
+  // The other ranks ran on meanwhile: only the silent node's subtree is lost.
+  CHECK(tree.events.exited.empty());
+  tree.agents[4]->resume();  // it finds its parent gone and stops its ranks
+  for (int r : {8, 9}) {
+    INFO("rank " << r << " pid " << tree.events.pid[r]);
+    CHECK(waitStepping(tree.io, [&] { return gone(tree.events.pid[r]); }, 30s));
+  }
+  tree.signal("job-silent", SIGTERM);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8; }, "the 8 other ranks");
+  for (int r = 0; r < 8; ++r) CHECK(tree.events.exited[r].signal() == SIGTERM);
+  CHECK(tree.events.lost.size() == 1);
 }
