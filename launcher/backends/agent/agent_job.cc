@@ -244,7 +244,12 @@ void AgentJob::connectAll() {
         DSRUN_LOG(DEBUG) << "agent " << node->client->address() << ": " << e.message();
         return;
       }
-      job_->onSpawnFailed(nodeIndex, strCat("agent ", node->client->address(), ": ", e.message()), nowUs(), now());
+      // A root relays its subtree's errors, which do not say whose they are: name the subtree it speaks for.
+      const size_t end = subtreeEnd_[nodeIndex];
+      const std::string via = end - nodeIndex < 2 ? std::string()
+                                                  : strCat(" (for its subtree, ", node->host, " to ",
+                                                           nodes_[end - 1]->host, ", ", end - nodeIndex, " hosts)");
+      job_->onSpawnFailed(nodeIndex, strCat("agent ", node->client->address(), via, ": ", e.message()), nowUs(), now());
     };
     cb.onClosed = [this, channel, nodeIndex](const std::string& reason) {
       const bool welcomed = channel->ready();
