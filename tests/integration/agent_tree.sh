@@ -82,15 +82,6 @@ check "the root-cause block quotes its stderr" grep -q "bad batch" "$WORK/fail.e
 check "nothing of the failed job is left anywhere" nothing_left fail
 [ "$rc" = 5 ] || show fail
 
-# 2b. A program that exists on no host: the launch fails in one error from a root, naming the subtree it speaks
-#     for (a relayed error does not say which host of it refused).
-env "$DSRUN" --launcher agent --tls_dir "$WORK/tls" -H "$WORK/hostfile" --tree_width 2 --master_addr 10.77.0.11 \
-  --no_python --no_local_rank /nonexistent/rank.sh >"$WORK/missing2.out" 2>"$WORK/missing2.err"; rc=$?
-check "a program missing everywhere fails the tree launch (exit 1)" test "$rc" = 1
-check "the error names a root and the subtree it speaks for" \
-  grep -qE "^dsrun: agent dsn[13]:29600 \(for its subtree, dsn[13] to dsn[24], 2 hosts\): .*nonexistent" "$WORK/missing2.err"
-[ "$rc" = 1 ] || show missing2
-
 # 3. Ctrl-C: every rank gets it through the tree, dsrun ends with 130.
 tree int wait
 wait_for 30 sh -c "[ \$(ls $WORK/int | grep -c jobid) -ge 4 ]" || not_ok "the Ctrl-C job's 4 ranks start"
