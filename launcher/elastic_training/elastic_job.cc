@@ -205,12 +205,12 @@ ElasticJob::ElasticJob(const WorldPlan& plan, const Options& options, ElasticRou
   DSRUN_CHECK(plan_.elastic.has_value(), "ElasticJob needs an elastic plan");
 }
 
-WorldPlan ElasticJob::planRound(const ResourcePool& world, const std::vector<HostProbe>& probes, int round) const {
+WorldPlan ElasticJob::planRound(const ResourcePool& world, const std::vector<HostProbe>& probes, int round,
+                                int masterPort) const {
   WorldPlan p = plan_;
   p.hosts = world;
   p.jobId = round == 0 ? plan_.jobId : strCat(plan_.jobId, ".r", round);
-  // --master_port 0: the backend picks a free port for every world (the agent's pre-flight).
-  p.masterPort = plan_.masterPort == 0 ? 0 : plan_.masterPort + round % kPortSpan;
+  p.masterPort = masterPort;
   // MASTER_ADDR must be the first host's (its rank 0 serves the rendezvous): --master_addr while that host
   // leads the world, else the address its probe reached it at.
   std::string firstAddress = world.front().host;
@@ -278,13 +278,28 @@ int ElasticJob::run() {
       }
       std::this_thread::sleep_for(kWaitPeriod);
     }
+    // --master_port 0: the backend picks a free port for every world (the agent's pre-flight), before the world
+    // is planned, so the plan the round runs is what its ranks get.
+    const MasterPortCheck port =
+        gSignal != 0 ? MasterPortCheck{}
+                     : rounds_.checkMasterPort(world->front().host,
+                                               plan_.masterPort == 0 ? 0 : plan_.masterPort + round % kPortSpan);
     if (gSignal != 0) {
       say(strCat("dsrun: received ", signalName(gSignal), " between elastic worlds; no rank was running"));
       printSummary(now());
       return 128 + gSignal;
     }
-
-    const WorldPlan roundPlan = planRound(*world, probes, round);
+    if (!port.port) {
+      // The probe said yes, the pre-flight's connection said no: as a world whose launch finds it unreachable.
+      previous = *world;
+      justLost = {world->front().host};
+      membership.hostFailed(world->front().host, now());
+      restarts_.push_back({"host lost", 0});
+      pendingCause = strCat(wording_.unreachableAtLaunch, ": ", port.unreachable);
+      detectedAt = Clock::now();
+      continue;
+    }
+    const WorldPlan roundPlan = planRound(*world, probes, round, *port.port);
     std::string restartLine;
     if (round > 0) {
       const std::vector<std::string> before = hostNames(previous), after = hostNames(*world);

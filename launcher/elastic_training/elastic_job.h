@@ -35,7 +35,8 @@ class ElasticJob {
     double lostS = 0;   ///< from detection to every rank of the next world running
   };
 
-  WorldPlan planRound(const ResourcePool& world, const std::vector<HostProbe>& probes, int round) const;
+  /// The world of round `round` on `world`, its rank 0 binding `masterPort` (ElasticRounds::checkMasterPort).
+  WorldPlan planRound(const ResourcePool& world, const std::vector<HostProbe>& probes, int round, int masterPort) const;
   void printSummary(double totalS) const;
 
   const WorldPlan& plan_;

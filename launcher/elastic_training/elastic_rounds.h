@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,9 +55,20 @@ struct RoundWording {
   std::string unreachableAtLaunch;  ///< "agents unreachable at launch": the cause of End::Unreachable
 };
 
+/// What a world's first host said of its MASTER_PORT before the world was planned.
+struct MasterPortCheck {
+  std::optional<int> port;  ///< the port to plan with; nullopt: the host could not be asked
+  std::string unreachable;  ///< why not, when `port` is nullopt: the world ends as End::Unreachable
+};
+
 class ElasticRounds {
  public:
   virtual ~ElasticRounds() = default;
+
+  /// The MASTER_PORT of a world led by `firstHost` (where rank 0's c10d store binds it): `port` checked there,
+  /// or a free one picked there when `port` is 0, so that the world is planned with the port its ranks get.
+  /// Throws ConfigError when the port cannot be used there. Default: `port` unchecked (ssh has no pre-flight).
+  virtual MasterPortCheck checkMasterPort(const std::string& /*firstHost*/, int port) { return {port, {}}; }
 
   /// Probes `hosts` in parallel, each within `timeout`; results in `hosts` order. `cancel`, when set from
   /// another thread, ends the probes early. Called from the controller's thread and its spare watcher's.

@@ -16,6 +16,17 @@ namespace {
 /// the stop prints one too).
 JobControllerOptions controllerOptions(const RemoteJobSettings& settings) {
   JobControllerOptions options;
+  if (!settings.nodeRanks.empty()) {
+    // Per rank (the agent): the nodes apply the grace and report every rank's end, so nothing is killed by
+    // the clock; the user's Ctrl-C still reaches the ranks while a failure stops them, the second one kills;
+    // a rank killed by the stop decides the code only when nothing failed on its own; failures while stopping
+    // are kept as the root cause's consequences.
+    options.killGraceS = std::nullopt;
+    options.exitTimeoutS = settings.stop.exitTimeoutS();
+    options.whileStopping = SignalWhileStopping::KillOnSecondSignal;
+    options.stopCausedExitIsFailure = false;
+    return options;
+  }
   if (settings.nodeKillWait) options.killGraceS = (settings.stop.killGrace + *settings.nodeKillWait).count();
   else options.killGraceS = std::nullopt;
   options.exitTimeoutS = settings.stop.exitTimeoutS();
@@ -24,26 +35,61 @@ JobControllerOptions controllerOptions(const RemoteJobSettings& settings) {
   return options;
 }
 
-std::chrono::steady_clock::time_point steadyTime(Seconds now) {
-  return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(now));
+size_t slotCount(const RemoteJobSettings& settings, size_t nodes) {
+  if (settings.nodeRanks.empty()) return nodes;
+  size_t ranks = 0;
+  for (const std::vector<int>& r : settings.nodeRanks) ranks += r.size();
+  return ranks;
 }
 
 }  // namespace
 
+std::chrono::steady_clock::time_point steadyTimeOf(Seconds now) {
+  return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(now));
+}
+
 RemoteJob::RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
                      LineSink& out, LineSink& err)
-    : settings_(std::move(settings)), out_(out), err_(err), controller_(hosts.size(), controllerOptions(settings_)) {
+    : RemoteJob(std::move(hosts), std::move(channels), std::move(settings), std::make_unique<SinkOutput>(out, err)) {}
+
+RemoteJob::RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
+                     JobOutput& output)
+    : RemoteJob(std::move(hosts), std::move(channels), std::move(settings), nullptr, &output) {}
+
+RemoteJob::RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
+                     std::unique_ptr<JobOutput> ownOutput, JobOutput* output)
+    : settings_(std::move(settings)),
+      ownOutput_(std::move(ownOutput)),
+      output_(output != nullptr ? *output : *ownOutput_),
+      controller_(slotCount(settings_, hosts.size()), controllerOptions(settings_)) {
   DSRUN_CHECK_EQ(hosts.size(), channels.size(), "one channel per host");
   for (size_t i = 0; i < hosts.size(); ++i) {
     Node node;
     node.host = std::move(hosts[i]);
     node.channel = channels[i];
     nodes_.push_back(std::move(node));
-    controller_.rankStarted(i);  // a node lost before its ranks start loses them
+  }
+  if (!perRank()) {
+    for (size_t i = 0; i < nodes_.size(); ++i) controller_.rankStarted(i);  // a node lost before its start loses them
+    return;
+  }
+  DSRUN_CHECK_EQ(settings_.nodeRanks.size(), nodes_.size(), "the ranks of every node");
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (int rank : settings_.nodeRanks[i]) {
+      ranks_[rank].rank = rank;
+      ranks_[rank].node = i;
+    }
+  }
+  // Slots in rank order; every rank counts as running from the start: a node lost before the launch loses them.
+  size_t slot = 0;
+  for (auto& [rank, r] : ranks_) {
+    r.slot = slot;
+    controller_.rankStarted(slot++);
   }
 }
 
 void RemoteJob::start(Seconds now) {
+  launched_ = true;
   if (settings_.heartbeat > Seconds(0)) nextBeat_ = now + settings_.heartbeat;
   std::vector<std::pair<size_t, std::string>> failed;
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -56,13 +102,13 @@ void RemoteJob::onStarted(size_t node) {
   DSRUN_CHECK(node < nodes_.size(), "node ", node, " of ", nodes_.size());
   if (++started_ != nodes_.size() || !settings_.hooks.onAllRanksStarted) return;
   const std::string notice = settings_.hooks.onAllRanksStarted();
-  if (!notice.empty()) err_.write("", notice);
+  if (!notice.empty()) output_.line(true, notice);
 }
 
 void RemoteJob::onOutput(size_t node, bool isStderr, std::string_view line, Seconds now) {
   // A node's root-cause lines arrive after the stop; the closing block quotes them instead.
   if (rootCauses_.take(line)) return;
-  (isStderr ? err_ : out_).write("", line);
+  output_.line(isStderr, line);
   if (controller_.stopping()) return;  // ranks dying of a stop are not failures
   if (std::optional<RankFailure> f = parseFailureLine(line)) {
     const JobDecision decision = controller_.onFailure(
@@ -85,7 +131,10 @@ void RemoteJob::onExited(size_t node, int exitCode, const std::string& what, Sec
   ended(node, exitCode, what, false, now);
 }
 
-void RemoteJob::onLost(size_t node, const std::string& cause, Seconds now) { ended(node, std::nullopt, cause, true, now); }
+void RemoteJob::onLost(size_t node, const std::string& cause, Seconds now) {
+  DSRUN_CHECK(!perRank(), "a per-rank medium reports a lost node with onLostAt");
+  ended(node, std::nullopt, cause, true, now);
+}
 
 void RemoteJob::ended(size_t index, std::optional<int> exitCode, const std::string& what, bool lost, Seconds now) {
   DSRUN_CHECK(index < nodes_.size(), "node ", index, " of ", nodes_.size());
@@ -111,6 +160,7 @@ void RemoteJob::onSignal(int signal, Seconds now) {
   // stops its ranks with it, a second kills them, USR1/USR2 pass through), so the ranks see what dsrun saw.
   // The controller starts the stop's clock, remembers the first stop signal and says when a medium kills.
   const JobDecision decision = controller_.onSignal(signal, now.count());
+  if (perRank()) return onRankSignal(signal, decision);
   if (decision.action == JobDecision::Action::Kill) return carryOut(decision);
   for (Node& node : nodes_) {
     if (!node.ended) node.channel->signal(signal);
@@ -118,19 +168,29 @@ void RemoteJob::onSignal(int signal, Seconds now) {
 }
 
 void RemoteJob::onTime(Seconds now) {
-  if (nextBeat_ && now >= *nextBeat_ && !controller_.stopping()) {
+  // Per rank the beats go on while stopping: the agents wait for their ranks' ends as long as we are heard.
+  if (nextBeat_ && now >= *nextBeat_ && (perRank() || !controller_.stopping())) {
     nextBeat_ = now + settings_.heartbeat;
     for (Node& node : nodes_) {
       if (!node.ended) node.channel->heartbeat();
     }
-    if (settings_.elasticRound && settings_.hooks.rescaleWanted && settings_.hooks.rescaleWanted()) {
+    if (perRank()) checkHang(now);
+    if (settings_.elasticRound && !controller_.stopping() && settings_.hooks.rescaleWanted &&
+        settings_.hooks.rescaleWanted()) {
       detected(now);
       facts_.rescaled = true;
       carryOut(controller_.requestStop(SIGTERM, now.count()));
     }
   }
   for (const JobDecision& decision : controller_.onTime(now.count())) {
-    if (decision.action == JobDecision::Action::Stop) printExitTimeoutLine();
+    if (decision.action == JobDecision::Action::Stop) {
+      if (perRank()) {
+        carryOut(decision);
+        exitTimeoutStopped();
+        continue;
+      }
+      printExitTimeoutLine();
+    }
     carryOut(decision);
   }
 }
@@ -142,7 +202,7 @@ void RemoteJob::printExitTimeoutLine() {
       running.push_back(strCat("rank ", rank, " on ", host));
     }
   }
-  err_.write("", exitTimeoutLine(cleanExit_, settings_.stop.exitTimeoutS(), running));
+  output_.line(true, exitTimeoutLine(cleanExit_, settings_.stop.exitTimeoutS(), running));
 }
 
 void RemoteJob::carryOut(const JobDecision& decision) {
@@ -166,11 +226,12 @@ void RemoteJob::carryOut(const JobDecision& decision) {
 std::optional<Seconds> RemoteJob::nextDeadline() const {
   std::optional<Seconds> next;
   if (const std::optional<double> deadline = controller_.nextDeadline()) next = Seconds(*deadline);
-  if (nextBeat_ && !controller_.stopping() && (!next || *nextBeat_ < *next)) next = nextBeat_;
+  if (nextBeat_ && (perRank() || !controller_.stopping()) && (!next || *nextBeat_ < *next)) next = nextBeat_;
   return next;
 }
 
 bool RemoteJob::done() const {
+  if (perRank()) return abandoned_ || controller_.runningCount() == 0;
   return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.ended; });
 }
 
@@ -185,12 +246,13 @@ void RemoteJob::addEvent(StopEvent event, Seconds now) {
 }
 
 int RemoteJob::finish() {
+  if (perRank()) return finishRanks();
   const std::optional<int> signalled = controller_.firstSignal();
   const int code = [&] {
     if (failure_) {
       if (!settings_.elasticRound) {
-        err_.write("", strCat("dsrun: ", describeFailure(*failure_), "; stopped the job on every host"));
-        for (const std::string& line : rootCauses_.block(*failure_, settings_.program)) err_.write("", line);
+        output_.line(true, strCat("dsrun: ", describeFailure(*failure_), "; stopped the job on every host"));
+        for (const std::string& line : rootCauses_.block(*failure_, settings_.program)) output_.line(true, line);
       }
       return failure_->exitCode;
     }
@@ -200,7 +262,7 @@ int RemoteJob::finish() {
     if (facts_.rescaled) return 0;
     for (const Node& node : nodes_) {
       if (!node.ended || node.exitCode == 0) continue;
-      if (!settings_.elasticRound) err_.write("", strCat("dsrun: ", node.what));
+      if (!settings_.elasticRound) output_.line(true, strCat("dsrun: ", node.what));
       return node.exitCode.value_or(255);
     }
     return 0;
@@ -208,7 +270,7 @@ int RemoteJob::finish() {
   facts_.signalled = signalled;
   facts_.exitCode = code;
   outcome_ = roundOutcome(facts_);
-  if (detectedAt_) outcome_.detectedAt = steadyTime(*detectedAt_);
+  if (detectedAt_) outcome_.detectedAt = steadyTimeOf(*detectedAt_);
   return code;
 }
 

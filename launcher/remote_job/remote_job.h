@@ -10,12 +10,19 @@
 // - output: every line is forwarded, the nodes' root-cause lines are kept for the closing block, failure
 //   and clean-exit lines (failure_line.h) are judged;
 // - the root-cause line and, in an elastic round, the round's outcome (elastic_rounds.h);
-// - liveness: a heartbeat to every node each period, and the elastic controller's rescale question.
+// - liveness: a heartbeat to every node each period, the elastic controller's rescale question and, for
+//   media that report per rank, hang detection (a rank's step not moving for --hang_timeout_s).
+// A medium reports per node (ssh, command: the node's program ends, its failure lines are judged) or per
+// rank (the agent: RemoteJobSettings::nodeRanks; each rank's start, exit and progress are events, the
+// controller's slots are ranks, the earliest failure in time is the root cause, remote_job_ranks.cc).
 // No I/O and no clock of its own: the medium's loop reports events with the time, so tests drive it with a
 // fake channel. One thread (the medium's loop).
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,11 +32,29 @@
 #include "supervision/line_sink.h"
 #include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/failure_line.h"
+#include "launcher/remote_job/job_output.h"
 #include "launcher/remote_job/node_channel.h"
 #include "launcher/remote_job/round_facts.h"
 #include "launcher/remote_job/stop_times.h"
 
 namespace dsrun {
+
+/// A running rank, for a hang's stack collection.
+struct RankOnHost {
+  int rank = 0;
+  std::string host;
+  int pid = 0;
+};
+
+/// How a rank ended, as a per-rank medium reports it.
+struct RankExit {
+  int rank = 0;
+  int pid = -1;
+  int waitStatus = 0;         ///< waitpid()-style
+  std::string oomEvidence;    ///< the kernel's OOM-killer evidence the node found, if any
+  std::string givenUpState;   ///< it outlived SIGKILL in this state ("D") and the node gave it up
+  int64_t whenUs = 0;         ///< when it ended (wall clock)
+};
 
 struct RemoteJobSettings {
   StopTimes stop;                       ///< kill grace (applied by the nodes) and exit timeout (job-wide)
@@ -45,7 +70,24 @@ struct RemoteJobSettings {
   Seconds heartbeat{0.5};               ///< heartbeat period (<= 0: none)
   bool elasticRound = false;            ///< report the outcome instead of printing the cause
   RoundHooks hooks;                     ///< elastic rounds: rescaleWanted, onAllRanksStarted
+  /// Per-rank reports (the agent medium): the global ranks of each node, in node order. Empty: the node is
+  /// the unit. When set, the nodes apply the grace and are never killed by the clock (nodeKillWait is
+  /// ignored), a second stop signal kills every rank and ends the job at once, a rank ended by the stop
+  /// decides the exit code only when nothing failed on its own, heartbeats go on while stopping, and the
+  /// driver words the signal notices (the nodes print none).
+  std::vector<std::vector<int>> nodeRanks;
+  /// Per-rank reports: --each_rank_log_dir on the nodes and the job's log tag, for the root-cause block.
+  std::string eachRankLogDir;
+  std::string logTag;
+  /// Per-rank reports: --hang_timeout_s (<= 0: off). A rank whose step has not moved for this long is hung:
+  /// `onHang` is called once with the failure's wording (the medium appends where the stacks went) and the
+  /// running ranks, and the medium reports the failure with onFailure when the stacks are in.
+  Seconds hangTimeout{0};
+  std::function<void(const std::string& what, const std::string& host, std::vector<RankOnHost> running)> onHang;
 };
+
+/// `now` (a steady_clock reading in seconds, as the media pass it) as a steady_clock time point.
+std::chrono::steady_clock::time_point steadyTimeOf(Seconds now);
 
 class RemoteJob {
  public:
@@ -53,6 +95,10 @@ class RemoteJob {
   /// `out`/`err` are dsrun's stdout and stderr.
   RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
             LineSink& out, LineSink& err);
+  /// The same, writing through `output` (not owned), e.g. a queue that keeps the driver's lines in order
+  /// with the ranks' output the medium writes.
+  RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
+            JobOutput& output);
 
   /// Starts every node at `now`; a node that cannot start is lost (after every other one was started, so
   /// that the stop reaches them).
@@ -71,11 +117,35 @@ class RemoteJob {
   void onSignal(int signal, Seconds now);
   /// Time passed: heartbeats, the rescale question, the exit timeout, the end of the stop's grace.
   void onTime(Seconds now);
+  /// The heartbeat period, when the medium learns it after construction (the agents' Welcome); before start().
+  void setHeartbeat(Seconds period) { settings_.heartbeat = period; }
+
+  // Per-rank events (settings.nodeRanks), reported by the medium's loop; wall times (`whenUs`, microseconds
+  // since the Unix epoch) order the failures for the root cause.
+  /// Rank `rank` runs as `pid` on its node; once every rank did, hooks.onAllRanksStarted runs.
+  void onRankStarted(int rank, int pid);
+  /// Rank `rank` ended (its output was reported first). Unknown or already ended ranks are ignored.
+  void onRankExited(const RankExit& exit, Seconds now);
+  /// A line of rank `rank`'s stderr (written out by the medium): the root-cause block quotes the last ones.
+  void onRankStderr(int rank, std::string_view line);
+  /// Rank `rank` reported its step counter.
+  void onRankProgress(int rank, int64_t step, Seconds now);
+  /// Node `node` could not start its ranks (`what` words it); the job stops and ends with that error.
+  void onSpawnFailed(size_t node, const std::string& what, int64_t whenUs, Seconds now);
+  /// A failure of no rank's exit (a hang, once its stacks are in); the first one stops the job.
+  void onFailure(TimedFailure failure, Seconds now);
+  /// Node `node` was lost when it was last heard from, at `whenUs` (per-rank media; onLost otherwise).
+  void onLostAt(size_t node, const std::string& cause, int64_t whenUs, Seconds now);
 
   /// When onTime() must run next; nullopt when nothing is pending.
   std::optional<Seconds> nextDeadline() const;
-  /// Every node ended (or was killed with its channel).
+  /// Every node ended (or was killed with its channel); per rank: every rank ended, or a second stop signal
+  /// killed them all (abandoned()).
   bool done() const;
+  /// Per rank: a second stop signal killed every rank and the job ends without waiting for their exits.
+  bool abandoned() const { return abandoned_; }
+  /// Per rank: the start error that stopped the job (the medium raises it once the output is out).
+  std::optional<std::string> spawnFailure() const;
   /// The job's exit code, after the closing lines (outside elastic rounds): the first failure line's code,
   /// else 128+signal, else 1 after the exit timeout, else the first event of an elastic round, else the
   /// first node (in node order) that ended non-zero (255: without an exit status), else 0.
@@ -88,6 +158,18 @@ class RemoteJob {
   const JobController& controller() const { return controller_; }
 
  private:
+  RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
+            std::unique_ptr<JobOutput> ownOutput, JobOutput* output = nullptr);
+  /// A rank of a per-rank medium.
+  struct Rank {
+    int rank = 0;
+    size_t node = 0;
+    size_t slot = 0;                ///< in controller_
+    int pid = -1;                   ///< once started
+    std::vector<std::string> tail;  ///< the last lines of its stderr
+    int64_t step = -1;              ///< last reported step, -1 before the first
+    Seconds moved{0};               ///< when `step` last changed
+  };
   struct Node {
     std::string host;
     NodeChannel* channel = nullptr;
@@ -103,11 +185,25 @@ class RemoteJob {
   /// Carries out one of the controller's decisions on every node still running.
   void carryOut(const JobDecision& decision);
   void printExitTimeoutLine();
+  bool perRank() const { return !settings_.nodeRanks.empty(); }
+  /// Per rank (remote_job_ranks.cc): the signal's decision carried out and worded.
+  void onRankSignal(int signal, const JobDecision& decision);
+  /// Per rank: a failure's decision; the first one stops every node.
+  void afterFailure(const JobDecision& decision, Seconds now);
+  /// Per rank: a rank stuck for hangTimeout starts the stack collection (onHang).
+  void checkHang(Seconds now);
+  void exitTimeoutStopped();
+  int finishRanks();
+  void printRootCauseBlock();
+  /// "rank 3 (dsn2 pid 70)".
+  std::string who(const Rank& rank) const;
+  /// How many ranks are running; how many nodes are reachable.
+  size_t liveNodes() const;
 
   std::vector<Node> nodes_;
   RemoteJobSettings settings_;
-  LineSink& out_;
-  LineSink& err_;
+  std::unique_ptr<JobOutput> ownOutput_;  ///< the LineSinks' adapter, with the first constructor
+  JobOutput& output_;
   JobController controller_;              ///< decides: stops, signals, exit timeout, the grace
   std::optional<RankFailure> failure_;    ///< the failure line that stopped the job
   RootCauseCollector rootCauses_;         ///< the nodes' root-cause lines, for the closing block
@@ -118,6 +214,11 @@ class RemoteJob {
   std::optional<Seconds> nextBeat_;       ///< when the next heartbeat is due
   std::optional<Seconds> detectedAt_;     ///< when the first failure (or rescale) was seen
   RoundOutcome outcome_;
+  std::map<int, Rank> ranks_;             ///< per rank: by global rank
+  size_t startedRanks_ = 0;               ///< per rank: RankStarted reports
+  bool launched_ = false;                 ///< start() ran: signals have somewhere to go
+  bool abandoned_ = false;                ///< see abandoned()
+  bool collectingStacks_ = false;         ///< a hang was seen: its stacks are being taken
 };
 
 }  // namespace dsrun

@@ -52,6 +52,18 @@ check "one restart line names the failed rank and the world" \
 check "the summary counts it" grep -q "^dsrun: elastic summary: 1 restart(s) (1 rank failure)" "$WORK/count.err"
 [ "$rc" = 0 ] || show count
 
+# 1b. --master_port 0: each world's first agent picks a free port before the world is planned, and every
+#     rank of that world gets the port it picked (two worlds: the failure restart picks again).
+elastic port0 fail_first --min_elastic_nodes 2 --max_elastic_nodes 3 --master_port 0
+wait_for 60 sh -c "! kill -0 $dpid 2>/dev/null"; wait "$dpid"; rc=$?
+picked=$(sed -n 's/.*--master_port 0: MASTER_PORT=\([0-9]*\) (free on dsn[0-9], picked by its agent).*/\1/p' "$WORK/port0.err" | tr '\n' ' ')
+seen=$(sort -u "$WORK/port0/ports" | awk '{printf "%s ", $2}')
+worlds=$(wc -l <"$WORK/port0/ports")/$(sort -u "$WORK/port0/ports" | wc -l)
+check "--master_port 0: the job restarts once and succeeds" test "$rc" = 0
+check "--master_port 0: each world's 3 ranks got the port its first agent picked (${picked:-none logged})" \
+  test "$worlds ports: $seen" = "6/2 ports: $picked"
+[ "$rc" = 0 ] || show port0
+
 # 2. A rank that always fails exhausts --max_restarts; dsrun exits with that rank's code. Ten failures in
 #    a row (the first world and 9 restarts); section 8 checks nothing of them is left anywhere.
 elastic budget always_fail --min_elastic_nodes 2 --max_restarts 9

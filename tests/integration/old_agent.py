@@ -4,6 +4,9 @@ certificate that reads the client's Hello frame and answers as that agent would,
   old_agent.py NODEDIR PORT error   -> Error "protocol version mismatch: client 'dsrun' speaks version N, this agent
                                        speaks version N-1", as an agent one version older than the client answers
   old_agent.py NODEDIR PORT welcome -> Welcome{protocol_version: N-1} (an older agent that only says its version)
+  old_agent.py NODEDIR PORT pretree -> Welcome{protocol_version: N}, nothing else: an agent of this protocol
+                                       version from before the tree launch (Welcome.tree_launch unset), which
+                                       holds the connection half a second before closing it
 Prints "listening" once bound; answers every connection the same way until killed. Frames: a 4-byte big-endian
 length, then an Envelope (proto/agent.proto: Envelope.welcome = 2, Envelope.error = 9, Error.message = 2,
 Welcome.protocol_version = 1), encoded by hand so that no protobuf module is needed."""
@@ -11,6 +14,7 @@ import socket
 import ssl
 import struct
 import sys
+import time
 
 
 def field(number, payload):
@@ -85,9 +89,13 @@ def main():
                     text = (f"protocol version mismatch: client 'dsrun' speaks version {client}, "
                             f"this agent speaks version {ours}").encode()
                     envelope = field(9, field(2, text))
+                elif mode == "pretree":
+                    envelope = field(2, bytes([0x08, client]))  # Welcome{protocol_version: client}
                 else:
                     envelope = field(2, bytes([0x08, ours]))  # Welcome{protocol_version: ours}
                 tls.sendall(struct.pack(">I", len(envelope)) + envelope)
+                if mode == "pretree":
+                    time.sleep(0.5)  # dsrun must refuse it for what it said, not for hanging up
                 tls.unwrap()
         except (ssl.SSLError, OSError):
             pass

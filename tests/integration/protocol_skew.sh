@@ -2,6 +2,7 @@
 # Version skew: dsrun meets an agent one protocol version older (tests/integration/old_agent.py
 # answers a real dsrun's Hello as such an agent would) and refuses it with one error naming the host and both
 # versions before anything starts, both when the agent refuses (Error) and when it welcomes with its version.
+# An agent of this version from before the tree launch is refused as a --tree_width root, naming it.
 # The agent's side (an older client refused with both versions) is agent_server_test's.
 #   protocol_skew.sh DSRUN [PYTHON]
 set -u
@@ -34,4 +35,24 @@ for mode in error welcome; do
     not_ok "$mode: an older agent is refused naming the host and both versions (rc $rc)"; sed 's/^/#   | /' "$t/$mode.err"
   fi
 done
+# An agent of this protocol version that predates the tree launch (Welcome.tree_launch unset) cannot be a
+# tree's root: refused in one error naming it, before anything starts.
+port=$((30900 + RANDOM % 90))
+"$PY" "$HERE/old_agent.py" "$t/node" "$port" pretree > "$t/fake.out" 2>&1 &
+fake=$!
+if wait_for 10 grep -q listening "$t/fake.out"; then
+  timeout 60 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$t/tls" -H "$t/hostfile" --force_multi \
+    --tree_width 2 --master_addr 127.0.0.1 --no_python --no_local_rank /bin/touch "$t/ran-pretree" >"$t/pretree.out" 2>"$t/pretree.err"
+  rc=$?
+  if [ "$rc" = 2 ] && [ ! -e "$t/ran-pretree" ] &&
+     grep -q "^dsrun: --tree_width 2: the agent 127.0.0.1:$port cannot forward a tree launch (an older dsrun-agent); nothing was started" "$t/pretree.err" &&
+     grep -q "hint: run the same dsrun release on every host, or drop --tree_width" "$t/pretree.err"; then
+    ok "pretree: a root agent without the tree launch is refused in one error naming 127.0.0.1:$port (exit 2); nothing ran"
+  else
+    not_ok "pretree: a root agent without the tree launch is refused naming it (rc $rc)"; sed 's/^/#   | /' "$t/pretree.err"
+  fi
+else
+  not_ok "pretree: the stand-in agent listens"; cat "$t/fake.out"
+fi
+kill "$fake"; wait "$fake" 2>/dev/null; fake=""
 finish

@@ -42,13 +42,11 @@ boost::asio::ssl::context clientContext(const Options& o) {
   return tls::makeSslContext(o.tlsDir, tls::Role::Client);
 }
 
-// The agents' side of a tree launch is being built (issue 21): until dsrun sends one, --tree_width is for
-// --dry_run only, and a launch says so instead of quietly dialling every agent.
-void refuseTreeLaunch(const Options& o) {
-  if (o.treeWidth == 0) return;
-  throw ConfigError(strCat("--tree_width ", o.treeWidth, ": this dsrun cannot launch through an agent tree yet "
-                           "(--dry_run shows the tree it would use)\n  hint: drop --tree_width (or pass 0) to "
-                           "launch with dsrun dialling every agent"));
+// An elastic world is re-formed from the hosts that answer each time; its launch dials every agent.
+void refuseElasticTree(const Options& o) {
+  if (o.treeWidth == 0 || !o.elasticTraining) return;
+  throw ConfigError(strCat("--tree_width ", o.treeWidth, ": an elastic job (--elastic_training) cannot launch "
+                           "through an agent tree\n  hint: drop --tree_width (or pass 0) for an elastic job"));
 }
 
 // Sent in Hello and shown in the agents' logs.
@@ -59,7 +57,7 @@ std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
 }  // namespace
 
 LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
-  refuseTreeLaunch(ctx.options);
+  refuseElasticTree(ctx.options);
   if (draft.elastic) return {};
   auto ssl = clientContext(ctx.options);
   const std::string& first = draft.hosts.front().host;
@@ -93,7 +91,7 @@ std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, c
 }
 
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
-  refuseTreeLaunch(ctx.options);
+  refuseElasticTree(ctx.options);
   const Options& o = ctx.options;
   auto ssl = clientContext(o);
   AgentJob::Settings s;
@@ -104,6 +102,8 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   s.silentBeats = o.agentHeartbeatMisses;
   s.hangTimeoutS = o.launch.hangTimeoutS;
   s.meshProbe = o.meshProbe;
+  s.treeWidth = o.treeWidth;
+  s.tlsDir = o.tlsDir;
   s.cwd = currentDirectory();
   if (!s.launch.eachRankLogDir.empty()) {
     // Interpreted on every node, like the remote `cd <cwd>` of DeepSpeed's pdsh runner.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_probe.h"
 
 namespace dsrun {
@@ -15,26 +16,28 @@ std::vector<HostProbe> AgentElasticRounds::probe(const std::vector<std::string>&
   return out;
 }
 
+MasterPortCheck AgentElasticRounds::checkMasterPort(const std::string& firstHost, int port) {
+  try {
+    return {learnAgentRendezvous(ssl_, firstHost, settings_.port, settings_.clientName, port, settings_.connectTimeout)
+                .masterPort,
+            {}};
+  } catch (const AgentUnreachable& e) {
+    return {std::nullopt, e.reason()};
+  }
+}
+
 RoundOutcome AgentElasticRounds::runRound(const WorldPlan& plan, const RoundHooks& hooks) {
   AgentJob::Settings s = settings_;
   s.elasticRound = true;
-  s.rescaleWanted = hooks.rescaleWanted;
-  s.onAllRanksStarted = hooks.onAllRanksStarted;
+  s.hooks = hooks;
   AgentJob job(plan, ssl_, s, STDOUT_FILENO, STDERR_FILENO);
-  const int code = job.run();
-  // run() returns early (a signal while connecting, the MASTER_PORT pre-flight) without an outcome's code.
-  RoundOutcome outcome = job.outcome();
-  outcome.exitCode = code;
-  return outcome;
+  job.run();
+  return job.outcome();
 }
 
 RoundWording AgentElasticRounds::wording() const {
-  RoundWording w;
-  w.notAnswering = "agent not answering";
-  w.moreAnswer = "more agents answer";
-  w.startHint = "start dsrun-agent on those hosts";
-  w.unreachableAtLaunch = "agents unreachable at launch";
-  return w;
+  return {"agent not answering", "more agents answer", "start dsrun-agent on those hosts",
+          "agents unreachable at launch"};
 }
 
 }  // namespace dsrun

@@ -19,6 +19,8 @@ class AgentElasticRounds : public ElasticRounds {
 
   std::vector<HostProbe> probe(const std::vector<std::string>& hosts, std::chrono::milliseconds timeout,
                                const std::atomic<bool>* cancel) override;
+  /// The MASTER_PORT pre-flight of the world's first agent (learnAgentRendezvous), on a connection of its own.
+  MasterPortCheck checkMasterPort(const std::string& firstHost, int port) override;
   RoundOutcome runRound(const WorldPlan& plan, const RoundHooks& hooks) override;
   RoundWording wording() const override;
 

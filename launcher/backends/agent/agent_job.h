@@ -1,13 +1,13 @@
 #pragma once
-// AgentJob: one job run through dsrun-agents, one connection per host (docs/style.md §4: the agent-side
-// counterpart of runLocalJob). Connects to every agent in parallel and starts nothing unless all of
-// them authenticate and welcome us; then launches each host's ranks, multiplexes their output,
-// keeps the connections alive with heartbeats, and drives the job's JobController (common/
-// job_controller.h) across nodes: the first failing rank anywhere stops every rank everywhere; the
-// earliest failure in time decides the exit code and is named (root_cause.h); the agents apply the grace. run() drives its own io_context on the calling thread;
-// ranks' output is written by an OutputWriter thread, and each agent may send at most
-// outputWindowBytes ahead of what that thread has written (OutputCredit), so a stalled reader of
-// dsrun's stdout slows the ranks down instead of blocking heartbeats or growing memory.
+// AgentJob: the agent medium's loop (docs/remote_job.md): one job run through dsrun-agents, one connection
+// (AgentChannel) per host, driven by RemoteJob in its per-rank mode, which decides every stop, signal, exit
+// timeout, hang and closing line. AgentJob connects to every agent in parallel and starts nothing unless all
+// of them authenticate and welcome us (then the MASTER_PORT pre-flight of an elastic round and the mesh
+// probe), builds each host's LaunchRequest, and translates the agents' wire events into the driver's, with
+// the time. run() drives its own io_context on the calling thread; ranks' output is written by an
+// OutputWriter thread, and each agent may send at most outputWindowBytes ahead of what that thread has
+// written (OutputCredit), so a stalled reader of dsrun's stdout slows the ranks down instead of blocking
+// heartbeats or growing memory.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -21,12 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "common/job_controller.h"
 #include "common/line_buffer.h"
 #include "supervision/output_writer.h"
+#include "launcher/backends/agent/agent_channel.h"
 #include "launcher/backends/agent/agent_client.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_training/elastic_rounds.h"
+#include "launcher/remote_job/remote_job.h"
 #include "launcher/remote_job/stop_times.h"
 #include "launcher/world_plan.h"
 
@@ -53,16 +54,18 @@ class AgentJob {
     bool meshProbe = true;                             ///< all-pairs probe before the launch (--no_mesh_probe)
     std::chrono::milliseconds meshProbeTimeout{2000};  ///< per pair, in the agents
     /// One round of an elastic job (agent_elastic_rounds.h): no root-cause line (the controller reports the
-    /// restart), agents that do not welcome us end the round instead of throwing, and `rescaleWanted` is
+    /// restart), agents that do not welcome us end the round instead of throwing, and hooks.rescaleWanted is
     /// asked at every heartbeat: true stops every rank so that the controller can admit new hosts.
     bool elasticRound = false;
     /// --hang_timeout_s: a rank whose step counter (DSRUN_PROGRESS_FILE) has not moved for this long is
     /// hung: the stacks of every rank are written under hangDir and the job fails (or restarts). <= 0: off.
     double hangTimeoutS = 0;
     std::string hangDir;
-    std::function<bool()> rescaleWanted;
-    /// Every rank of the round reported RankStarted; a non-empty answer is printed as a notice.
-    std::function<std::string()> onAllRanksStarted;
+    /// --tree_width: dsrun dials only the roots of the agent tree (agent_tree_plan.h) and sends each its
+    /// signed TreeLaunch; the roots relay their subtrees' events and pass signals down. 0: every agent.
+    int treeWidth = 0;
+    std::string tlsDir;  ///< --tls_dir: the launcher key that signs a tree launch
+    RoundHooks hooks;  ///< elastic rounds: rescaleWanted, onAllRanksStarted (every rank reported RankStarted)
   };
 
   /// How the job ended, for the elastic controller (elastic_rounds.h).
@@ -71,14 +74,15 @@ class AgentJob {
   /// `ssl` is a client context (tls::makeSslContext); `plan` and `ssl` outlive the job. Output goes
   /// to `outFd` and `errFd` (dsrun's stdout and stderr; not owned).
   AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settings settings, int outFd, int errFd);
+  ~AgentJob();
 
-  /// Runs the job to completion. Returns 0 if every rank exited 0, else the earliest failure's exit
+  /// Runs the job to completion (outcome() then holds the same code). Returns 0 if every rank exited 0, else the earliest failure's exit
   /// code (128+signal for a signal; 1 for a lost agent), after printing one line naming it, or
   /// 128+signal after a SIGINT/SIGTERM/SIGHUP whose ranks all exited 0. Throws
   /// dsrun::Error, with nothing started anywhere, if any agent cannot be reached or refuses us, and
   /// after stopping everything if an agent could not spawn a rank.
   int run();
-  /// Valid after run() returned.
+  /// Valid after run() returned, with run()'s exit code.
   const Outcome& outcome() const { return outcome_; }
 
  private:
@@ -86,69 +90,51 @@ class AgentJob {
     std::string host;                     ///< as in the hostfile
     int nodeRank = 0;                     ///< index in plan.hosts
     std::vector<int> ranks;               ///< global ranks on this host
-    std::shared_ptr<AgentClient> client;  ///< the connection
-    bool ready = false;                   ///< welcomed
-    bool done = false;                    ///< connection ended (or never came up)
-    std::string error;                    ///< why the connection ended, if it failed
-    uint32_t heartbeatMs = 1000;          ///< the agent's requested period
-    uint64_t uncredited = 0;              ///< output written out, not yet returned to the agent
-    std::string address;                  ///< Welcome.host_address: the host's address as we dialled it
+    std::unique_ptr<AgentChannel> channel;
+    std::shared_ptr<AgentClient> client;  ///< the connection (the channel's)
   };
-  struct RankState {
-    int rank = 0;        ///< global rank
-    std::string host;    ///< its host
-    size_t slot = 0;     ///< in controller_ (running there until reported, or lost with its agent)
-    int pid = -1;        ///< on its host, once started
+  /// A rank's output as it arrives: partial lines and the prefix.
+  struct RankOutput {
     LineBuffer out;      ///< partial stdout line
     LineBuffer err;      ///< partial stderr line
     std::string prefix;  ///< "host:rank | " with --tag_output
-    int64_t step = -1;   ///< last step it reported (RankProgress), -1 before the first
-    std::chrono::steady_clock::time_point moved;  ///< when `step` last changed
-    std::vector<std::string> tail;  ///< the last lines of its stderr (the root-cause block quotes them)
   };
+  class WriterOutput;
 
+  RemoteJobSettings driverSettings();
+  /// Every host's launch message: its LaunchRequest, or with treeWidth a root's signed TreeLaunch (the other
+  /// hosts get theirs from their parents). Throws ConfigError when the launcher key cannot sign.
+  void prepareLaunches();
+  /// Closes every connection dsrun opened.
+  void closeAll();
+  /// A root relayed NodeLost: that host and its subtree are lost.
+  void onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost);
   void connectAll();
-  /// The closing block for the job's first failure when it was a rank's (not a lost host or a spawn error).
-  void printRootCauseBlock();
-  /// An elastic round's MASTER_PORT pre-flight on its first host (agent_port_preflight.cc): sets masterPort_,
-  /// or returns the exit code when a signal ended it. Throws as preflightAgentMasterPort does, with every
-  /// client closed.
-  std::optional<int> preflightMasterPort();
+  /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
+  /// Returns 128+signal, also kept in outcome_.
+  int nothingStarted(const std::string& during);
   /// With settings_.meshProbe and two hosts or more: the all-pairs probe (agent_mesh_probe.cc); returns the
   /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
   std::optional<int> probeMesh();
+  /// Prepares every host's LaunchRequest and starts the driver.
   void launchAll();
-  void onRankExited(Node& node, const wire::RankExited& exited);
-  void onSpawnError(Node& node, const std::string& message);
-  void onNodeLost(Node& node, const std::string& reason);
-  /// A failure's decision: the first one stops every rank everywhere.
-  void afterFailure(const JobDecision& decision);
-  /// A clean exit may have started the exit timeout's clock.
-  void armExitTimer(const JobDecision& decision);
-  void recordOutcome();
-  void stopEverything(int signal);
-  /// Sends `signal` to the job's ranks on every node still connected; returns how many nodes.
-  size_t signalLiveNodes(int signal);
-  void armHeartbeat();
+  /// Arms the timer for the driver's next deadline, when it changed.
+  void armTimer();
+  /// The driver's deadline passed: silent agents are lost, then the driver's clock runs.
+  void onTimer(Seconds deadline);
   void armSignals();
-  void onExitTimeout();
-  void flushOutput(RankState& rank);
+  /// The host's connection ended (or went silent) after it welcomed us.
+  void onNodeLost(size_t nodeIndex, const std::string& reason);
+  /// --hang_timeout_s (RemoteJobSettings::onHang): takes the running ranks' stacks without blocking the loop.
+  void collectHungStacks(const std::string& what, const std::string& host, std::vector<RankOnHost> running);
+  void flushOutput(int rank);
   void onOutput(size_t nodeIndex, const wire::OutputChunk& chunk);
   void onWritten(size_t nodeIndex, size_t bytes);
-  void checkSilentAgents();
-  /// --hang_timeout_s: fails the job when a rank's step has not moved for that long (stacks first).
-  void checkHang();
-  /// How long `node` may be silent before it counts as lost.
-  std::chrono::milliseconds silenceBudget(const Node& node) const;
-  void forwardSignal(int signal);
   void notice(const std::string& line);
   int finish();
-  std::string who(const RankState& rank) const;
   /// The first SIGINT/SIGTERM/SIGHUP received, 0 if none.
-  int firstSignal() const { return controller_.firstSignal().value_or(0); }
-  size_t runningRanks() const;
-  bool finished() const;
+  int firstSignal() const { return job_->controller().firstSignal().value_or(0); }
 
   const WorldPlan& plan_;                          ///< the job
   boost::asio::ssl::context& ssl_;                 ///< client TLS context
@@ -156,19 +142,17 @@ class AgentJob {
   StopTimes stop_;                                 ///< settings_.launch's kill grace and exit timeout
   boost::asio::io_context io_;                     ///< the job's only loop
   OutputWriter writer_;                            ///< dsrun's stdout/stderr, on its own thread
+  std::unique_ptr<WriterOutput> driverOutput_;     ///< the driver's lines, queued on writer_
   boost::asio::signal_set signals_;                ///< SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2
-  boost::asio::steady_timer heartbeat_;            ///< periodic Heartbeat to every agent
-  boost::asio::steady_timer exitTimer_;            ///< --exit_timeout_s after the first clean exit
+  boost::asio::steady_timer timer_;                ///< the driver's next deadline
+  std::optional<Seconds> armedFor_;                ///< what timer_ waits for
   std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
-  std::map<int, RankState> ranks_;                 ///< by global rank
-  std::string firstClean_;                         ///< who() of the clean exit that started the exit timeout
-  JobController controller_;                       ///< decides: failures, signals, exit timeout, exit code
-  bool abandoned_ = false;                         ///< a second stop signal: end now
-  bool launched_ = false;                          ///< LaunchRequests have been sent
-  int masterPort_ = 0;                             ///< an elastic round's MASTER_PORT (set by preflightMasterPort)
-  bool collectingStacks_ = false;                  ///< a hang was seen: its stacks are being taken
-  size_t startedRanks_ = 0;                        ///< RankStarted reports received
-  bool rescaling_ = false;                         ///< elastic round stopped to admit hosts
+  /// Per node: one past the last node of its subtree in the agent tree (itself alone without a tree); a node
+  /// is dialled when it has no parent.
+  std::vector<size_t> subtreeEnd_;
+  std::vector<bool> dialled_;
+  std::map<int, RankOutput> output_;               ///< by global rank
+  std::unique_ptr<RemoteJob> job_;                 ///< decides
   Outcome outcome_;                                ///< see outcome()
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "common/env_contract.h"
 #include "proto/rank_env.h"
 
 namespace dsrun {
@@ -26,10 +25,7 @@ void addRank(wire::LaunchRequest& launch, const PlannedRank& r, const NodeLaunch
   rank->set_rank(r.rank);
   rank->set_local_rank(r.localRank);
   for (const auto& word : r.argv) rank->add_argv(word);
-  for (const auto& [name, value] : r.env) {
-    const bool pickedPort = name == kEnvMasterPort && settings.masterPort.has_value();
-    proto::addEnv(*rank, name, pickedPort ? std::to_string(*settings.masterPort) : value);
-  }
+  for (const auto& [name, value] : r.env) proto::addEnv(*rank, name, value);
   rank->set_cwd(settings.cwd);
   for (int core : r.cores) rank->add_cores(core);
 }

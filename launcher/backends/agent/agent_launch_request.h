@@ -1,10 +1,9 @@
 #pragma once
 // The LaunchRequest the agent backend sends one node: its planned ranks (argv, the plan's environment, cwd,
-// cores) and the job's log, grace and hang settings -- the same fields, in the same order, as
-// AgentJob::launchAll's loop, which should call this instead of keeping its own copy. A tree launch (agent_tree_launch.h) carries exactly these
-// requests, so that every agent expands byte for byte what a star launch would have sent it.
+// cores) and the job's log, grace and hang settings. AgentJob sends exactly these to a star's agents, and a tree
+// launch (agent_tree_launch.h) carries them, so that every agent expands byte for byte what a star launch would
+// have sent it. MASTER_PORT is the plan's: an elastic world is planned with its picked port (checkMasterPort).
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +19,6 @@ struct NodeLaunchSettings {
   std::string logTag;              ///< each-rank log prefix
   double hangTimeoutS = 0;         ///< > 0: the agents report progress every min(1 s, a quarter of it)
   std::string cwd;                 ///< the ranks' working directory
-  /// MASTER_PORT in place of the plan's: set it only for an elastic round whose --master_port 0 its own
-  /// pre-flight picked (AgentJob: elasticRound && plan.masterPort == 0); every other rank gets the plan's.
-  std::optional<int> masterPort;
 };
 
 /// The request for host `nodeRank` of `plan`: its ranks in local-rank order, each with the plan's argv,

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "common/error.h"
-#include "common/exit_status.h"
 #include "common/logging.h"
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_job.h"
@@ -123,12 +122,7 @@ std::optional<int> AgentJob::probeMesh() {
                                                   [this] { return firstSignal() != 0; });
   const auto tookMs =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-  if (outcome.interrupted) {
-    for (auto& node : nodes_) node->client->close();
-    notice(strCat("dsrun: received ", signalName(firstSignal()), " during the mesh probe; nothing was started"));
-    writer_.waitIdle(std::chrono::milliseconds(1000));
-    return 128 + firstSignal();
-  }
+  if (outcome.interrupted) return nothingStarted("during the mesh probe");
   if (!outcome.broken.empty() && settings_.elasticRound) {
     // A world with both ends of a broken pair would hang in its first collective: the controller re-forms
     // without the suspects.

@@ -3,10 +3,8 @@
 #include <memory>
 
 #include "common/error.h"
-#include "common/exit_status.h"
 #include "common/logging.h"
 #include "common/strings.h"
-#include "launcher/backends/agent/agent_job.h"
 
 namespace dsrun {
 
@@ -86,8 +84,9 @@ AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::
     // An agent that answered with a version mismatch runs: its own hint (the same release everywhere) is the one.
     const bool answered = reason.find("protocol version mismatch") != std::string::npos;
     client->close();
-    throw Error(strCat("cannot start the job, nothing was started: ", reason,
-                       answered ? std::string() : startAgentHint(agentPort)));
+    throw AgentUnreachable(strCat("cannot start the job, nothing was started: ", reason,
+                                  answered ? std::string() : startAgentHint(agentPort)),
+                           reason);
   }
   AgentRendezvous out;
   out.address = state->address.empty() ? host : state->address;
@@ -100,26 +99,6 @@ AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::
   client->close();
   io.poll();  // let the cancelled handlers release the client
   return out;
-}
-
-std::optional<int> AgentJob::preflightMasterPort() {
-  try {
-    // nodes_ is in host order and the first host holds rank 0, whose c10d store binds MASTER_PORT.
-    const std::optional<int> port = preflightAgentMasterPort(io_, *nodes_.front()->client, plan_.masterPort,
-                                                             settings_.connectTimeout,
-                                                             [this] { return firstSignal() != 0; });
-    if (port) {
-      masterPort_ = *port;
-      return std::nullopt;
-    }
-  } catch (...) {
-    for (auto& node : nodes_) node->client->close();
-    throw;
-  }
-  for (auto& node : nodes_) node->client->close();
-  notice(strCat("dsrun: received ", signalName(firstSignal()), " during the MASTER_PORT pre-flight; nothing was started"));
-  writer_.waitIdle(std::chrono::milliseconds(1000));
-  return 128 + firstSignal();
 }
 
 }  // namespace dsrun

@@ -12,9 +12,21 @@
 #include <optional>
 #include <string>
 
+#include "common/error.h"
 #include "launcher/backends/agent/agent_client.h"
 
 namespace dsrun {
+
+/// The agent could not be reached or refused us (learnAgentRendezvous); what() is the launch's error with its
+/// hint, reason() the connection's own line ("agent HOST:PORT: ...").
+class AgentUnreachable : public Error {
+ public:
+  AgentUnreachable(const std::string& message, std::string reason) : Error(message), reason_(std::move(reason)) {}
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
 
 /// Asks `master` (welcomed) about `port` (0: pick one) and runs `io` until it answers, the connection
 /// ends, `timeout` passes or `interrupted()` turns true (then returns nullopt). Returns the port to use.
@@ -33,9 +45,9 @@ struct AgentRendezvous {
 };
 
 /// Connects to the agent on `host`:`agentPort` as `clientName` (one connection, closed before returning), waits
-/// for its Welcome and runs the MASTER_PORT pre-flight for `masterPort`, each within `timeout`. Throws Error
-/// ("cannot start the job, nothing was started: agent HOST:PORT: ...", with a hint) when the agent cannot be
-/// reached or refuses us, and what preflightAgentMasterPort throws.
+/// for its Welcome and runs the MASTER_PORT pre-flight for `masterPort`, each within `timeout`. Throws
+/// AgentUnreachable ("cannot start the job, nothing was started: agent HOST:PORT: ...", with a hint) when the
+/// agent cannot be reached or refuses us, and what preflightAgentMasterPort throws.
 AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::string& host, int agentPort,
                                      const std::string& clientName, int masterPort,
                                      std::chrono::milliseconds timeout);

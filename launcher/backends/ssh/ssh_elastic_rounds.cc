@@ -80,19 +80,13 @@ RoundOutcome SshElasticRounds::runRound(const WorldPlan& plan, const RoundHooks&
   s.hooks = hooks;
   SshJob job(commands_(plan), [this](const std::string& host) { return std::make_unique<SshSession>(target_(host)); },
              s);
-  const int code = job.run();
-  RoundOutcome outcome = job.outcome();
-  outcome.exitCode = code;
-  return outcome;
+  job.run();
+  return job.outcome();
 }
 
 RoundWording SshElasticRounds::wording() const {
-  RoundWording w;
-  w.notAnswering = "ssh login failed";
-  w.moreAnswer = "more hosts answer over ssh";
-  w.startHint = "make sure sshd runs on those hosts and accepts your key";
-  w.unreachableAtLaunch = "hosts unreachable over ssh at launch";
-  return w;
+  return {"ssh login failed", "more hosts answer over ssh", "make sure sshd runs on those hosts and accepts your key",
+          "hosts unreachable over ssh at launch"};
 }
 
 }  // namespace dsrun

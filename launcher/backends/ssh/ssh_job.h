@@ -46,7 +46,7 @@ class SshJob {
   /// 128+signal after SIGINT/SIGTERM/SIGHUP. Throws dsrun::Error, with nothing started, when a host cannot
   /// be reached (outside elastic rounds).
   int run();
-  /// How the job ended; valid after run() returned.
+  /// How the job ended, with run()'s exit code; valid after run() returned.
   const RoundOutcome& outcome() const { return outcome_; }
 
  private:

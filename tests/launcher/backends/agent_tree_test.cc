@@ -138,7 +138,6 @@ TEST_CASE("every node of a planned world expands its star LaunchRequest byte for
       settings.logTag = "20261127";
       settings.cwd = "/work/job";
       settings.hangTimeoutS = 8;
-      if (f->plan.elastic) settings.masterPort = 41234;
       const AgentTreePlan tree = planAgentTree(f->plan.hosts.size(), width);
       const auto roots = signedTreeLaunches(treeLaunchNodes(f->plan, tree, 29600, settings),
                                             {1'800'000'000'000'000, 300, static_cast<uint32_t>(width), "test"}, signer);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "launcher/remote_job/round_facts.h"
+#include "tests/launcher/remote_job/captured_fd.h"
 #include "tests/launcher/remote_job/fake_channel.h"
 
 using Catch::Matchers::Contains;
@@ -17,31 +18,13 @@ using dsrun::RemoteJob;
 using dsrun::RemoteJobSettings;
 using dsrun::RoundOutcome;
 using dsrun::Seconds;
+using dsrun::test::CapturedFd;
 using dsrun::test::FakeChannel;
 
 namespace {
 
 /// The two media the driver runs today, as their loops configure it.
 enum class Medium { Ssh, Command };
-
-/// A file a LineSink writes to, read back whole.
-class CapturedFd {
- public:
-  CapturedFd() : file_(std::tmpfile()) { REQUIRE(file_ != nullptr); }
-  ~CapturedFd() { std::fclose(file_); }
-  int fd() const { return fileno(file_); }
-  std::string text() const {
-    std::rewind(file_);
-    std::string out;
-    char buffer[4096];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, file_)) > 0) out.append(buffer, n);
-    return out;
-  }
-
- private:
-  std::FILE* file_;
-};
 
 /// A job of `hosts.size()` nodes on fake channels; time is whatever the test passes.
 struct Harness {
