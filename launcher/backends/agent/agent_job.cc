@@ -235,6 +235,7 @@ void AgentJob::connectAll() {
       node->heartbeatMs = std::max<uint32_t>(w.heartbeat_period_ms(), 20);
       node->address = w.host_address();
       DSRUN_LOG(DEBUG) << "agent " << node->client->address() << " (" << w.agent_host() << ") ready";
+      pacer_.finished();
     };
     cb.onRankStarted = [this](const wire::RankStarted& s) {
       auto it = ranks_.find(s.rank());
@@ -263,6 +264,7 @@ void AgentJob::connectAll() {
       onSpawnError(*node, e.message());
     };
     cb.onClosed = [this, node](const std::string& reason) {
+      if (!node->ready) pacer_.finished();  // a connection that never came up
       node->done = true;
       node->error = reason;
       if (node->ready) onNodeLost(*node, reason);
@@ -275,13 +277,16 @@ void AgentJob::connectAll() {
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
-    node->client->connect(settings_.connectTimeout);
+    // Paced (connect_pacer.h): an agent's handshake deadline runs from our TCP connect, so a connection
+    // waits its turn here, on no one's clock, instead of on the agent's.
+    pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
   }
   auto allAnswered = [this] {
     return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->ready || n->done; });
   };
   while (!allAnswered() && !controller_.firstSignal() && io_.run_one() > 0) {
   }
+  pacer_.clear();  // a signal came first: the rest are never started
 }
 
 void AgentJob::launchAll() {
@@ -453,6 +458,14 @@ void AgentJob::checkSilentAgents() {
     const auto budget = silenceBudget(*node);
     const auto silent = now - node->client->lastHeard();
     if (silent < budget) continue;
+    // Its beats may be waiting unread in our socket while this loop was busy (thousands of ranks'
+    // events, or a starved CPU): then we are late, not the host. Read them before judging again.
+    if (const size_t waiting = node->client->bytesWaiting(); waiting > 0) {
+      DSRUN_LOG(DEBUG) << "agent " << node->client->address() << ": " << waiting << " bytes unread after "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()
+                       << " ms: this loop is behind, the host is not silent";
+      continue;
+    }
     // Packets dropped, no reset: TCP alone would wait for minutes. The agent there stops its own
     // ranks once our heartbeats stop reaching it.
     const std::string reason = strCat("agent ", node->client->address(), ": host ", node->host, " silent for ",

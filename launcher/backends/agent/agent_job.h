@@ -25,6 +25,7 @@
 #include "common/line_buffer.h"
 #include "supervision/output_writer.h"
 #include "launcher/backends/agent/agent_client.h"
+#include "launcher/backends/agent/connect_pacer.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/remote_job/stop_times.h"
@@ -160,6 +161,7 @@ class AgentJob {
   boost::asio::steady_timer heartbeat_;            ///< periodic Heartbeat to every agent
   boost::asio::steady_timer exitTimer_;            ///< --exit_timeout_s after the first clean exit
   std::vector<std::unique_ptr<Node>> nodes_;       ///< one per host with ranks, in host order
+  ConnectPacer pacer_;                             ///< how many connections connectAll has under way
   std::map<int, RankState> ranks_;                 ///< by global rank
   std::string firstClean_;                         ///< who() of the clean exit that started the exit timeout
   JobController controller_;                       ///< decides: failures, signals, exit timeout, exit code
