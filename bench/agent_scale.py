@@ -281,12 +281,12 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     # The agents' logs: the last rank exit of this job.
     day = datetime.date.today().isoformat()
     last = None
-    warnings = {}  # the agents' WARN lines of this job, by what they say (peer addresses and numbers dropped)
+    warnings = {}  # the agents' WARN and lost-launcher lines of this job, by what they say (numbers dropped)
     for log, b in zip(cluster.logs, before):
         with open(log) as f:
             f.seek(b[2])
             for line in f:
-                if " W " in line[:40]:
+                if " W " in line[:40] or "no heartbeat for" in line:
                     what = re.sub(r"[\d.:]+", "N", line.split("] ", 1)[-1].strip())[:80]
                     warnings[what] = warnings.get(what, 0) + 1
                 if "exited with" in line:
