@@ -102,6 +102,7 @@ int AgentJob::run() {
   std::signal(SIGPIPE, SIG_IGN);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signals_.add(s);
   armSignals();
+  armHeartbeat();
   connectAll();
   if (const std::optional<int> signal = controller_.firstSignal()) {
     for (auto& node : nodes_) node->client->close();
@@ -145,7 +146,6 @@ int AgentJob::run() {
     if (const std::optional<int> stopped = probeMesh()) return *stopped;
   }
   launchAll();
-  armHeartbeat();
   while (!finished() && !abandoned_ && io_.run_one() > 0) {
   }
   return finish();
@@ -434,13 +434,17 @@ void AgentJob::armHeartbeat() {
   heartbeat_.expires_after(std::chrono::milliseconds(std::max<uint32_t>(tick, 10)));
   heartbeat_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    checkSilentAgents();
-    checkHang();
-    if (settings_.elasticRound && !controller_.stopping() && settings_.rescaleWanted && settings_.rescaleWanted()) {
-      rescaling_ = true;
-      outcome_.detectedAt = std::chrono::steady_clock::now();
-      const JobDecision decision = controller_.requestStop(SIGTERM, nowSeconds());
-      stopEverything(decision.signal);
+    // Before the launch we only beat: an agent welcomed first waits, silent, for the other connections and
+    // the mesh probe, and gives a launcher up after its --heartbeat_timeout_s (seen at 1,000 agents).
+    if (launched_) {
+      checkSilentAgents();
+      checkHang();
+      if (settings_.elasticRound && !controller_.stopping() && settings_.rescaleWanted && settings_.rescaleWanted()) {
+        rescaling_ = true;
+        outcome_.detectedAt = std::chrono::steady_clock::now();
+        const JobDecision decision = controller_.requestStop(SIGTERM, nowSeconds());
+        stopEverything(decision.signal);
+      }
     }
     wire::Envelope beat;
     beat.mutable_heartbeat();
