@@ -33,6 +33,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 # Round trips per store call, as seen on the wire (strace of a torch 2.15 client): SET has no reply;
@@ -138,10 +139,15 @@ def run_once(args, world, libuv):
                                          "1" if args.barrier else "0", "1" if args.old_barrier else "0"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         first += n
+    def give_up():  # a run that hangs (a lost wake-up, a wedged client) ends the bench, loudly
+        for proc in clients + [server]:
+            proc.kill()
+    watchdog = threading.Timer(args.run_timeout, give_up)
+    watchdog.start()
     try:
         for c in clients:
             if c.stdout.readline().strip() != "ready":
-                raise SystemExit("rendezvous_scale.py: a client process did not start")
+                raise SystemExit(f"rendezvous_scale.py: a client process did not start (or --run_timeout {args.run_timeout} s passed)")
         server.stdin.write("cpu\n")
         server.stdin.flush()
         cpu0 = float(server.stdout.readline().split()[1])
@@ -155,7 +161,11 @@ def run_once(args, world, libuv):
         server.stdin.write("cpu\n")
         server.stdin.flush()
         cpu1 = float(server.stdout.readline().split()[1])
+    except (ValueError, IndexError, json.JSONDecodeError) as e:
+        raise SystemExit(f"rendezvous_scale.py: {world} ranks: the run did not finish within {args.run_timeout} s "
+                         f"or a process died ({e})")
     finally:
+        watchdog.cancel()
         for c in clients:
             c.stdin.close() if not c.stdin.closed else None
             c.wait(timeout=120)
@@ -184,6 +194,7 @@ def main():
     ap.add_argument("--barrier", action="store_true", help="add the store-based barrier after the process group")
     ap.add_argument("--old_barrier", action="store_true", help="the barrier as torch 1.13 does it (poll ADD 0)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--run_timeout", type=int, default=600, help="seconds one run may take before the bench gives up")
     ap.add_argument("--no_netns", action="store_true", help="stay in this network namespace (see below)")
     args = ap.parse_args()
     if not args.no_netns and os.environ.get("RENDEZVOUS_SCALE_NETNS") != "1":
