@@ -77,20 +77,44 @@ void AgentServer::accept() {
     } else {
       boost::system::error_code peerEc;
       const auto remote = socket.remote_endpoint(peerEc);
-      const std::string peer = peerEc ? std::string("unknown peer") : endpointText(remote);
+      std::string peer = peerEc ? std::string("unknown peer") : endpointText(remote);
       socket.set_option(boost::asio::ip::tcp::no_delay(true), peerEc);
-      // Before the handshake, so a certificate revoked a moment ago is refused on this connection.
-      if (crl_) crl_->refresh(ssl_);
-      if (dialCrl_) dialCrl_->refresh(*dial_);  // a revoked child is refused by the next tree launch's dial
-      TreeServices tree;
-      if (gate_) tree = {&*gate_, &*dial_};
-      auto session = std::make_shared<Session>(
-          nextSessionId_++, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer,
-          sessions_, table_, handler_, sessionTiming(options_), tree);
-      sessions_.start(std::move(session));
+      // Sieved first: a probe that only connects and closes is not a failed handshake. The handshake's own
+      // deadline starts with the first byte, so a peer has at most twice handshakeTimeout in all.
+      const uint64_t id = nextSessionId_++;
+      sieving_.emplace(id, ProbeSieve::start(std::move(socket), options_.handshakeTimeout,
+                                             [this, id, peer](ProbeSieve::Verdict verdict, boost::asio::ip::tcp::socket s) {
+                                               sieving_.erase(id);
+                                               onFirstByte(id, peer, verdict, std::move(s));
+                                             }));
     }
     accept();
   });
+}
+
+void AgentServer::onFirstByte(uint64_t id, const std::string& peer, ProbeSieve::Verdict verdict,
+                              boost::asio::ip::tcp::socket socket) {
+  DSRUN_CHECK_THREAD(thread_);
+  if (verdict == ProbeSieve::Verdict::Probe) {
+    ++probes_;
+    DSRUN_LOG(DEBUG) << peer << ": closed before sending a byte (a reachability probe)";
+    return;
+  }
+  if (verdict == ProbeSieve::Verdict::Silent) {
+    DSRUN_LOG(WARN) << peer << ": refused: no TLS handshake and hello within " << options_.handshakeTimeout.count()
+                    << " ms";
+    return;
+  }
+  if (!acceptor_.is_open()) return;  // shutting down: the socket closes as it goes out of scope
+  // Before the handshake, so a certificate revoked a moment ago is refused on this connection.
+  if (crl_) crl_->refresh(ssl_);
+  if (dialCrl_) dialCrl_->refresh(*dial_);  // a revoked child is refused by the next tree launch's dial
+  TreeServices tree;
+  if (gate_) tree = {&*gate_, &*dial_};
+  auto session = std::make_shared<Session>(
+      id, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer, sessions_,
+      table_, handler_, sessionTiming(options_), tree);
+  sessions_.start(std::move(session));
 }
 
 void AgentServer::awaitSignal() {
@@ -108,6 +132,8 @@ void AgentServer::shutdown() {
   if (shutdowns_ == 1) {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    for (auto& entry : sieving_) entry.second->cancel();
+    sieving_.clear();
     sessions_.drainAll();
     table_.stopAll([this] {
       DSRUN_LOG(INFO) << "no rank left, exiting";

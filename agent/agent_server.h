@@ -15,6 +15,7 @@
 #include <string>
 
 #include "agent/job_table.h"
+#include "agent/probe_sieve.h"
 #include "agent/reaper.h"
 #include "agent/request_handler.h"
 #include "agent/session.h"
@@ -57,10 +58,14 @@ class AgentServer {
   size_t sessionCount() const { return sessions_.size(); }
   size_t liveRankCount() const { return table_.liveRankCount(); }
   size_t pausedStreamCount() const { return table_.pausedStreamCount(); }
+  /// Connections closed before their first byte (reachability probes), counted instead of refused.
+  uint64_t probeCount() const { return probes_; }
 
  private:
   void accept();
   void awaitSignal();
+  void onFirstByte(uint64_t id, const std::string& peer, ProbeSieve::Verdict verdict,
+                   boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& io_;                 ///< the agent's only event loop
   Options options_;                             ///< fixed at construction
@@ -76,6 +81,8 @@ class AgentServer {
   JobTable table_;                              ///< jobs and their ranks
   Reaper reaper_;                               ///< tells table_ of exited ranks; after it: destroyed first
   uint64_t nextSessionId_ = 1;                  ///< session ids are never reused
+  std::map<uint64_t, std::shared_ptr<ProbeSieve>> sieving_;  ///< accepted, waiting for a first byte
+  uint64_t probes_ = 0;                         ///< connections closed before their first byte
   int shutdowns_ = 0;                           ///< shutdown() calls so far
   ThreadChecker thread_;                        ///< loop-thread confinement
 };

@@ -281,15 +281,25 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     # The agents' logs: the last rank exit of this job.
     day = datetime.date.today().isoformat()
     last = None
+    warnings = {}  # the agents' WARN and lost-launcher lines of this job, by what they say (numbers dropped)
     for log, b in zip(cluster.logs, before):
         with open(log) as f:
             f.seek(b[2])
             for line in f:
+                if " W " in line[:40] or "no heartbeat for" in line:
+                    what = re.sub(r"[\d.:]+", "N", line.split("] ", 1)[-1].strip())[:80]
+                    warnings[what] = warnings.get(what, 0) + 1
                 if "exited with" in line:
                     t = log_time(line.split()[3], day)
                     last = t if last is None else max(last, t)
     if last is not None:
         res["all_exited_s"] = last - t0
+    res["agent_warnings"] = warnings
+    # When dsrun had each agent welcomed (its DEBUG "ready" lines): all at once, every handshake ends late.
+    ready = sorted(log_time(m.group(1), day) - t0 for m in re.finditer(r"^\[dsrun(?: \S+)? D (\d\S+) agent_job\.cc:\d+\] agent \S+ \(.*\) ready$",
+                                                                      err_text, re.M))
+    if ready:
+        res["welcomed_ms"] = [round(ready[0] * 1e3), round(statistics.median(ready) * 1e3), round(ready[-1] * 1e3)]
     if sample:
         res.update(peaks)
     return res

@@ -1,6 +1,7 @@
 #include "client/agent_client.h"
 
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
@@ -8,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -274,6 +276,14 @@ void AgentClient::fail(const std::string& what) {
   if (closed_) return;
   close();
   if (callbacks_.onClosed) callbacks_.onClosed(strCat("agent ", address_, ": ", what));
+}
+
+size_t AgentClient::bytesWaiting() {
+  if (closed_) return 0;
+  boost::system::error_code ec;
+  const size_t inSocket = stream_.lowest_layer().available(ec);
+  const int inTls = ::SSL_pending(stream_.native_handle());
+  return (ec ? 0 : inSocket) + static_cast<size_t>(std::max(inTls, 0));
 }
 
 void AgentClient::close() {

@@ -96,6 +96,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   /// When the last byte arrived from the agent (steady clock), and the same moment by the wall clock.
   std::chrono::steady_clock::time_point lastHeard() const { return lastHeard_; }
   std::chrono::system_clock::time_point lastHeardWall() const { return lastHeardWall_; }
+  /// Bytes the agent sent that this loop has not read yet (in the socket, or decrypted and unread).
+  size_t bytesWaiting();
   /// Every queued frame has been handed to the kernel.
   bool sendQueueEmpty() const { return writeQueue_.empty() && !writing_; }
 

@@ -150,6 +150,21 @@ TEST_CASE("a mesh probe reports, per target, whether the agent could connect to 
   CHECK_THAT(results[2].error(), Contains("expected host:port, got 'no-port'"));
 }
 
+TEST_CASE("a probe's connection to an agent is counted as a probe, not refused as a failed handshake",
+          "[agent][server][mesh]") {
+  Fixture f;
+  auto c = f.welcomedClient();
+  Envelope probe;  // the agent probes itself: the connection the mesh probe opens and closes arrives here
+  probe.mutable_mesh_probe()->add_targets(dsrun::strCat("127.0.0.1:", f.server->localEndpoint().port()));
+  c->send(probe);
+  auto reply = c->nextWhere([](const Envelope& e) { return e.has_mesh_probe_reply(); }, "the mesh probe reply");
+  REQUIRE(reply.mesh_probe_reply().results(0).error().empty());
+  runUntil(f.io, [&] { return f.server->probeCount() == 1; }, "the probe to be counted");
+  CHECK(f.server->sessionCount() == 1);  // the launcher's; the probe never became a session
+  auto second = f.welcomedClient();      // and real clients are still served
+  CHECK(f.server->probeCount() == 1);
+}
+
 TEST_CASE("a SignalRequest terminates the job's ranks and reports the signal", "[agent][server]") {
   Fixture f;
   auto c = f.welcomedClient();

@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "launcher/elastic_training/elastic_job.h"
 #include "launcher/backends/agent/agent_job.h"
+#include "launcher/backends/agent/silence_budget.h"
 #include "launcher/backends/agent/agent_elastic_rounds.h"
 #include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_tree_dry_run.h"
@@ -99,7 +100,13 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   s.program = o.userScript;
   s.launch = o.launch;  // no job id here: AgentJob sends its plan's (each elastic round has its own)
   s.agentBeatMs = static_cast<uint32_t>(o.agentHeartbeatMs);
-  s.silentBeats = o.agentHeartbeatMisses;
+  s.silentBeats = silentBeatsFor(o.agentHeartbeatMisses, s.agentBeatMs, plan.hosts.size(), plan.ranks.size());
+  if (s.silentBeats != o.agentHeartbeatMisses) {
+    DSRUN_LOG(INFO) << "heartbeat budget " << s.agentBeatMs * static_cast<uint32_t>(s.silentBeats) << " ms ("
+                    << s.silentBeats << " missed " << s.agentBeatMs << " ms beats) for " << plan.hosts.size()
+                    << " hosts: dsrun's loop needs longer than --agent_heartbeat_misses " << o.agentHeartbeatMisses
+                    << " allows to work through their events once";
+  }
   s.hangTimeoutS = o.launch.hangTimeoutS;
   s.meshProbe = o.meshProbe;
   s.treeWidth = o.treeWidth;

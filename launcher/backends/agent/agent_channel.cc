@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "common/logging.h"
 #include "common/strings.h"
 
 namespace dsrun {
@@ -56,6 +57,14 @@ std::optional<std::string> AgentChannel::silentAt(std::chrono::steady_clock::tim
   const auto budget = silenceBudget();
   const auto silent = now - client_->lastHeard();
   if (silent < budget) return std::nullopt;
+  // Its beats may be waiting unread in our socket while this loop was busy (thousands of ranks' events, or a
+  // starved CPU): then we are late, not the host. Read them before judging again.
+  if (const size_t waiting = client_->bytesWaiting(); waiting > 0) {
+    DSRUN_LOG(DEBUG) << "agent " << client_->address() << ": " << waiting << " bytes unread after "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()
+                     << " ms: this loop is behind, the host is not silent";
+    return std::nullopt;
+  }
   // Packets dropped, no reset: TCP alone would wait for minutes. The agent there stops its own ranks once
   // our heartbeats stop reaching it.
   std::string reason = strCat("agent ", client_->address(), ": host ", host, " silent for ",

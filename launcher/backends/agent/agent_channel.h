@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 #include "launcher/remote_job/node_channel.h"
 
 namespace dsrun {

@@ -220,9 +220,10 @@ void AgentJob::connectAll() {
     Node* node = nodes_[nodeIndex].get();
     AgentChannel* channel = node->channel.get();
     AgentClient::Callbacks cb;
-    cb.onReady = [node, channel](const wire::Welcome& w) {
+    cb.onReady = [this, node, channel](const wire::Welcome& w) {
       channel->welcomed(w);
       DSRUN_LOG(DEBUG) << "agent " << node->client->address() << " (" << w.agent_host() << ") ready";
+      pacer_.finished();
     };
     cb.onRankStarted = [this](const wire::RankStarted& s) { job_->onRankStarted(s.rank(), s.pid()); };
     cb.onOutput = [this, nodeIndex](const wire::OutputChunk& chunk) { onOutput(nodeIndex, chunk); };
@@ -254,7 +255,10 @@ void AgentJob::connectAll() {
     cb.onClosed = [this, channel, nodeIndex](const std::string& reason) {
       const bool welcomed = channel->ready();
       channel->closed(reason);
-      if (!welcomed) return;
+      if (!welcomed) {
+        pacer_.finished();  // a connection that never came up
+        return;
+      }
       // A root takes its subtree with it: nothing of it is supervised any more.
       for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
     };
@@ -268,7 +272,9 @@ void AgentJob::connectAll() {
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
-    node->client->connect(settings_.connectTimeout);
+    // Paced (connect_pacer.h): an agent's handshake deadline runs from our TCP connect, so a connection
+    // waits its turn here, on no one's clock, instead of on the agent's.
+    pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
   }
   auto allAnswered = [this] {
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -278,6 +284,7 @@ void AgentJob::connectAll() {
   };
   while (!allAnswered() && !job_->controller().firstSignal() && io_.run_one() > 0) {
   }
+  pacer_.clear();  // a signal came first: the rest are never started
 }
 
 void AgentJob::prepareLaunches() {

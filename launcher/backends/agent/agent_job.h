@@ -24,7 +24,8 @@
 #include "common/line_buffer.h"
 #include "supervision/output_writer.h"
 #include "launcher/backends/agent/agent_channel.h"
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
+#include "launcher/backends/agent/connect_pacer.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_training/elastic_rounds.h"
 #include "launcher/remote_job/remote_job.h"
@@ -153,6 +154,7 @@ class AgentJob {
   std::vector<bool> dialled_;
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
+  ConnectPacer pacer_;                             ///< how many connections connectAll has under way
   Outcome outcome_;                                ///< see outcome()
 };
 

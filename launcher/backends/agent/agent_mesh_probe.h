@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 
 namespace dsrun {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 
 namespace dsrun {
 

@@ -4,7 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
 
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 
 namespace dsrun {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/strings.h"
-#include "launcher/backends/agent/agent_client.h"
+#include "client/agent_client.h"
 
 namespace dsrun {
 
