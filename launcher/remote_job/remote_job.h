@@ -27,7 +27,7 @@
 #include "launcher/failure_line.h"
 #include "launcher/remote_job/node_channel.h"
 #include "launcher/remote_job/round_facts.h"
-#include "launcher/remote_job/stop_times.h"
+#include "common/stop_times.h"
 
 namespace dsrun {
 
