@@ -25,13 +25,13 @@ int toInt(const std::string& flag, const std::string& value) {
   return static_cast<int>(v);
 }
 
-double toSeconds(const std::string& flag, const std::string& value) {
+Seconds toSeconds(const std::string& flag, const std::string& value) {
   char* end = nullptr;
   const double v = std::strtod(value.c_str(), &end);
   if (value.empty() || end == nullptr || *end != '\0') {
     throw ParseError(flag, 0, strCat("expected a number of seconds, got '", value, "'"));
   }
-  return v;
+  return Seconds(v);
 }
 
 }  // namespace
@@ -53,8 +53,8 @@ std::vector<std::string> RankLaunchSettings::toArgv() const {
   argv.push_back("--job_id=" + jobId);
   if (python != builtInPython()) argv.push_back("--python=" + python);
   if (tagOutput) argv.push_back("--tag_output");
-  argv.push_back("--kill_grace_s=" + seconds(killGraceS));
-  if (exitTimeoutS >= 0) argv.push_back("--exit_timeout_s=" + seconds(exitTimeoutS));
+  argv.push_back("--kill_grace_s=" + seconds(stop.killGrace.count()));
+  if (stop.exitTimeout) argv.push_back("--exit_timeout_s=" + seconds(stop.exitTimeout->count()));
   if (hangTimeoutS > 0) argv.push_back("--hang_timeout_s=" + seconds(hangTimeoutS));
   return argv;
 }
@@ -65,7 +65,7 @@ std::vector<std::string> RankLaunchSettings::toRankArgv() const {
   if (noPython) argv.push_back("--no_python");
   if (module) argv.push_back("--module");
   if (noLocalRank) argv.push_back("--no_local_rank");
-  argv.push_back("--kill_grace_s=" + seconds(killGraceS));
+  argv.push_back("--kill_grace_s=" + seconds(stop.killGrace.count()));
   return argv;
 }
 
@@ -96,11 +96,15 @@ const FlagReader kReaders[] = {
     {"--python", Kind::Value, [](RankLaunchSettings& s, const std::string& v) { s.python = v; }},
     {"--tag_output", Kind::Switch, [](RankLaunchSettings& s, const std::string&) { s.tagOutput = true; }},
     {"--kill_grace_s", Kind::Value,
-     [](RankLaunchSettings& s, const std::string& v) { s.killGraceS = toSeconds("--kill_grace_s", v); }},
+     [](RankLaunchSettings& s, const std::string& v) { s.stop.killGrace = toSeconds("--kill_grace_s", v); }},
+    // As the option writes it: a negative timeout is no timeout.
     {"--exit_timeout_s", Kind::Value,
-     [](RankLaunchSettings& s, const std::string& v) { s.exitTimeoutS = toSeconds("--exit_timeout_s", v); }},
+     [](RankLaunchSettings& s, const std::string& v) {
+       const Seconds timeout = toSeconds("--exit_timeout_s", v);
+       s.stop.exitTimeout = timeout >= Seconds(0) ? std::optional<Seconds>(timeout) : std::nullopt;
+     }},
     {"--hang_timeout_s", Kind::Value,
-     [](RankLaunchSettings& s, const std::string& v) { s.hangTimeoutS = toSeconds("--hang_timeout_s", v); }},
+     [](RankLaunchSettings& s, const std::string& v) { s.hangTimeoutS = toSeconds("--hang_timeout_s", v).count(); }},
 };
 
 const FlagReader* findReader(const std::string& flag) {
@@ -153,8 +157,7 @@ LocalJobOptions RankLaunchSettings::localJobOptions() const {
   LocalJobOptions job;
   job.eachRankLogDir = eachRankLogDir;
   job.tagOutput = tagOutput;
-  job.killGraceS = killGraceS;
-  job.exitTimeoutS = exitTimeoutS;
+  job.stop = stop;
   job.hangTimeoutS = hangTimeoutS;
   job.hangDir = eachRankLogDir;  // as on the agent backend: the stacks go with the logs, else to the cwd
   job.jobId = jobId;
@@ -165,7 +168,7 @@ LocalJobOptions RankLaunchSettings::localJobOptions() const {
 bool RankLaunchSettings::operator==(const RankLaunchSettings& o) const {
   auto fields = [](const RankLaunchSettings& s) {
     return std::tie(s.python, s.module, s.noPython, s.noLocalRank, s.savePid, s.eachRankLogDir, s.bindCoresToRank,
-                    s.bindCoreList, s.jobId, s.tagOutput, s.killGraceS, s.exitTimeoutS, s.hangTimeoutS);
+                    s.bindCoreList, s.jobId, s.tagOutput, s.stop, s.hangTimeoutS);
   };
   return fields(*this) == fields(o);
 }

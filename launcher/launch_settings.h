@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stop_times.h"
 #include "supervision/local_job.h"
 #include "launcher/python_interpreter.h"
 
@@ -25,8 +26,7 @@ struct RankLaunchSettings {
   std::optional<std::string> bindCoreList;  ///< --bind_core_list "0,2-5"
   std::string jobId;                        ///< --job_id: the job's DSRUN_JOB_ID (dsrun-launch --kill finds it)
   bool tagOutput = false;                   ///< --tag_output: prefix rank output lines with "host:rank | "
-  double killGraceS = 30;                   ///< --kill_grace_s: SIGTERM -> SIGKILL delay
-  double exitTimeoutS = -1;                 ///< --exit_timeout_s: after the first clean exit (<0: unlimited)
+  StopTimes stop;                           ///< --kill_grace_s (SIGTERM -> SIGKILL), --exit_timeout_s
   double hangTimeoutS = 0;                  ///< --hang_timeout_s: no training step for this long = hung (0: off)
 
   /// The node-mode dsrun-launch flags for these settings, in the order of its usage: the switches and

@@ -24,7 +24,8 @@ int LocalBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   std::optional<OrphanGuard> guard;
   if (::access(nodeLaunch.c_str(), X_OK) == 0) {
     Command kill;
-    kill.argv = {nodeLaunch, "--kill", "--job_id=" + plan.jobId, strCat("--kill_grace_s=", ctx.options.launch.killGraceS)};
+    kill.argv = {nodeLaunch, "--kill", "--job_id=" + plan.jobId,
+                 strCat("--kill_grace_s=", ctx.options.launch.stop.killGrace.count())};
     kill.env = ctx.launcherEnv;
     guard.emplace(kill);
   } else {

@@ -285,13 +285,17 @@ const std::map<std::string, Setter>& setters() {
       {"tag_output", [](Options& o, const std::string&) { o.launch.tagOutput = true; }},
       {"kill_grace_s",
        [](Options& o, const std::string& v) {
-         o.launch.killGraceS = toSeconds("kill_grace_s", v);
-         if (o.launch.killGraceS < 0) {
+         o.launch.stop.killGrace = Seconds(toSeconds("kill_grace_s", v));
+         if (o.launch.stop.killGrace < Seconds(0)) {
            throw ParseError("--kill_grace_s", 0, strCat("expected a non-negative number, got '", v, "'"));
          }
        }},
       {"exit_timeout_s",
-       [](Options& o, const std::string& v) { o.launch.exitTimeoutS = toSeconds("exit_timeout_s", v); }},
+       [](Options& o, const std::string& v) {
+         // Negative: no timeout (the default), as dsrun-launch reads it (launch_settings.cc).
+         const double timeout = toSeconds("exit_timeout_s", v);
+         o.launch.stop.exitTimeout = timeout >= 0 ? std::optional<Seconds>(Seconds(timeout)) : std::nullopt;
+       }},
       {"max_restarts",
        [](Options& o, const std::string& v) {
          o.maxRestarts = toInt("max_restarts", v);

@@ -16,8 +16,8 @@ std::string plural(size_t n, const char* word) { return strCat(n, " ", word, n =
 
 JobControllerOptions controllerOptions(const SupervisorOptions& options) {
   JobControllerOptions out;
-  out.killGraceS = options.killGraceS;
-  out.exitTimeoutS = options.exitTimeoutS;
+  out.killGraceS = options.stop.killGrace.count();
+  out.exitTimeoutS = options.stop.exitTimeoutS();
   out.killWaitS = options.killWaitS;
   out.whileStopping = SignalWhileStopping::Kill;
   out.stopCausedExitIsFailure = true;  // the first rank reaped with a failure decides the code
@@ -80,7 +80,7 @@ void JobSupervisor::onExit(pid_t pid, int waitStatus, double now) {
   } else {
     if (decision.exitTimeoutArmed) firstClean_ = who(index);
     // Every clean exit, not only the first: dsrun names the ranks its job-wide exit timeout stops from them.
-    if (options_.announceCleanExit && options_.exitTimeoutS >= 0 && waitStatus == 0 && !stopping()) {
+    if (options_.announceCleanExit && options_.stop.exitTimeout && waitStatus == 0 && !stopping()) {
       notices_.push_back(cleanExitLine(ranks_[index].rank, host(index), pids_[index]));
     }
   }
@@ -123,7 +123,7 @@ void JobSupervisor::onTime(double now) {
         if (controller_.running(i)) running.push_back(who(i));
       }
       carryOut(decision);
-      notices_.push_back(exitTimeoutLine(firstClean_, options_.exitTimeoutS, running));
+      notices_.push_back(exitTimeoutLine(firstClean_, options_.stop.exitTimeoutS(), running));
     } else if (decision.action == JobDecision::Action::Abandon) {
       for (size_t i = 0; i < pids_.size(); ++i) {
         if (!controller_.abandoned(i)) continue;
@@ -136,7 +136,7 @@ void JobSupervisor::onTime(double now) {
     } else {
       for (size_t i = 0; i < pids_.size(); ++i) {
         if (!controller_.running(i)) continue;
-        DSRUN_LOG(WARN) << who(i) << " still running " << options_.killGraceS
+        DSRUN_LOG(WARN) << who(i) << " still running " << options_.stop.killGrace.count()
                         << "s after it was signalled; sending SIGKILL";
       }
       carryOut(decision);

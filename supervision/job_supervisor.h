@@ -15,15 +15,17 @@
 
 #include "common/error.h"
 #include "common/job_controller.h"
+#include "common/stop_times.h"
 #include "supervision/rank_spec.h"
 #include "supervision/spawner.h"
 
 namespace dsrun {
 
 struct SupervisorOptions {
-  double killGraceS = 30;    ///< delay between the first signal to a rank and SIGKILL
-  double exitTimeoutS = -1;  ///< after the first clean exit, how long the others may run (<0: unlimited)
-  bool announceCleanExit = false;  ///< a notice for each clean exit when exitTimeoutS >= 0 (dsrun-launch)
+  /// killGrace: delay between the first signal to a rank and SIGKILL; exitTimeout: after the first clean exit,
+  /// how long the others may run (nullopt: unlimited)
+  StopTimes stop;
+  bool announceCleanExit = false;  ///< a notice for each clean exit when there is an exit timeout (dsrun-launch)
   /// For a failing rank killed by SIGKILL: how an OOM kill of it is known (OomLog::oomKilled), or nullopt.
   std::function<std::optional<std::string>(pid_t)> oomKilled = nullptr;
   /// After SIGKILL, how long a rank may take to die before it is given up and named with its state (D).
@@ -35,12 +37,12 @@ struct SupervisorOptions {
 /// Not thread-safe: call it from one thread (the one that spawns, for PDEATHSIG's sake). `ranks`
 /// and `spawner` must outlive it. Rules (JobController's, with its local options):
 /// - a rank exiting non-zero or by a signal: SIGTERM to every other running rank's group, SIGKILL
-///   killGraceS later; the job's code is that rank's (128+signal for a signal);
-/// - SIGINT/SIGTERM/SIGHUP: forwarded once to every running rank's group, SIGKILL killGraceS later; a
+///   stop.killGrace later; the job's code is that rank's (128+signal for a signal);
+/// - SIGINT/SIGTERM/SIGHUP: forwarded once to every running rank's group, SIGKILL stop.killGrace later; a
 ///   second signal sends SIGKILL at once; code: the first failing rank's, else 128+signal;
 /// - a rank still alive killWaitS after SIGKILL (uninterruptible sleep) is named with its state and given up;
 /// - a rank's exit: SIGKILL to the rest of its process group (no orphans);
-/// - exitTimeoutS after the first clean exit: the ranks still running are stopped as above.
+/// - stop.exitTimeout after the first clean exit: the ranks still running are stopped as above.
 class JobSupervisor {
  public:
   JobSupervisor(const std::vector<RankSpec>& ranks, SupervisorOptions options, Spawner& spawner);

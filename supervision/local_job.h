@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stop_times.h"
 #include "supervision/rank_spec.h"
 
 namespace dsrun {
@@ -14,8 +15,7 @@ namespace dsrun {
 struct LocalJobOptions {
   std::string eachRankLogDir;  ///< non-empty: each rank's stdout+stderr go to a file there (DeepSpeed naming)
   bool tagOutput = false;      ///< prefix each forwarded line with "host:rank | "
-  double killGraceS = 30;      ///< SIGTERM -> SIGKILL delay when stopping ranks
-  double exitTimeoutS = -1;    ///< after the first clean exit, how long the others may run (<0: unlimited)
+  StopTimes stop;              ///< SIGTERM -> SIGKILL delay; after the first clean exit, how long the others may run
   int savePid = 0;             ///< non-zero: DeepSpeed's --save_pid file /tmp/<savePid>.deepspeed (see PidFile)
   bool announceCleanExit = false;  ///< print "dsrun: rank R (HOST pid P) finished cleanly" (dsrun-launch, so
                                    ///< that dsrun can run --exit_timeout_s job-wide)

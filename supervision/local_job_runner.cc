@@ -66,7 +66,7 @@ double monotonicSeconds() {
 LocalJobRunner::LocalJobRunner(const std::vector<RankSpec>& ranks, const LocalJobOptions& options, HangWatch* hang)
     : ranks_(ranks),
       options_(options),
-      supervisor_(ranks, SupervisorOptions{options.killGraceS, options.exitTimeoutS, options.announceCleanExit,
+      supervisor_(ranks, SupervisorOptions{options.stop, options.announceCleanExit,
                                         [this](pid_t pid) { return oomLog_.oomKilled(pid); }}, spawner_),
       signals_({SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}),
       stdout_(STDOUT_FILENO),

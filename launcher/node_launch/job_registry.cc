@@ -210,7 +210,7 @@ void markJobKilled(const std::string& jobId) {
   ::close(mark);
 }
 
-int killJob(const std::string& jobId, double graceS) {
+int killJob(const std::string& jobId, Seconds grace) {
   const std::string dir = jobDir(jobId);
   markJobKilled(jobId);
 
@@ -225,7 +225,7 @@ int killJob(const std::string& jobId, double graceS) {
       if (::kill(pid, SIGTERM) == 0) signalled.insert(pid);
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(graceS);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
   while (std::chrono::steady_clock::now() < deadline) {
     bool any = !processesOfJob(jobId, ::getpid()).empty();
     for (pid_t pid : launchers) any = any || alive(pid);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stop_times.h"
 #include "common/unique_fd.h"
 
 namespace dsrun {
@@ -68,8 +69,8 @@ std::string thisHostName();
 std::vector<pid_t> processesOfJob(const std::string& jobId, pid_t self);
 
 /// Stops job `jobId` on this host: marks it killed, SIGTERMs its registered launchers of this host (which stop their
-/// ranks), waits up to `graceS` for the job's processes to go, then SIGKILLs what is left. Returns how
+/// ranks), waits up to `grace` for the job's processes to go, then SIGKILLs what is left. Returns how
 /// many processes were signalled.
-int killJob(const std::string& jobId, double graceS);
+int killJob(const std::string& jobId, Seconds grace);
 
 }  // namespace dsrun

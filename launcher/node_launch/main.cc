@@ -77,7 +77,7 @@ int runRank(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   spec.command.argv = dsrun::rankArgv(args.program(), id.localRank);
   spec.command.env =
       dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.launch.jobId);
-  return dsrun::runRankProcess(spec, args.launch.killGraceS, /*signalsReachRank=*/args.rankEnv == "slurm");
+  return dsrun::runRankProcess(spec, args.launch.stop.killGrace, /*signalsReachRank=*/args.rankEnv == "slurm");
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     dsrun::RealMachine machine;
     switch (args.mode) {
       case dsrun::NodeLaunchMode::Kill: {
-        const int n = dsrun::killJob(args.launch.jobId, args.launch.killGraceS);
+        const int n = dsrun::killJob(args.launch.jobId, args.launch.stop.killGrace);
         if (n > 0) {
           std::cerr << "dsrun-launch: " << hostName() << ": stopped " << n << " process(es) of job "
                     << args.launch.jobId << std::endl;

@@ -31,7 +31,8 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
 
 LocalJobOptions nodeJobOptions(const NodeLaunchArgs& args) {
   LocalJobOptions job = args.launch.localJobOptions();
-  job.announceCleanExit = args.launch.exitTimeoutS >= 0;  // dsrun runs the exit timeout job-wide from this line
+  // dsrun runs the exit timeout job-wide from this line
+  job.announceCleanExit = args.launch.stop.exitTimeout.has_value();
   job.rootCauseAsLines = true;  // dsrun quotes them in the job's one root-cause block
   job.program = args.userScript;
   return job;

@@ -32,7 +32,7 @@ double nowSeconds() {
 
 }  // namespace
 
-int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRank) {
+int runRankProcess(const RankSpec& spec, Seconds killGrace, bool signalsReachRank) {
   SignalPipe signals(controlSignals());
   PosixSpawner spawner;
   SpawnOptions options;
@@ -42,7 +42,7 @@ int runRankProcess(const RankSpec& spec, double killGraceS, bool signalsReachRan
   const Subprocess child = spawner.spawn(spec.command, options);
   // The decisions are the one job controller's (a job of one rank); this loop only carries them out.
   JobControllerOptions policy;
-  policy.killGraceS = killGraceS;
+  policy.killGraceS = killGrace.count();
   policy.killWaitS = kKillWaitS;
   JobController job(1, policy);
   job.rankStarted(0);

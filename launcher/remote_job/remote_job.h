@@ -35,7 +35,7 @@
 #include "launcher/remote_job/job_output.h"
 #include "launcher/remote_job/node_channel.h"
 #include "launcher/remote_job/round_facts.h"
-#include "launcher/remote_job/stop_times.h"
+#include "common/stop_times.h"
 
 namespace dsrun {
 

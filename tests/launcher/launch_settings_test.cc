@@ -10,6 +10,7 @@
 #include "launcher/python_interpreter.h"
 
 using dsrun::RankLaunchSettings;
+using dsrun::Seconds;
 using Words = std::vector<std::string>;
 
 namespace {
@@ -42,8 +43,8 @@ RankLaunchSettings everySettingSet() {
   s.bindCoreList = "0,2-5";
   s.jobId = "job-7";
   s.tagOutput = true;
-  s.killGraceS = 2.5;
-  s.exitTimeoutS = 0.25;
+  s.stop.killGrace = Seconds(2.5);
+  s.stop.exitTimeout = Seconds(0.25);
   s.hangTimeoutS = 120;
   return s;
 }
@@ -72,8 +73,8 @@ TEST_CASE("each launch setting alone round-trips and changes the command line", 
       [](RankLaunchSettings& s) { s.bindCoreList = ""; },
       [](RankLaunchSettings& s) { s.jobId = "j"; },
       [](RankLaunchSettings& s) { s.tagOutput = true; },
-      [](RankLaunchSettings& s) { s.killGraceS = 0; },
-      [](RankLaunchSettings& s) { s.exitTimeoutS = 0; },
+      [](RankLaunchSettings& s) { s.stop.killGrace = Seconds(0); },
+      [](RankLaunchSettings& s) { s.stop.exitTimeout = Seconds(0); },
       [](RankLaunchSettings& s) { s.hangTimeoutS = 1; },
   };
   const size_t i = GENERATE_COPY(range(size_t{0}, changes.size()));
@@ -107,7 +108,7 @@ TEST_CASE("rank mode writes its subset in its own order and reads back to it", "
   subset.noPython = s.noPython;
   subset.module = s.module;
   subset.noLocalRank = s.noLocalRank;
-  subset.killGraceS = s.killGraceS;
+  subset.stop.killGrace = s.stop.killGrace;
   CHECK(RankLaunchSettings::fromArgv(s.toRankArgv()) == subset);
 }
 
@@ -116,7 +117,7 @@ TEST_CASE("fromArgv reads both flag spellings and launch.py's None", "[launcher]
       RankLaunchSettings::fromArgv({"--job_id", "j 1", "--enable_each_rank_log=None", "--kill_grace_s", "1e-3"});
   CHECK(s.jobId == "j 1");
   CHECK(s.eachRankLogDir.empty());
-  CHECK(s.killGraceS == 1e-3);
+  CHECK(s.stop.killGrace == Seconds(1e-3));
   CHECK(RankLaunchSettings::flagKind("--tag_output") == RankLaunchSettings::FlagKind::Switch);
   CHECK(RankLaunchSettings::flagKind("--python") == RankLaunchSettings::FlagKind::Value);
   CHECK(RankLaunchSettings::flagKind("--world_info") == RankLaunchSettings::FlagKind::NotSetting);
@@ -139,8 +140,8 @@ TEST_CASE("localJobOptions carries the settings runLocalJob acts on", "[launcher
   const dsrun::LocalJobOptions job = everySettingSet().localJobOptions();
   CHECK(job.eachRankLogDir == "/var/log/ranks");
   CHECK(job.tagOutput);
-  CHECK(job.killGraceS == 2.5);
-  CHECK(job.exitTimeoutS == 0.25);
+  CHECK(job.stop.killGrace == Seconds(2.5));
+  CHECK(job.stop.exitTimeout == Seconds(0.25));
   CHECK(job.savePid == 4242);
   CHECK(job.hangTimeoutS == 120);  // hang detection on this node
   CHECK(job.hangDir == "/var/log/ranks");

@@ -238,8 +238,8 @@ TEST_CASE("dsrun hands the backend its own pid for --save_pid", "[launcher][app]
   const dsrun::LocalJobOptions job = dsrun::localJobOptions(options, 31337);
   CHECK(job.savePid == 31337);
   CHECK(job.tagOutput);
-  CHECK(job.killGraceS == 5);
-  CHECK(job.exitTimeoutS == 7);
+  CHECK(job.stop.killGrace == dsrun::Seconds(5));
+  CHECK(job.stop.exitTimeout == dsrun::Seconds(7));
   CHECK(job.eachRankLogDir == "d");
   CHECK(dsrun::localJobOptions(dsrun::parseOptions({"x"}), 31337).savePid == 0);
 }

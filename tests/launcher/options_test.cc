@@ -42,8 +42,8 @@ TEST_CASE("parseOptions has DeepSpeed's defaults", "[launcher][options]") {
   CHECK(o.launch.python == dsrun::defaultPython());  // launcher/python_interpreter.h
   CHECK_FALSE(o.dryRun);
   CHECK_FALSE(o.launch.tagOutput);
-  CHECK(o.launch.killGraceS == 30);
-  CHECK(o.launch.exitTimeoutS < 0);
+  CHECK(o.launch.stop.killGrace == dsrun::Seconds(30));
+  CHECK_FALSE(o.launch.stop.exitTimeout.has_value());
   CHECK(o.agentPort == dsrun::kDefaultAgentPort);
   CHECK(o.userScript == "train.py");
   CHECK(o.userArgs.empty());
@@ -88,8 +88,8 @@ TEST_CASE("parseOptions accepts every flag in both --flag=value and --flag value
   CHECK(o.launch.bindCoreList == std::optional<std::string>("0-3"));
   CHECK(o.sshPort == std::optional<int>(2222));
   CHECK(o.launch.python == "/usr/bin/python3");
-  CHECK(o.launch.killGraceS == 2.5);
-  CHECK(o.launch.exitTimeoutS == 10);
+  CHECK(o.launch.stop.killGrace == dsrun::Seconds(2.5));
+  CHECK(o.launch.stop.exitTimeout == dsrun::Seconds(10));
   CHECK(o.agentPort == 4000);
   CHECK(o.tlsDir == "/etc/dsrun");
   CHECK(o.sshConfig == "/root/.ssh/cfg");

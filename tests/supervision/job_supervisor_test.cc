@@ -129,7 +129,7 @@ TEST_CASE("JobSupervisor stops, forwards and reports as the table says", "[commo
   INFO(s.name);
   std::vector<RankSpec> ranks = threeRanks();
   FakeSpawner spawner;
-  JobSupervisor supervisor(ranks, SupervisorOptions{30, s.exitTimeoutS}, spawner);
+  JobSupervisor supervisor(ranks, SupervisorOptions{StopTimes::fromOptions(30, s.exitTimeoutS)}, spawner);
   for (size_t i = 0; i < ranks.size(); ++i) REQUIRE(supervisor.start(i, SpawnOptions{}, 0));
   std::vector<std::string> notices;
   for (const Event& e : s.events) {
@@ -148,7 +148,7 @@ TEST_CASE("JobSupervisor stops, forwards and reports as the table says", "[commo
 TEST_CASE("JobSupervisor asks to be woken at the kill deadline and the exit deadline", "[common][local]") {
   std::vector<RankSpec> ranks = threeRanks();
   FakeSpawner spawner;
-  JobSupervisor supervisor(ranks, SupervisorOptions{10, 4}, spawner);
+  JobSupervisor supervisor(ranks, SupervisorOptions{StopTimes::fromOptions(10, 4)}, spawner);
   for (size_t i = 0; i < 3; ++i) supervisor.start(i, SpawnOptions{}, 0);
   CHECK_FALSE(supervisor.nextDeadline());
   supervisor.onExit(1000, 0, 2);
@@ -197,7 +197,7 @@ TEST_CASE("JobSupervisor arms the exit timeout even if a rank exits before the o
           "[common][local]") {
   std::vector<RankSpec> ranks = threeRanks();
   FakeSpawner spawner;
-  JobSupervisor supervisor(ranks, SupervisorOptions{30, 2}, spawner);
+  JobSupervisor supervisor(ranks, SupervisorOptions{StopTimes::fromOptions(30, 2)}, spawner);
   supervisor.start(0, SpawnOptions{}, 0);
   supervisor.onExit(1000, 0, 1);
   supervisor.start(1, SpawnOptions{}, 1.5);
@@ -214,14 +214,14 @@ TEST_CASE("JobSupervisor announces every clean exit when asked (dsrun-launch's j
           "[common][local]") {
   std::vector<RankSpec> ranks = threeRanks();
   FakeSpawner spawner;
-  JobSupervisor supervisor(ranks, SupervisorOptions{30, 2, true}, spawner);
+  JobSupervisor supervisor(ranks, SupervisorOptions{StopTimes::fromOptions(30, 2), true}, spawner);
   for (size_t i = 0; i < 3; ++i) supervisor.start(i, SpawnOptions{}, 0);
   supervisor.onExit(1001, 0, 1);
   supervisor.onExit(1000, 0, 1.5);
   // dsrun names the ranks its exit timeout stops from these lines: every clean one must be there.
   CHECK(supervisor.takeNotices() == std::vector<std::string>{"dsrun: rank 1 (localhost pid 1001) finished cleanly",
                                                              "dsrun: rank 0 (localhost pid 1000) finished cleanly"});
-  JobSupervisor quiet(ranks, SupervisorOptions{30, 2}, spawner);
+  JobSupervisor quiet(ranks, SupervisorOptions{StopTimes::fromOptions(30, 2)}, spawner);
   for (size_t i = 0; i < 3; ++i) quiet.start(i, SpawnOptions{}, 0);
   quiet.onExit(1003, 0, 1);
   CHECK(quiet.takeNotices().empty());
@@ -297,7 +297,7 @@ TEST_CASE("JobSupervisor names a rank alive killWaitS after SIGKILL and gives it
   std::vector<RankSpec> ranks = threeRanks();
   FakeSpawner spawner;
   SupervisorOptions options;
-  options.killGraceS = 1;
+  options.stop.killGrace = Seconds(1);
   options.killWaitS = 4;
   options.stateOf = [](pid_t pid) { return pid == 1001 ? std::string("D (disk sleep)") : std::string(); };
   JobSupervisor supervisor(ranks, options, spawner);

@@ -52,9 +52,10 @@ int main(int argc, char** argv) {
     } else if (flag == "--enable_each_rank_log") {
       options.eachRankLogDir = value("--enable_each_rank_log");
     } else if (flag == "--kill_grace_s") {
-      options.killGraceS = std::atof(value("--kill_grace_s").c_str());
+      options.stop.killGrace = Seconds(std::atof(value("--kill_grace_s").c_str()));
     } else if (flag == "--exit_timeout_s") {
-      options.exitTimeoutS = std::atof(value("--exit_timeout_s").c_str());
+      const double timeout = std::atof(value("--exit_timeout_s").c_str());
+      if (timeout >= 0) options.stop.exitTimeout = Seconds(timeout);  // negative: unlimited, as dsrun reads it
     } else if (flag == "--save_pid") {
       options.savePid = ::getpid();
     } else if (flag == "--no_python") {

@@ -174,7 +174,7 @@ TEST_CASE("runLocalJob forwards a signal it receives to every rank", "[common][l
 TEST_CASE("runLocalJob sends SIGKILL after the grace period to ranks that ignore SIGTERM", "[common][local]") {
   TempDir dir;
   LocalJobOptions options;
-  options.killGraceS = 0.2;
+  options.stop.killGrace = Seconds(0.2);
   std::string ready = dir.path() + "/ready";
   Captured result = runCaptured(
       {shellRank(0, "trap '' TERM; touch " + ready + "; while :; do sleep 1; done"),
@@ -187,7 +187,7 @@ TEST_CASE("runLocalJob sends SIGKILL after the grace period to ranks that ignore
 
 TEST_CASE("runLocalJob stops the others once the exit timeout has passed", "[common][local]") {
   LocalJobOptions options;
-  options.exitTimeoutS = 0.1;
+  options.stop.exitTimeout = Seconds(0.1);
   Captured result = runCaptured({shellRank(0, "exit 0"), shellRank(1, "exec sleep 1000")}, options);
   CHECK(result.code == 143);
   CHECK_THAT(result.err, Contains("dsrun: exit timeout: rank 1 (localhost pid "));

@@ -60,7 +60,7 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
     : plan_(plan),
       ssl_(ssl),
       settings_(std::move(settings)),
-      stop_(StopTimes::fromOptions(settings_.launch.killGraceS, settings_.launch.exitTimeoutS)),
+      stop_(settings_.launch.stop),
       writer_(outFd, errFd,
               [this](uint64_t node, size_t bytes) {
                 // The writer's thread: hand the credit to the loop, which owns the connections.

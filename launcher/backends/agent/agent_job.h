@@ -28,8 +28,8 @@
 #include "launcher/backends/agent/connect_pacer.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_training/elastic_rounds.h"
+#include "common/stop_times.h"
 #include "launcher/remote_job/remote_job.h"
-#include "launcher/remote_job/stop_times.h"
 #include "launcher/world_plan.h"
 
 namespace dsrun {
@@ -39,7 +39,7 @@ class AgentJob {
   struct Settings {
     int port = 29600;                                  ///< --agent_port
     std::chrono::milliseconds connectTimeout{10000};   ///< connect + TLS + welcome, per agent
-    /// The ranks' settings; used here: killGraceS (applied by the agents), exitTimeoutS (<0: unlimited),
+    /// The ranks' settings; used here: stop (the kill grace applied by the agents, the exit timeout),
     /// tagOutput ("host:rank | " prefixes) and eachRankLogDir (absolute, on each node). Python, --module and
     /// the core binding are already in the plan's argv and cores; the job id is the plan's.
     RankLaunchSettings launch;

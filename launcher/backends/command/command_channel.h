@@ -23,7 +23,7 @@
 #include "launcher/orphan_guard.h"
 #include "launcher/remote_job/node_channel.h"
 #include "launcher/remote_job/remote_job.h"
-#include "launcher/remote_job/stop_times.h"
+#include "common/stop_times.h"
 
 namespace dsrun {
 

@@ -26,7 +26,7 @@ Seconds now() { return std::chrono::steady_clock::now().time_since_epoch(); }
 /// their own connections).
 RemoteJobSettings driverSettings(const CommandJobSpec& spec) {
   RemoteJobSettings settings;
-  settings.stop = StopTimes::fromOptions(spec.launch.killGraceS, spec.launch.exitTimeoutS);
+  settings.stop = spec.launch.stop;
   settings.nodeKillWait = std::nullopt;
   settings.whileStopping = SignalWhileStopping::Kill;
   settings.heartbeat = Seconds(0);
@@ -36,7 +36,7 @@ RemoteJobSettings driverSettings(const CommandJobSpec& spec) {
 }
 
 CommandChannel::Spec channelSpec(const CommandJobSpec& spec) {
-  return CommandChannel::Spec{spec.command, spec.kill, spec.signal, spec.stopSignal, Seconds(spec.launch.killGraceS)};
+  return CommandChannel::Spec{spec.command, spec.kill, spec.signal, spec.stopSignal, spec.launch.stop.killGrace};
 }
 
 /// One of the launcher command's output streams.

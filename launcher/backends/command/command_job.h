@@ -25,8 +25,8 @@ struct CommandJobSpec {
   /// `command`'s process, stop signals stop the job as below.
   std::function<Command(const std::vector<int>&)> signal;
   int stopSignal = 15;          ///< what `command` gets when the job must stop and there is no kill command
-  /// The ranks' settings; applied job-wide here: launch.killGraceS is how long the job may take to stop
-  /// before SIGKILL, launch.exitTimeoutS runs from the first "finished cleanly" line on any node (<0: off).
+  /// The ranks' settings; applied job-wide here: launch.stop.killGrace is how long the job may take to stop
+  /// before SIGKILL, launch.stop.exitTimeout runs from the first "finished cleanly" line on any node.
   RankLaunchSettings launch;
   std::string program;          ///< the user's script, named in the closing root-cause block
   /// Every planned rank's host by global rank: the exit timeout names the ranks not reported finished.

@@ -50,7 +50,7 @@ std::optional<Command> PdshBackend::killCommand(const WorldPlan& plan, const Lau
   c.argv = pdshPrefix(plan, ctx);
   for (const std::string& word :
        {site_.node.nodeLaunch, std::string("--kill"), "--job_id=" + plan.jobId,
-        strCat("--kill_grace_s=", ctx.options.launch.killGraceS)}) {
+        strCat("--kill_grace_s=", ctx.options.launch.stop.killGrace.count())}) {
     c.argv.push_back(escapePdshPercent(shellQuote(word)));
   }
   c.env = pdshEnvironment(ctx);

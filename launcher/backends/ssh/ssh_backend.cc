@@ -87,7 +87,7 @@ LaunchPreparation SshBackend::prepareLaunch(const WorldPlan& draft, const Launch
 int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   const Options& options = ctx.options;
   SshJob::Settings settings;
-  settings.stop = StopTimes::fromOptions(options.launch.killGraceS, options.launch.exitTimeoutS);
+  settings.stop = options.launch.stop;
   settings.program = options.userScript;
   settings.heartbeatMs = options.agentHeartbeatMs;
   settings.heartbeatMisses = options.agentHeartbeatMisses;

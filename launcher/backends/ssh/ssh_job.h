@@ -19,7 +19,7 @@
 #include "launcher/backends/ssh/ssh_round.h"
 #include "launcher/backends/ssh/ssh_session.h"
 #include "launcher/elastic_training/elastic_rounds.h"
-#include "launcher/remote_job/stop_times.h"
+#include "common/stop_times.h"
 
 namespace dsrun {
 

@@ -105,8 +105,8 @@ TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launc
   s.bindCoreList = "0-3";
   s.jobId = "job-1";
   s.tagOutput = true;
-  s.killGraceS = 0.5;
-  s.exitTimeoutS = 9;
+  s.stop.killGrace = dsrun::Seconds(0.5);
+  s.stop.exitTimeout = dsrun::Seconds(9);
   Words argv = {"--world_info=e30=", "--node_rank=1"};
   for (const std::string& w : s.toArgv()) argv.push_back(w);
   for (const char* w : {"--watch_stdin", "prog", "--tag_output"}) argv.push_back(w);
@@ -122,7 +122,7 @@ TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launc
   const dsrun::NodeLaunchArgs rank = dsrun::parseNodeLaunchArgs(rankArgv);
   CHECK(rank.mode == dsrun::NodeLaunchMode::Rank);
   CHECK(rank.launch == dsrun::RankLaunchSettings::fromArgv(s.toRankArgv()));
-  CHECK(rank.launch.killGraceS == 0.5);
+  CHECK(rank.launch.stop.killGrace == dsrun::Seconds(0.5));
   REQUIRE_THROWS_WITH(dsrun::parseNodeLaunchArgs({"--world_info=e30=", "--tag_output=yes", "prog"}),
                       "--tag_output: takes no value, got '--tag_output=yes'");
 }

@@ -1,10 +1,12 @@
 #pragma once
-// StopTimes: how long a job may take to stop, as one value in seconds from the command line to the drivers
-// and their channels (std::chrono, no millisecond detour): the kill grace (stop signal -> SIGKILL) and the
-// exit timeout (first clean exit -> the others are stopped).
+// StopTimes: how long a job may take to stop, as one value in seconds from the command line to whatever
+// carries the job out (std::chrono, no millisecond detour): the kill grace (stop signal -> SIGKILL) and the
+// exit timeout (first clean exit -> the others are stopped). It lives in common/ because both the launcher
+// (RankLaunchSettings, the remote-job drivers) and the local supervision below it (LocalJobOptions) hold it.
 
 #include <chrono>
 #include <optional>
+#include <tuple>
 
 namespace dsrun {
 
@@ -24,6 +26,11 @@ struct StopTimes {
   }
   /// The exit timeout as the option writes it (<0: unlimited), for the messages and the JobController.
   double exitTimeoutS() const { return exitTimeout ? exitTimeout->count() : -1; }
+
+  bool operator==(const StopTimes& o) const {
+    return std::tie(killGrace, exitTimeout) == std::tie(o.killGrace, o.exitTimeout);
+  }
+  bool operator!=(const StopTimes& o) const { return !(*this == o); }
 };
 
 }  // namespace dsrun
