@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -102,4 +102,4 @@ ActiveResources resolveActiveResources(const Options& options, const std::option
   return result;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -11,7 +11,7 @@
 #include "launcher/options.h"
 #include "launcher/resource_spec.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Host name of the implicit pool in local mode (no hostfile).
 inline constexpr const char* kLocalHost = "localhost";
@@ -31,4 +31,4 @@ struct ActiveResources {
 ActiveResources resolveActiveResources(const Options& options, const std::optional<Hostfile>& hostfile,
                                        int gpuCount, const EnvMap& launcherEnv);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

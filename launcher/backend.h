@@ -13,7 +13,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// What a backend runs for one node (or, for a single launcher command such as mpirun/srun, for all of
 /// them: then `host` names the first host). Shown in --dry_run's "node_commands".
@@ -81,4 +81,4 @@ class Backend {
   virtual int run(const WorldPlan& plan, const LaunchContext& ctx) = 0;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

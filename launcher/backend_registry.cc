@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -53,4 +53,4 @@ std::vector<std::string> BackendRegistry::registered() const {
   return names;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

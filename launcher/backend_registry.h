@@ -10,7 +10,7 @@
 
 #include "launcher/backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
@@ -33,4 +33,4 @@ class BackendRegistry {
   std::map<std::string, BackendFactory> factories_;  ///< name -> factory
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -15,7 +15,7 @@
 #include "launcher/backends/ssh/ssh_backend.h"
 #endif
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 BackendRegistry BackendRegistry::builtin() {
   BackendRegistry r;
@@ -34,4 +34,4 @@ BackendRegistry BackendRegistry::builtin() {
   return r;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

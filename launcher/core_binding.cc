@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -59,4 +59,4 @@ std::vector<int> coresForLocalRank(const std::vector<int>& coreList, int localSi
   return std::vector<int>(coreList.begin() + perRank * localRank, coreList.begin() + perRank * (localRank + 1));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

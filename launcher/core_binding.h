@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// DeepSpeed's parse_range_list: "0,2-4,6" -> {0, 2, 3, 4, 6}. Items are a number or LOW-HIGH with
 /// LOW <= HIGH, in ascending order without overlap, no blanks. Throws ParseError naming `flag` and text.
@@ -18,4 +18,4 @@ std::vector<int> parseRangeList(std::string_view text, const std::string& flag =
 std::vector<int> coresForLocalRank(const std::vector<int>& coreList, int localSize, int localRank,
                                    const std::string& host);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

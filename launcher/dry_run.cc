@@ -4,7 +4,7 @@
 
 #include "launcher/resource_spec.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands,
                        const std::vector<DryRunSection>& sections) {
@@ -48,4 +48,4 @@ std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& no
   return out.dump(2, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 #include "launcher/backend.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// {"world_info": {HOST: [slot, ...]} (hostfile order), "master_addr", "master_addr_inferred_from" (only when a
 ///  launch would infer it: the host), "master_port", "launcher", "ranks": [{"rank", "local_rank", "host", "slot",
@@ -18,4 +18,4 @@ namespace dsrun {
 std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& nodeCommands,
                        const std::vector<DryRunSection>& sections = {});
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

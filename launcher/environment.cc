@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 const std::vector<std::string> kExportedEnvPrefixes = {
     // runner.py EXPORT_ENVS
@@ -81,4 +81,4 @@ EnvMap propagatedEnvironment(const EnvMap& launcherEnv, const std::vector<EnvFil
   return exported;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 using EnvMap = std::map<std::string, std::string>;
 
@@ -40,4 +40,4 @@ EnvMap parseEnvFile(std::string_view text, const std::string& path);
 EnvMap propagatedEnvironment(const EnvMap& launcherEnv, const std::vector<EnvFile>& envFiles,
                              const std::string& cwd);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -3,7 +3,7 @@
 #include "common/root_cause.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 bool RootCauseCollector::take(std::string_view line) {
   std::optional<RootCauseLine> parsed = parseRootCauseLine(line);
@@ -37,4 +37,4 @@ std::string describeFailure(const RankFailure& f) {
   return strCat("rank ", f.rank, " on ", f.host, " (pid ", f.pid, ") ", f.cause);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -11,7 +11,7 @@
 
 #include "supervision/launch_lines.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Collects the root-cause lines of every node, by rank, and words the job's closing block for its first
 /// failure (common/root_cause.h) from what it collected.
@@ -31,4 +31,4 @@ class RootCauseCollector {
 /// unknown).
 std::string describeFailure(const RankFailure& failure);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

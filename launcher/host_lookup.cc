@@ -5,7 +5,7 @@
 #include "common/strings.h"
 #include "launcher/backends/ssh_check.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 namespace {
 
 std::string where(const std::string& host, const Hostfile* hostfile) {
@@ -60,4 +60,4 @@ void checkHostsResolve(const WorldPlan& plan, const Options& options, const Host
   if (!unresolved.empty() && !options.dryRun) throw ConfigError(unresolvedHostsMessage(unresolved, hostfile));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

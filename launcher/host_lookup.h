@@ -10,7 +10,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// A host without an address and why (the resolver's words).
 struct UnresolvedHost {
@@ -36,4 +36,4 @@ std::string unresolvedHostsMessage(const std::vector<UnresolvedHost>& unresolved
 void checkHostsResolve(const WorldPlan& plan, const Options& options, const Hostfile* hostfile,
                        const EnvMap& launcherEnv, Machine& machine);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

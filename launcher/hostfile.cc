@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -88,4 +88,4 @@ Hostfile parseHostfile(std::string_view text, const std::string& sourceName) {
   return hostfile;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

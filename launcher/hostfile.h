@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// One host line of a hostfile.
 struct HostEntry {
@@ -29,4 +29,4 @@ struct Hostfile {
 /// the text holds no host at all.
 Hostfile parseHostfile(std::string_view text, const std::string& sourceName);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -5,7 +5,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::string makeJobId(int pid) {
   const std::time_t now = std::time(nullptr);
@@ -19,4 +19,4 @@ std::string makeJobId(int pid) {
   return strCat("dsrun-", stamp, "-", pid, "-", suffix);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

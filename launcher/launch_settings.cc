@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -173,4 +173,4 @@ bool RankLaunchSettings::operator==(const RankLaunchSettings& o) const {
   return fields(*this) == fields(o);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -13,7 +13,7 @@
 #include "supervision/local_job.h"
 #include "launcher/python_interpreter.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 struct RankLaunchSettings {
   std::string python = defaultPython();     ///< --python: the ranks' interpreter (python_interpreter.h)
@@ -57,4 +57,4 @@ struct RankLaunchSettings {
   bool operator!=(const RankLaunchSettings& other) const { return !(*this == other); }
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -23,7 +23,7 @@
 #define DSRUN_VERSION "unknown"
 #endif
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 PlanInputs gatherPlanInputs(const Options& options, const Machine& machine) {
   PlanInputs inputs;
@@ -200,4 +200,4 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
       [](const std::string& line) { std::cerr << line << "\n" << std::flush; });
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -11,7 +11,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Reads what planWorld needs from `machine`: the hostfile (a missing -H file is an IoError; a missing
 /// default /job/hostfile means local mode; a present one must parse), the .deepspeed_env files that
@@ -24,4 +24,4 @@ PlanInputs gatherPlanInputs(const Options& options, const Machine& machine);
 int runDsrun(const std::vector<std::string>& args, Machine& machine, const BackendRegistry& registry,
              std::ostream& out);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

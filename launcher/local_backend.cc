@@ -10,7 +10,7 @@
 #include "launcher/orphan_guard.h"
 #include "launcher/python_interpreter.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<NodeCommand> LocalBackend::nodeCommands(const WorldPlan&, const LaunchContext&) const { return {}; }
 
@@ -38,4 +38,4 @@ int LocalBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   return code;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -8,7 +8,7 @@
 #include "supervision/rank_spec.h"
 #include "launcher/backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class LocalBackend : public Backend {
  public:
@@ -27,4 +27,4 @@ std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, cons
 /// The runLocalJob settings the command line asks for; `launcherPid` names the --save_pid file.
 LocalJobOptions localJobOptions(const Options& options, int launcherPid);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

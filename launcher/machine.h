@@ -7,7 +7,7 @@
 #include <vector>
 #include <string>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class Machine {
  public:
@@ -55,4 +55,4 @@ class Machine {
   virtual int pickFreePort() = 0;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

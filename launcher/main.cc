@@ -16,9 +16,9 @@ int main(int argc, char** argv) {
   dsrun::setLogIdentity("dsrun");
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
-    dsrun::RealMachine machine;
-    const dsrun::BackendRegistry registry = dsrun::BackendRegistry::builtin();
-    return dsrun::runDsrun(args, machine, registry, std::cout);
+    dsrun::launcher::RealMachine machine;
+    const dsrun::launcher::BackendRegistry registry = dsrun::launcher::BackendRegistry::builtin();
+    return dsrun::launcher::runDsrun(args, machine, registry, std::cout);
   } catch (const dsrun::Error& e) {
     std::cout.flush();
     std::cerr << "dsrun: " << e.what() << std::endl;

@@ -4,7 +4,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<std::string> nodeLaunchCandidates(const std::string& selfExe, const std::string& pathEnv) {
   std::vector<std::string> out;
@@ -28,4 +28,4 @@ std::string locateNodeLaunch(const std::string& selfExe, const std::string& path
   return "";
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The paths tried, in order, for a `dsrun` running as `selfExe` (an absolute path, symlinks resolved):
 ///   1. <dir of dsrun>/dsrun-launch           the build tree and an install into bindir (the packages)
@@ -18,4 +18,4 @@ std::vector<std::string> nodeLaunchCandidates(const std::string& selfExe, const 
 std::string locateNodeLaunch(const std::string& selfExe, const std::string& pathEnv,
                              const std::function<bool(const std::string&)>& isExecutable);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

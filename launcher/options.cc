@@ -15,7 +15,7 @@
 
 namespace po = boost::program_options;
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 const std::vector<std::string> kLauncherChoices = {"pdsh", "openmpi", "mpich", "mvapich",
                                                    "impi", "slurm",   "ssh",   "agent"};
@@ -446,4 +446,4 @@ std::string usageText() {
   return out.str();
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -8,7 +8,7 @@
 
 #include "launcher/launch_settings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Multi-node launchers `--launcher` accepts (lower case; the flag itself is case-insensitive).
 extern const std::vector<std::string> kLauncherChoices;
@@ -99,4 +99,4 @@ int restartBudget(const Options& options);
 /// The --help text.
 std::string usageText();
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

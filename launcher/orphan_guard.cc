@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -81,4 +81,4 @@ OrphanGuard::~OrphanGuard() {
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -9,7 +9,7 @@
 
 #include "common/command.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class OrphanGuard {
  public:
@@ -31,4 +31,4 @@ class OrphanGuard {
   int writeFd_ = -1; ///< our end of the pipe; closed by disarm()
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

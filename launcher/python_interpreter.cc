@@ -14,7 +14,7 @@
 #define DSRUN_DEFAULT_PYTHON "python3"
 #endif
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::string builtInPython() { return DSRUN_DEFAULT_PYTHON; }
 
@@ -63,4 +63,4 @@ void checkPythonInterpreter(const std::string& python, const std::map<std::strin
                            python.find('/') == std::string::npos ? " (searched PATH)" : "", "\n  hint: ", hint));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

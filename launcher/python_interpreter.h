@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The interpreter this build was configured with (DSRUN_DEFAULT_PYTHON: an absolute path when CMake found
 /// a python3 that imports torch, else "python3"). The same on every node running this build.
@@ -21,4 +21,4 @@ std::string defaultPython();
 /// only name the file, and on a remote node after its siblings started.
 void checkPythonInterpreter(const std::string& python, const std::map<std::string, std::string>& env);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

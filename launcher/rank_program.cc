@@ -2,7 +2,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<std::string> rankArgv(const RankProgram& program, int localRank) {
   std::vector<std::string> argv;
@@ -16,4 +16,4 @@ std::vector<std::string> rankArgv(const RankProgram& program, int localRank) {
   return argv;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

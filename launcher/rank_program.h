@@ -9,7 +9,7 @@
 
 #include "launcher/launch_settings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 struct RankProgram {
   std::string script;             ///< the user's script or program
@@ -20,4 +20,4 @@ struct RankProgram {
 /// The argv of one rank (DeepSpeed's launch.py): [PYTHON -u [-m]] SCRIPT [--local_rank=N] ARGS...
 std::vector<std::string> rankArgv(const RankProgram& program, int localRank);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

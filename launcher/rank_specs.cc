@@ -3,7 +3,7 @@
 
 #include "launcher/local_backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, const EnvMap& baseEnv) {
   std::vector<RankSpec> specs;
@@ -28,4 +28,4 @@ LocalJobOptions localJobOptions(const Options& options, int launcherPid) {
   return job;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

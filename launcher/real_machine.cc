@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -225,4 +225,4 @@ void RealMachine::checkPortBindable(int port) { dsrun::checkPortBindable(port); 
 
 int RealMachine::pickFreePort() { return dsrun::pickFreePort(); }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -3,7 +3,7 @@
 
 #include "launcher/machine.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class RealMachine : public Machine {
  public:
@@ -30,4 +30,4 @@ class RealMachine : public Machine {
   std::string cwd_;                         ///< getcwd() at construction
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

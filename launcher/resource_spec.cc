@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -141,4 +141,4 @@ std::string formatRangeList(const std::vector<int>& ids) {
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// One host and the slots used on it.
 struct HostSlots {
@@ -35,4 +35,4 @@ ResourcePool applyResourceFilter(const ResourcePool& pool, const std::string& in
 /// "0-3", "0,2-3": DeepSpeed's range notation for an ascending id list (its numactl -C argument).
 std::string formatRangeList(const std::vector<int>& ids);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 #include "common/strings.h"
 #include "launcher/torchrun_env.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 namespace {
 
 /// What a failed attempt's exit code says; the backend's own line above it names the rank and host.
@@ -67,4 +67,4 @@ int runWithRestarts(const WorldPlan& plan, const Options& options,
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

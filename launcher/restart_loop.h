@@ -9,7 +9,7 @@
 
 #include "launcher/backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The plan of attempt `attempt` (0 = the first run): its own job id (`<id>.r<attempt>`, so that the kill
 /// marks a stopped attempt left on the hosts do not refuse the next one) and the restart count (the first
@@ -26,4 +26,4 @@ int runWithRestarts(const WorldPlan& plan, const Options& options,
                     const std::function<int(const WorldPlan&)>& runOnce,
                     const std::function<void(const std::string&)>& say);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

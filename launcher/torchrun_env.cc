@@ -4,7 +4,7 @@
 
 #include "common/env_contract.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 EnvMap torchrunJobEnv(int restartCount, int maxRestarts, const std::string& runId) {
   EnvMap env;
@@ -36,4 +36,4 @@ void addTorchrunRankEnv(EnvMap& env, int rank, int worldSize, int nodeRank, int 
   env[kEnvRoleName] = "default";
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

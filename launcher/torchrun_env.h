@@ -10,7 +10,7 @@
 
 #include "launcher/environment.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The job-wide ones: TORCHELASTIC_RESTART_COUNT / TORCHELASTIC_MAX_RESTARTS (also as DSRUN_RESTART_COUNT /
 /// DSRUN_MAX_RESTARTS) and TORCHELASTIC_RUN_ID (`runId`: the job id of the first attempt, the same across
@@ -27,4 +27,4 @@ int inheritedRestartCount(const EnvMap& launcherEnv);
 /// "default", torchrun's default --role, so ROLE_RANK = RANK).
 void addTorchrunRankEnv(EnvMap& env, int rank, int worldSize, int nodeRank, int nodeCount, int localSize);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

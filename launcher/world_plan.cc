@@ -10,7 +10,7 @@
 #include "launcher/core_binding.h"
 #include "launcher/torchrun_env.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -197,4 +197,4 @@ void planRanks(WorldPlan& plan, const RankProgram& program) {
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

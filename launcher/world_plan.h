@@ -12,7 +12,7 @@
 #include "launcher/rank_program.h"
 #include "launcher/resource_spec.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// One rank of the job.
 struct PlannedRank {
@@ -101,4 +101,4 @@ void planRanks(WorldPlan& plan, const RankProgram& program);
 /// `env` (the launcher's environment).
 std::vector<int> bindableCores(const RankLaunchSettings& launch, const EnvMap& env, int physicalCores);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

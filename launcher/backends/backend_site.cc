@@ -9,7 +9,7 @@
 #include "common/strings.h"
 #include "launcher/node_launch_locator.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::string findInPath(const std::string& program, const std::string& path) {
   if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0 ? program : "";
@@ -49,4 +49,4 @@ BackendSite realBackendSite() {
   return site;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

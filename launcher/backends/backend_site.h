@@ -7,7 +7,7 @@
 
 #include "launcher/backends/node_launch_command.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// What a backend needs from the machine.
 struct BackendSite {
@@ -22,4 +22,4 @@ BackendSite realBackendSite();
 /// The full path of `program` in `path` (a PATH value), or empty.
 std::string findInPath(const std::string& program, const std::string& path);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

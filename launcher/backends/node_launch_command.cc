@@ -4,7 +4,7 @@
 #include "common/strings.h"
 #include "launcher/node_launch/world_info.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -65,4 +65,4 @@ std::vector<std::string> remoteShellWords(const EnvMap& exports, const std::stri
   return words;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Where things are on the nodes; shared filesystems (or identical installs) are assumed, as DeepSpeed
 /// assumes for sys.executable and the launch directory.
@@ -39,4 +39,4 @@ std::vector<std::string> rankLaunchArgv(const NodeSite& site, const WorldPlan& p
 std::vector<std::string> remoteShellWords(const EnvMap& exports, const std::string& cwd,
                                           const std::vector<std::string>& argv, const std::string& venvScript = "");
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -61,4 +61,4 @@ std::string escapePdshPercent(std::string_view word) {
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

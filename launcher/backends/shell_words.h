@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Splits `text` into words as shlex.split does: blanks separate words, '...' is literal, "..." honours
 /// only \\ and \", a backslash outside quotes escapes the next character. Throws ParseError
@@ -15,4 +15,4 @@ std::vector<std::string> shellSplit(std::string_view text, const std::string& so
 /// Escapes '%' as '%%' so that pdsh, which expands %h, %u and %n in its command, passes `word` unchanged.
 std::string escapePdshPercent(std::string_view word);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

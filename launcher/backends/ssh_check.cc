@@ -12,7 +12,7 @@
 #include "common/strings.h"
 #include "launcher/backends/shell_words.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<std::string> sshOptionsFor(const Options& options, const EnvMap& env) {
   std::vector<std::string> words;
@@ -88,4 +88,4 @@ void checkPasswordlessSsh(const std::string& host, const Command& check, const s
                      "; or skip this check with --no_ssh_check"));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

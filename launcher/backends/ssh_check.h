@@ -11,7 +11,7 @@
 #include "launcher/environment.h"
 #include "launcher/options.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The OpenSSH client options of the backend `options.launcher` selects: pdsh: the words of
 /// PDSH_SSH_ARGS_APPEND in `env` (pdsh appends them to its ssh command) plus `-p PORT` for --ssh_port;
@@ -38,4 +38,4 @@ CapturedRun runCaptured(const Command& command);
 void checkPasswordlessSsh(const std::string& host, const Command& check, const std::string& hostfile,
                           const std::string& settingsName, const CommandRunner& run);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -26,7 +26,7 @@
 #include "launcher/resource_spec.h"
 #include "launcher/torchrun_env.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -390,4 +390,4 @@ void ElasticJob::printSummary(double totalS) const {
              seconds(totalS), " s in all"));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

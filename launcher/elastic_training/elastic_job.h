@@ -16,7 +16,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class ElasticJob {
  public:
@@ -46,4 +46,4 @@ class ElasticJob {
   std::vector<Restart> restarts_;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -6,7 +6,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -107,4 +107,4 @@ std::vector<std::string> ElasticMembership::unavailable(const std::set<std::stri
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

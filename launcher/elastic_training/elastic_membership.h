@@ -15,7 +15,7 @@
 
 #include "launcher/resource_spec.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class ElasticMembership {
  public:
@@ -70,4 +70,4 @@ class ElasticMembership {
   std::vector<int> validSizes_;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -14,7 +14,7 @@
 
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// One host's answer to ElasticRounds::probe.
 struct HostProbe {
@@ -83,4 +83,4 @@ class ElasticRounds {
   virtual RoundWording wording() const = 0;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -20,7 +20,7 @@
 #include "supervision/process_state.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::string thisHostName() {
   char name[256] = {};
@@ -242,4 +242,4 @@ int killJob(const std::string& jobId, Seconds grace) {
   return static_cast<int>(signalled.size());
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -15,7 +15,7 @@
 #include "common/stop_times.h"
 #include "common/unique_fd.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// /tmp/dsrun-<jobId>. Throws ConfigError unless jobId is non-empty and made of [A-Za-z0-9._-].
 std::string jobDir(const std::string& jobId);
@@ -73,4 +73,4 @@ std::vector<pid_t> processesOfJob(const std::string& jobId, pid_t self);
 /// many processes were signalled.
 int killJob(const std::string& jobId, Seconds grace);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -14,7 +14,7 @@
 #include "common/unique_fd.h"
 #include "launcher/node_launch/job_registry.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 JobSignalResult signalJob(const std::string& jobId, const std::vector<int>& signals) {
   const std::string dir = jobDir(jobId);
@@ -68,4 +68,4 @@ JobSignalResult signalJob(const std::string& jobId, const std::vector<int>& sign
   return result;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

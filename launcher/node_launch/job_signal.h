@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// What signalJob did on this host.
 struct JobSignalResult {
@@ -25,4 +25,4 @@ struct JobSignalResult {
 /// when the mark cannot be made or a write fails.
 JobSignalResult signalJob(const std::string& jobId, const std::vector<int>& signals);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

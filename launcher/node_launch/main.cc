@@ -32,8 +32,8 @@ std::string hostName() {
   return name;
 }
 
-int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
-  std::optional<dsrun::JobRegistration> registration;
+int runNode(const dsrun::launcher::NodeLaunchArgs& args, dsrun::launcher::RealMachine& machine) {
+  std::optional<dsrun::launcher::JobRegistration> registration;
   if (!args.launch.jobId.empty()) {
     registration.emplace(args.launch.jobId);
     if (registration->killed()) {
@@ -43,14 +43,14 @@ int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
     }
   }
   // Refused before any rank of this node starts, naming --python (dsrun forwards its value).
-  if (!args.launch.noPython) dsrun::checkPythonInterpreter(args.launch.python, machine.environment());
+  if (!args.launch.noPython) dsrun::launcher::checkPythonInterpreter(args.launch.python, machine.environment());
   const std::vector<dsrun::RankSpec> ranks =
-      dsrun::nodeRankSpecs(args, machine.environment(), machine.physicalCoreCount());
-  dsrun::LocalJobOptions options = dsrun::nodeJobOptions(args);
+      dsrun::launcher::nodeRankSpecs(args, machine.environment(), machine.physicalCoreCount());
+  dsrun::LocalJobOptions options = dsrun::launcher::nodeJobOptions(args);
   dsrun::UniqueFd stdinControl;
   if (args.watchStdin) {
-    stdinControl = dsrun::takeStdinForControl();
-    if (args.stdinTimeoutMs > 0) stdinControl = dsrun::relayWithTimeout(std::move(stdinControl), args.stdinTimeoutMs);
+    stdinControl = dsrun::launcher::takeStdinForControl();
+    if (args.stdinTimeoutMs > 0) stdinControl = dsrun::launcher::relayWithTimeout(std::move(stdinControl), args.stdinTimeoutMs);
     options.controlFds.push_back(stdinControl.get());
   }
   if (registration) options.controlFds.push_back(registration->controlFd());
@@ -68,16 +68,16 @@ int runNode(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
   return code;
 }
 
-int runRank(const dsrun::NodeLaunchArgs& args, dsrun::RealMachine& machine) {
-  const dsrun::RankIdentity id = dsrun::rankIdentityFromEnv(args.rankEnv, machine.environment());
+int runRank(const dsrun::launcher::NodeLaunchArgs& args, dsrun::launcher::RealMachine& machine) {
+  const dsrun::launcher::RankIdentity id = dsrun::launcher::rankIdentityFromEnv(args.rankEnv, machine.environment());
   dsrun::RankSpec spec;
   spec.rank = id.rank;
   spec.localRank = id.localRank;
   spec.host = hostName();
-  spec.command.argv = dsrun::rankArgv(args.program(), id.localRank);
+  spec.command.argv = dsrun::launcher::rankArgv(args.program(), id.localRank);
   spec.command.env =
-      dsrun::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.launch.jobId);
-  return dsrun::runRankProcess(spec, args.launch.stop.killGrace, /*signalsReachRank=*/args.rankEnv == "slurm");
+      dsrun::launcher::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.launch.jobId);
+  return dsrun::launcher::runRankProcess(spec, args.launch.stop.killGrace, /*signalsReachRank=*/args.rankEnv == "slurm");
 }
 
 }  // namespace
@@ -87,26 +87,26 @@ int main(int argc, char** argv) {
   try {
     const std::vector<std::string> words(argv + 1, argv + argc);
     if (!words.empty() && (words[0] == "-h" || words[0] == "--help")) {
-      std::cout << dsrun::nodeLaunchUsage();
+      std::cout << dsrun::launcher::nodeLaunchUsage();
       return 0;
     }
-    const dsrun::NodeLaunchArgs args = dsrun::parseNodeLaunchArgs(words);
-    dsrun::RealMachine machine;
+    const dsrun::launcher::NodeLaunchArgs args = dsrun::launcher::parseNodeLaunchArgs(words);
+    dsrun::launcher::RealMachine machine;
     switch (args.mode) {
-      case dsrun::NodeLaunchMode::Kill: {
-        const int n = dsrun::killJob(args.launch.jobId, args.launch.stop.killGrace);
+      case dsrun::launcher::NodeLaunchMode::Kill: {
+        const int n = dsrun::launcher::killJob(args.launch.jobId, args.launch.stop.killGrace);
         if (n > 0) {
           std::cerr << "dsrun-launch: " << hostName() << ": stopped " << n << " process(es) of job "
                     << args.launch.jobId << std::endl;
         }
         return 0;
       }
-      case dsrun::NodeLaunchMode::Signal:
-        dsrun::signalJob(args.launch.jobId, args.signals);
+      case dsrun::launcher::NodeLaunchMode::Signal:
+        dsrun::launcher::signalJob(args.launch.jobId, args.signals);
         return 0;
-      case dsrun::NodeLaunchMode::Rank:
+      case dsrun::launcher::NodeLaunchMode::Rank:
         return runRank(args, machine);
-      case dsrun::NodeLaunchMode::Node:
+      case dsrun::launcher::NodeLaunchMode::Node:
         return runNode(args, machine);
     }
     return 1;

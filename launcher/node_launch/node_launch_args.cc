@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -148,4 +148,4 @@ std::string nodeLaunchUsage() {
          "See docs/backends.md.\n";
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

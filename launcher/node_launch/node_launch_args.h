@@ -14,7 +14,7 @@
 #include "launcher/launch_settings.h"
 #include "launcher/rank_program.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 enum class NodeLaunchMode { Node, Rank, Kill, Signal };
 
@@ -47,4 +47,4 @@ NodeLaunchArgs parseNodeLaunchArgs(const std::vector<std::string>& args);
 /// The usage text of dsrun-launch.
 std::string nodeLaunchUsage();
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 #include "launcher/node_launch/world_info.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& env, int physicalCores) {
   const ResourcePool world = decodeWorldInfo(args.worldInfo);
@@ -38,4 +38,4 @@ LocalJobOptions nodeJobOptions(const NodeLaunchArgs& args) {
   return job;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "launcher/environment.h"
 #include "launcher/node_launch/node_launch_args.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The RankSpecs of node `args.nodeRank` of `args.worldInfo`. `env` is this process's environment: the
 /// launcher already exported the propagated variables into it, so they are not propagated again (no
@@ -22,4 +22,4 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
 /// The runLocalJob settings `args` asks for.
 LocalJobOptions nodeJobOptions(const NodeLaunchArgs& args);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -8,7 +8,7 @@
 #include "common/strings.h"
 #include "launcher/torchrun_env.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 const std::vector<std::string> kRankEnvFlavors = {"openmpi", "mpich", "impi", "mvapich", "slurm", "auto"};
 
@@ -144,4 +144,4 @@ EnvMap withRankContract(EnvMap env, const RankIdentity& id, const std::string& m
   return env;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -8,7 +8,7 @@
 
 #include "launcher/environment.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Where a task's identity came from.
 struct RankIdentity {
@@ -34,4 +34,4 @@ RankIdentity rankIdentityFromEnv(const std::string& flavor, const EnvMap& env);
 EnvMap withRankContract(EnvMap env, const RankIdentity& id, const std::string& masterAddr, int masterPort,
                         const std::string& jobId);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

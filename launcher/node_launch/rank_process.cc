@@ -19,7 +19,7 @@
 #include "supervision/process_state.h"
 #include "supervision/signal_pipe.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -99,4 +99,4 @@ int runRankProcess(const RankSpec& spec, Seconds killGrace, bool signalsReachRan
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "common/stop_times.h"
 #include "supervision/rank_spec.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Runs `spec` with inherited stdout/stderr/stdin until it exits. On failure prints
 /// "dsrun: rank R (HOST pid P) exited with code C" (the format JobSupervisor uses, which dsrun's
@@ -18,4 +18,4 @@ namespace dsrun {
 /// `signalsReachRank`: the Slurm case above.
 int runRankProcess(const RankSpec& spec, Seconds killGrace, bool signalsReachRank);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

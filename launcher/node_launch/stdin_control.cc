@@ -13,7 +13,7 @@
 #include "common/line_buffer.h"
 #include "supervision/launch_lines.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 UniqueFd takeStdinForControl() {
   UniqueFd control(::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3));
@@ -76,4 +76,4 @@ UniqueFd relayWithTimeout(UniqueFd control, int timeoutMs) {
   return readEnd;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

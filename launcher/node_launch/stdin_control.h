@@ -6,7 +6,7 @@
 
 #include "common/unique_fd.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Moves stdin to a private close-on-exec descriptor and returns it; stdin becomes /dev/null, which the
 /// ranks inherit. Call once, before runLocalJob. Throws IoError if the descriptors cannot be set up.
@@ -18,4 +18,4 @@ UniqueFd takeStdinForControl();
 /// connection was never closed. Call once, before runLocalJob. Throws IoError if the pipe cannot be made.
 UniqueFd relayWithTimeout(UniqueFd control, int timeoutMs);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

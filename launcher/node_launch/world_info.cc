@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -94,4 +94,4 @@ ResourcePool decodeWorldInfo(std::string_view base64) {
   return hosts;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 
 #include "launcher/resource_spec.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The exact bytes encode_world_info produces (json.dumps separators ", " and ": ", ASCII escapes,
 /// base64 with '-' and '_' and '=' padding).
@@ -17,4 +17,4 @@ std::string encodeWorldInfo(const ResourcePool& hosts);
 /// Throws ParseError "--world_info: ..." for bad base64, bad JSON or a shape other than {str: [int]}.
 ResourcePool decodeWorldInfo(std::string_view base64);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 
 #include "supervision/line_sink.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class JobOutput {
  public:
@@ -27,4 +27,4 @@ class SinkOutput : public JobOutput {
   LineSink& err_;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

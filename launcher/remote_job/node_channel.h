@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class NodeChannel {
  public:
@@ -28,4 +28,4 @@ class NodeChannel {
   virtual void heartbeat() = 0;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

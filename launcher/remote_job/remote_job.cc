@@ -7,7 +7,7 @@
 #include "common/exit_timeout_line.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -274,4 +274,4 @@ int RemoteJob::finish() {
   return code;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -37,7 +37,7 @@
 #include "launcher/remote_job/round_facts.h"
 #include "common/stop_times.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// A running rank, for a hang's stack collection.
 struct RankOnHost {
@@ -221,4 +221,4 @@ class RemoteJob {
   bool collectingStacks_ = false;         ///< a hang was seen: its stacks are being taken
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

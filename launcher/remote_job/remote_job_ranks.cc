@@ -14,7 +14,7 @@
 #include "launcher/remote_job/remote_job.h"
 #include "supervision/rank_log.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -218,4 +218,4 @@ size_t RemoteJob::liveNodes() const {
   return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return !n.ended; }));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

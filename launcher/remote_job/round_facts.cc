@@ -4,7 +4,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 RoundOutcome roundOutcome(const RoundFacts& facts) {
   using End = RoundOutcome::End;
@@ -31,4 +31,4 @@ RoundOutcome roundOutcome(const RoundFacts& facts) {
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

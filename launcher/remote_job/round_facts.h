@@ -8,7 +8,7 @@
 
 #include "launcher/elastic_training/elastic_rounds.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// One thing that made the job stop, in the order the job saw them.
 struct StopEvent {
@@ -30,4 +30,4 @@ struct RoundFacts {
 /// and failedHosts; every lost host is in lostHosts), Rescaled, else Completed or Failed by exitCode.
 RoundOutcome roundOutcome(const RoundFacts& facts);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -5,15 +5,15 @@
 #include "common/error.h"
 
 using Catch::Matchers::Contains;
-using dsrun::ActiveResources;
-using dsrun::Options;
-using dsrun::parseHostfile;
-using dsrun::parseOptions;
-using dsrun::resolveActiveResources;
+using dsrun::launcher::ActiveResources;
+using dsrun::launcher::Options;
+using dsrun::launcher::parseHostfile;
+using dsrun::launcher::parseOptions;
+using dsrun::launcher::resolveActiveResources;
 
 namespace {
 
-std::string show(const dsrun::ResourcePool& pool) {
+std::string show(const dsrun::launcher::ResourcePool& pool) {
   std::string out;
   for (const auto& h : pool) {
     out += h.host + ":";
@@ -28,7 +28,7 @@ Options opts(std::vector<std::string> args) {
   return parseOptions(args);
 }
 
-const std::optional<dsrun::Hostfile> kHosts =
+const std::optional<dsrun::launcher::Hostfile> kHosts =
     parseHostfile("worker-0 slots=4\nworker-1 slots=4\nworker-2 slots=2\n", "hf");
 
 }  // namespace
@@ -73,7 +73,7 @@ TEST_CASE("resolveActiveResources in local mode uses the GPUs, 1 without GPUs, o
 }
 
 TEST_CASE("CUDA_VISIBLE_DEVICES selects local GPUs unless a selection flag is given", "[launcher][active_resources]") {
-  const dsrun::EnvMap env = {{"CUDA_VISIBLE_DEVICES", "2,3"}};
+  const dsrun::launcher::EnvMap env = {{"CUDA_VISIBLE_DEVICES", "2,3"}};
   ActiveResources r = resolveActiveResources(opts({}), std::nullopt, 4, env);
   CHECK(show(r.hosts) == "localhost:2,3 ");
   REQUIRE(r.notes.size() == 1);
@@ -93,7 +93,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES selects local GPUs unless a selection flag is gi
 TEST_CASE("resolveActiveResources errors name the flags and the valid choices", "[launcher][active_resources]") {
   // DeepSpeed test_run.py::test_num_plus_parser plus dsrun's own cases.
   auto [args, useHostfile, env, expected] =
-      GENERATE(table<std::vector<std::string>, bool, dsrun::EnvMap, std::string>({
+      GENERATE(table<std::vector<std::string>, bool, dsrun::launcher::EnvMap, std::string>({
           {{"--num_nodes", "1", "-i", "localhost"}, false, {}, "--num_nodes cannot be combined with --include"},
           {{"--num_nodes", "1", "--num_gpus", "1", "-i", "localhost"}, false, {}, "cannot be combined with --include"},
           {{"--num_gpus", "1", "-i", "localhost"}, false, {}, "--num_gpus cannot be combined with --include"},

@@ -5,8 +5,8 @@
 #include "common/error.h"
 
 using Catch::Matchers::Contains;
-using dsrun::coresForLocalRank;
-using dsrun::parseRangeList;
+using dsrun::launcher::coresForLocalRank;
+using dsrun::launcher::parseRangeList;
 
 TEST_CASE("parseRangeList expands DeepSpeed's core lists", "[launcher][core_binding]") {
   // DeepSpeed test_ds_arguments.py::test_core_binding_arguments (positive case) and more.

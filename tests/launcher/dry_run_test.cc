@@ -7,15 +7,15 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-dsrun::WorldPlan twoHostPlan() {
-  dsrun::WorldPlan plan;
+dsrun::launcher::WorldPlan twoHostPlan() {
+  dsrun::launcher::WorldPlan plan;
   plan.hosts = {{"worker-1", {0, 2}}, {"worker-0", {1}}};
   plan.masterAddr = "10.0.0.1";
   plan.masterPort = 1234;
   plan.launcher = "pdsh";
   plan.multiNode = true;
   plan.jobId = "j";
-  dsrun::PlannedRank r;
+  dsrun::launcher::PlannedRank r;
   r.rank = 0;
   r.localRank = 0;
   r.host = "worker-1";
@@ -41,7 +41,7 @@ dsrun::WorldPlan twoHostPlan() {
 }  // namespace
 
 TEST_CASE("dryRunJson prints the documented object with keys and hosts in order", "[launcher][dry_run]") {
-  const std::string text = dsrun::dryRunJson(twoHostPlan(), {{"worker-1", {"ssh", "worker-1", "x y"}}});
+  const std::string text = dsrun::launcher::dryRunJson(twoHostPlan(), {{"worker-1", {"ssh", "worker-1", "x y"}}});
   // Indented by two: one key per line, so a person can read a multi-host plan.
   CHECK(text.find("{\n  \"world_info\": {\n    \"worker-1\": [\n      0,") == 0);
   const Json j = Json::parse(text);
@@ -74,13 +74,13 @@ TEST_CASE("dryRunJson prints the documented object with keys and hosts in order"
 }
 
 TEST_CASE("dryRunJson has an empty node_commands list for local runs", "[launcher][dry_run]") {
-  const Json j = Json::parse(dsrun::dryRunJson(twoHostPlan(), {}));
+  const Json j = Json::parse(dsrun::launcher::dryRunJson(twoHostPlan(), {}));
   CHECK(j["node_commands"].is_array());
   CHECK(j["node_commands"].empty());
 }
 
 TEST_CASE("dryRunJson adds the backend's sections after node_commands", "[launcher][dry_run]") {
-  const Json j = Json::parse(dsrun::dryRunJson(twoHostPlan(), {}, {{"agent_tree", R"({"width": 2, "listing": ["a"]})"}}));
+  const Json j = Json::parse(dsrun::launcher::dryRunJson(twoHostPlan(), {}, {{"agent_tree", R"({"width": 2, "listing": ["a"]})"}}));
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
   REQUIRE(keys.size() >= 2);
@@ -91,23 +91,23 @@ TEST_CASE("dryRunJson adds the backend's sections after node_commands", "[launch
 }
 
 TEST_CASE("dryRunJson survives invalid UTF-8 by substituting U+FFFD", "[launcher][dry_run]") {
-  dsrun::WorldPlan plan = twoHostPlan();
+  dsrun::launcher::WorldPlan plan = twoHostPlan();
   plan.ranks[0].argv.push_back(std::string("bad\xff"));
-  const Json j = Json::parse(dsrun::dryRunJson(plan, {}));
+  const Json j = Json::parse(dsrun::launcher::dryRunJson(plan, {}));
   CHECK(j["ranks"][0]["argv"].back() == "bad\xEF\xBF\xBD");
 }
 
 TEST_CASE("dryRunJson shows an elastic job's bounds and candidates after the documented keys", "[launcher][dry_run]") {
-  dsrun::WorldPlan plan = twoHostPlan();
-  CHECK_FALSE(Json::parse(dsrun::dryRunJson(plan, {})).contains("elastic"));
-  dsrun::ElasticBounds bounds;
+  dsrun::launcher::WorldPlan plan = twoHostPlan();
+  CHECK_FALSE(Json::parse(dsrun::launcher::dryRunJson(plan, {})).contains("elastic"));
+  dsrun::launcher::ElasticBounds bounds;
   bounds.minNodes = 1;
   bounds.maxNodes = 2;
   bounds.maxRestarts = 7;
   bounds.timeoutS = 30;
   bounds.candidates = {{"worker-1", {0, 2}}, {"worker-0", {1}}, {"worker-2", {0}}};
   plan.elastic = bounds;
-  const Json j = Json::parse(dsrun::dryRunJson(plan, {}));
+  const Json j = Json::parse(dsrun::launcher::dryRunJson(plan, {}));
   CHECK(j["elastic"]["min_nodes"] == 1);
   CHECK(j["elastic"]["max_nodes"] == 2);
   CHECK(j["elastic"]["max_restarts"] == 7);
@@ -117,11 +117,11 @@ TEST_CASE("dryRunJson shows an elastic job's bounds and candidates after the doc
 }
 
 TEST_CASE("dryRunJson names the host an inferred MASTER_ADDR would come from", "[launcher][dry_run]") {
-  dsrun::WorldPlan plan = twoHostPlan();
-  CHECK_FALSE(Json::parse(dsrun::dryRunJson(plan, {})).contains("master_addr_inferred_from"));
+  dsrun::launcher::WorldPlan plan = twoHostPlan();
+  CHECK_FALSE(Json::parse(dsrun::launcher::dryRunJson(plan, {})).contains("master_addr_inferred_from"));
   plan.masterAddr = "<inferred at launch>";
   plan.masterAddrHost = "worker-1";
-  const Json j = Json::parse(dsrun::dryRunJson(plan, {}));
+  const Json j = Json::parse(dsrun::launcher::dryRunJson(plan, {}));
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
   CHECK(keys == std::vector<std::string>{"world_info", "master_addr", "master_addr_inferred_from", "master_port",

@@ -5,8 +5,8 @@
 #include "common/error.h"
 
 using Catch::Matchers::Contains;
-using dsrun::EnvMap;
-using dsrun::propagatedEnvironment;
+using dsrun::launcher::EnvMap;
+using dsrun::launcher::propagatedEnvironment;
 
 TEST_CASE("propagatedEnvironment exports DeepSpeed's prefixes only", "[launcher][environment]") {
   const EnvMap launcher = {{"NCCL_DEBUG", "INFO"},      {"NCCL_SOCKET_IFNAME", "eth0"}, {"PYTHONHASHSEED", "0"},
@@ -44,7 +44,7 @@ TEST_CASE("propagatedEnvironment honours EXCLUDE_ENVS on AISC", "[launcher][envi
 TEST_CASE("env files override the environment, the current directory's file overriding home's",
           "[launcher][environment]") {
   const EnvMap launcher = {{"NCCL_DEBUG", "INFO"}, {"PYTHONPATH", "/p"}};
-  const std::vector<dsrun::EnvFile> files = {
+  const std::vector<dsrun::launcher::EnvFile> files = {
       {"/home/u/.deepspeed_env", "NCCL_DEBUG=WARN\nHOME_ONLY=h\nBOTH=home\n"},
       {"/work/.deepspeed_env", "BOTH=cwd\nPYTHONPATH=/mine\n"},
   };
@@ -56,7 +56,7 @@ TEST_CASE("env files override the environment, the current directory's file over
 }
 
 TEST_CASE("parseEnvFile splits at the first '=' and strips like DeepSpeed", "[launcher][environment]") {
-  const EnvMap out = dsrun::parseEnvFile(
+  const EnvMap out = dsrun::launcher::parseEnvFile(
       "A=1\n  B = two words  \r\nC=x=y\n\n# comment\nD=\nE='$HOME \"q\"'\nU=ünï\n", "f");
   const EnvMap expected = {{"A", "1"}, {"B", "two words"}, {"C", "x=y"}, {"D", ""}, {"E", "'$HOME \"q\"'"},
                            {"U", "ünï"}};
@@ -68,13 +68,13 @@ TEST_CASE("parseEnvFile errors name path:line", "[launcher][environment]") {
       {"A=1\nNOEQUALS\n", "f:2: expected 'NAME=VALUE', got 'NOEQUALS'"},
       {"=value\n", "f:1: empty variable name, got '=value'"},
   }));
-  REQUIRE_THROWS_AS(dsrun::parseEnvFile(text, "f"), dsrun::ParseError);
-  REQUIRE_THROWS_WITH(dsrun::parseEnvFile(text, "f"), Contains(expected));
+  REQUIRE_THROWS_AS(dsrun::launcher::parseEnvFile(text, "f"), dsrun::ParseError);
+  REQUIRE_THROWS_WITH(dsrun::launcher::parseEnvFile(text, "f"), Contains(expected));
 }
 
 TEST_CASE("envFilePaths honours DS_ENV_FILE", "[launcher][environment]") {
   using Paths = std::vector<std::string>;
-  CHECK(dsrun::envFilePaths({}, "/root", "/work") == Paths{"/root/.deepspeed_env", "/work/.deepspeed_env"});
-  CHECK(dsrun::envFilePaths({{"DS_ENV_FILE", "my.env"}}, "/root/", "/work") == Paths{"/root/my.env", "/work/my.env"});
-  CHECK(dsrun::envFilePaths({{"DS_ENV_FILE", "/etc/x.env"}}, "/root", "/work") == Paths{"/etc/x.env", "/etc/x.env"});
+  CHECK(dsrun::launcher::envFilePaths({}, "/root", "/work") == Paths{"/root/.deepspeed_env", "/work/.deepspeed_env"});
+  CHECK(dsrun::launcher::envFilePaths({{"DS_ENV_FILE", "my.env"}}, "/root/", "/work") == Paths{"/root/my.env", "/work/my.env"});
+  CHECK(dsrun::launcher::envFilePaths({{"DS_ENV_FILE", "/etc/x.env"}}, "/root", "/work") == Paths{"/etc/x.env", "/etc/x.env"});
 }

@@ -3,7 +3,7 @@
 
 #include "common/error.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::optional<std::string> FakeMachine::readFile(const std::string& path) const {
   if (auto it = unreadable.find(path); it != unreadable.end()) {
@@ -37,4 +37,4 @@ void FakeMachine::checkPortBindable(int port) {
   if (it != heldPorts.end()) throw ConfigError(it->second);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

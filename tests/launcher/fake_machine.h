@@ -7,7 +7,7 @@
 
 #include "launcher/machine.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class FakeMachine : public Machine {
  public:
@@ -40,4 +40,4 @@ class FakeMachine : public Machine {
   int pickFreePort() override { return freePort; }
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -9,14 +9,14 @@
 #include "common/error.h"
 
 using Catch::Matchers::Contains;
-using dsrun::parseHostfile;
+using dsrun::launcher::parseHostfile;
 
 TEST_CASE("parseHostfile reads hosts in order, skipping comments and blank lines", "[launcher][hostfile]") {
   // DeepSpeed's test_hostfile_good, plus tabs and CRLF.
   const std::string text =
       "\n    worker-1 slots=2\n    worker-2 slots=2\n\n    localhost slots=1\n    123.23.12.10 slots=2\n\n"
       "    #worker-1 slots=3\n    # this is a comment\n\tgpu-9\tslots=16\r\n";
-  const dsrun::Hostfile h = parseHostfile(text, "h");
+  const dsrun::launcher::Hostfile h = parseHostfile(text, "h");
   REQUIRE(h.entries.size() == 5);
   CHECK(h.source == "h");
   CHECK(h.entries[0].name == "worker-1");
@@ -35,7 +35,7 @@ TEST_CASE("parseHostfile reads hosts in order, skipping comments and blank lines
 }
 
 TEST_CASE("parseHostfile ignores what follows the slot count, as DeepSpeed's regex does", "[launcher][hostfile]") {
-  const dsrun::Hostfile h = parseHostfile("a slots=4 max_slots=8\nb  slots=02   # two\n", "h");
+  const dsrun::launcher::Hostfile h = parseHostfile("a slots=4 max_slots=8\nb  slots=02   # two\n", "h");
   REQUIRE(h.entries.size() == 2);
   CHECK(h.entries[0].slots == 4);
   CHECK(h.entries[1].slots == 2);
@@ -80,7 +80,7 @@ TEST_CASE("every hostfile shipped in hostfiles/ parses", "[launcher][hostfile]")
     std::stringstream text;
     text << in.rdbuf();
     CAPTURE(entry.path().string());
-    const dsrun::Hostfile h = parseHostfile(text.str(), entry.path().string());
+    const dsrun::launcher::Hostfile h = parseHostfile(text.str(), entry.path().string());
     CHECK_FALSE(h.entries.empty());
     ++parsed;
   }

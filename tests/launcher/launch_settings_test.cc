@@ -9,7 +9,7 @@
 #include "launcher/launch_settings.h"
 #include "launcher/python_interpreter.h"
 
-using dsrun::RankLaunchSettings;
+using dsrun::launcher::RankLaunchSettings;
 using dsrun::Seconds;
 using Words = std::vector<std::string>;
 
@@ -90,7 +90,7 @@ TEST_CASE("each launch setting alone round-trips and changes the command line", 
 TEST_CASE("default launch settings write only the job id and the kill grace", "[launcher][launch_settings]") {
   NoPythonOverride noOverride;
   const RankLaunchSettings defaults;
-  REQUIRE(defaults.python == dsrun::builtInPython());
+  REQUIRE(defaults.python == dsrun::launcher::builtInPython());
   // dsrun-launch's kill mode needs both, and the command lines have always carried them.
   CHECK(defaults.toArgv() == Words{"--job_id=", "--kill_grace_s=30"});
   CHECK(defaults.toRankArgv() == Words{"--job_id=", "--kill_grace_s=30"});

@@ -22,34 +22,34 @@ namespace {
 
 // A backend that records what it was asked to run and returns a scripted exit code.
 struct Recorder {
-  std::vector<dsrun::WorldPlan> runs;
+  std::vector<dsrun::launcher::WorldPlan> runs;
   std::vector<std::string> launcherEnvKeys;
   int launcherPid = 0;
   std::optional<std::string> unavailable;
   int exitCode = 0;
   int created = 0;                           ///< backends the registry made
-  std::vector<dsrun::WorldPlan> prepared;    ///< the drafts prepareLaunch was given
-  dsrun::LaunchPreparation preparation;      ///< what prepareLaunch answers
+  std::vector<dsrun::launcher::WorldPlan> prepared;    ///< the drafts prepareLaunch was given
+  dsrun::launcher::LaunchPreparation preparation;      ///< what prepareLaunch answers
 };
 
-class RecordingBackend : public dsrun::Backend {
+class RecordingBackend : public dsrun::launcher::Backend {
  public:
   RecordingBackend(std::string name, Recorder& rec) : name_(std::move(name)), rec_(rec) {}
   std::string_view name() const override { return name_; }
   std::optional<std::string> unavailableReason() const override { return rec_.unavailable; }
   std::string unavailableHint() const override { return "install it"; }
-  std::vector<dsrun::NodeCommand> nodeCommands(const dsrun::WorldPlan& plan,
-                                               const dsrun::LaunchContext& ctx) const override {
-    std::vector<dsrun::NodeCommand> out;
+  std::vector<dsrun::launcher::NodeCommand> nodeCommands(const dsrun::launcher::WorldPlan& plan,
+                                               const dsrun::launcher::LaunchContext& ctx) const override {
+    std::vector<dsrun::launcher::NodeCommand> out;
     if (name_ == "local") return out;
     for (const auto& host : plan.hosts) out.push_back({host.host, {name_, host.host, ctx.options.launcherArgs}});
     return out;
   }
-  dsrun::LaunchPreparation prepareLaunch(const dsrun::WorldPlan& draft, const dsrun::LaunchContext&) override {
+  dsrun::launcher::LaunchPreparation prepareLaunch(const dsrun::launcher::WorldPlan& draft, const dsrun::launcher::LaunchContext&) override {
     rec_.prepared.push_back(draft);
     return rec_.preparation;
   }
-  int run(const dsrun::WorldPlan& plan, const dsrun::LaunchContext& ctx) override {
+  int run(const dsrun::launcher::WorldPlan& plan, const dsrun::launcher::LaunchContext& ctx) override {
     rec_.runs.push_back(plan);
     for (const auto& entry : ctx.launcherEnv) rec_.launcherEnvKeys.push_back(entry.first);
     rec_.launcherPid = ctx.launcherPid;
@@ -62,9 +62,9 @@ class RecordingBackend : public dsrun::Backend {
 };
 
 struct Fixture {
-  dsrun::FakeMachine machine;
+  dsrun::launcher::FakeMachine machine;
   Recorder rec;
-  dsrun::BackendRegistry registry;
+  dsrun::launcher::BackendRegistry registry;
   std::ostringstream out;
 
   Fixture() {
@@ -77,7 +77,7 @@ struct Fixture {
       });
     }
   }
-  int run(const Args& args) { return dsrun::runDsrun(args, machine, registry, out); }
+  int run(const Args& args) { return dsrun::launcher::runDsrun(args, machine, registry, out); }
   Json json() const { return Json::parse(out.str()); }
 };
 
@@ -233,15 +233,15 @@ TEST_CASE("dsrun hands the backend its own pid for --save_pid", "[launcher][app]
   f.machine.processId = 31337;
   REQUIRE(f.run({"--save_pid", "train.py"}) == 0);
   CHECK(f.rec.launcherPid == 31337);
-  const dsrun::Options options = dsrun::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "5",
+  const dsrun::launcher::Options options = dsrun::launcher::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "5",
                                                       "--exit_timeout_s", "7", "--enable_each_rank_log", "d", "x"});
-  const dsrun::LocalJobOptions job = dsrun::localJobOptions(options, 31337);
+  const dsrun::LocalJobOptions job = dsrun::launcher::localJobOptions(options, 31337);
   CHECK(job.savePid == 31337);
   CHECK(job.tagOutput);
   CHECK(job.stop.killGrace == dsrun::Seconds(5));
   CHECK(job.stop.exitTimeout == dsrun::Seconds(7));
   CHECK(job.eachRankLogDir == "d");
-  CHECK(dsrun::localJobOptions(dsrun::parseOptions({"x"}), 31337).savePid == 0);
+  CHECK(dsrun::launcher::localJobOptions(dsrun::launcher::parseOptions({"x"}), 31337).savePid == 0);
 }
 
 TEST_CASE("dsrun refuses an unavailable backend with its reason and hint", "[launcher][app]") {
@@ -340,7 +340,7 @@ TEST_CASE("the backend is prepared once, before planning, and runs the plan made
   CHECK(f.rec.prepared[0].masterAddr == dry["master_addr"]);  // it saw the plan a dry run shows
   CHECK(f.machine.resolved.empty());                          // the backend's answer needs no ssh
   REQUIRE(f.rec.runs.size() == 1);
-  const dsrun::WorldPlan& ran = f.rec.runs[0];
+  const dsrun::launcher::WorldPlan& ran = f.rec.runs[0];
   CHECK(ran.masterAddr == "10.7.7.7");
   CHECK(ran.masterPort == 4321);
   // The plan run is the dry run's with the learned rendezvous and this launch's job id, nothing else.
@@ -356,7 +356,7 @@ TEST_CASE("the backend is prepared once, before planning, and runs the plan made
     rank["env"]["MASTER_ADDR"] = "10.7.7.7";
     rank["env"]["MASTER_PORT"] = "4321";
   }
-  CHECK(Json::parse(dsrun::dryRunJson(ran, {})) == expected);
+  CHECK(Json::parse(dsrun::launcher::dryRunJson(ran, {})) == expected);
 }
 
 namespace {
@@ -376,21 +376,21 @@ TEST_CASE("a local launch gives every rank exactly the environment and argv its 
   char dirTemplate[] = "/tmp/dsrun-plan-test-XXXXXX";
   REQUIRE(::mkdtemp(dirTemplate) != nullptr);
   const std::string dir = dirTemplate;
-  dsrun::FakeMachine machine;
+  dsrun::launcher::FakeMachine machine;
   machine.env = {{"PATH", "/usr/bin:/bin"}, {"NCCL_DEBUG", "INFO"}, {"ODD", "a b\n$c"}};
   machine.processId = static_cast<int>(getpid());
-  dsrun::BackendRegistry registry;
-  registry.add("local", [] { return std::make_unique<dsrun::LocalBackend>(); });
+  dsrun::launcher::BackendRegistry registry;
+  registry.add("local", [] { return std::make_unique<dsrun::launcher::LocalBackend>(); });
   // Each rank copies the environment and argv it was started with, byte for byte, from /proc.
   const Args job = {"--num_gpus", "2", "--no_python", "--no_local_rank", "/bin/sh", "-c",
                     "cat /proc/$$/environ > \"$0/env.$RANK\" && cat /proc/$$/cmdline > \"$0/argv.$RANK\"", dir};
   Args dryArgs = job;
   dryArgs.insert(dryArgs.begin(), "--dry_run");
   std::ostringstream dryOut;
-  REQUIRE(dsrun::runDsrun(dryArgs, machine, registry, dryOut) == 0);
+  REQUIRE(dsrun::launcher::runDsrun(dryArgs, machine, registry, dryOut) == 0);
   const Json dry = Json::parse(dryOut.str());
   std::ostringstream out;
-  REQUIRE(dsrun::runDsrun(job, machine, registry, out) == 0);
+  REQUIRE(dsrun::launcher::runDsrun(job, machine, registry, out) == 0);
 
   REQUIRE(dry["ranks"].size() == 2);
   for (const Json& planned : dry["ranks"]) {

@@ -5,8 +5,8 @@
 
 namespace {
 
-using dsrun::locateNodeLaunch;
-using dsrun::nodeLaunchCandidates;
+using dsrun::launcher::locateNodeLaunch;
+using dsrun::launcher::nodeLaunchCandidates;
 
 /// An isExecutable that answers from a fixed set of paths.
 auto existing(std::set<std::string> paths) {

@@ -8,8 +8,8 @@
 #include "common/error.h"
 
 using Catch::Matchers::Contains;
-using dsrun::Options;
-using dsrun::parseOptions;
+using dsrun::launcher::Options;
+using dsrun::launcher::parseOptions;
 using Args = std::vector<std::string>;
 
 TEST_CASE("parseOptions has DeepSpeed's defaults", "[launcher][options]") {
@@ -39,12 +39,12 @@ TEST_CASE("parseOptions has DeepSpeed's defaults", "[launcher][options]") {
   CHECK_FALSE(o.launch.bindCoresToRank);
   CHECK_FALSE(o.launch.bindCoreList.has_value());
   CHECK_FALSE(o.sshPort.has_value());
-  CHECK(o.launch.python == dsrun::defaultPython());  // launcher/python_interpreter.h
+  CHECK(o.launch.python == dsrun::launcher::defaultPython());  // launcher/python_interpreter.h
   CHECK_FALSE(o.dryRun);
   CHECK_FALSE(o.launch.tagOutput);
   CHECK(o.launch.stop.killGrace == dsrun::Seconds(30));
   CHECK_FALSE(o.launch.stop.exitTimeout.has_value());
-  CHECK(o.agentPort == dsrun::kDefaultAgentPort);
+  CHECK(o.agentPort == dsrun::launcher::kDefaultAgentPort);
   CHECK(o.userScript == "train.py");
   CHECK(o.userArgs.empty());
 }
@@ -266,7 +266,7 @@ TEST_CASE("an unknown flag's error suggests the closest known one", "[launcher][
 }
 
 TEST_CASE("usageText lists DeepSpeed's flags and dsrun's own", "[launcher][options]") {
-  const std::string usage = dsrun::usageText();
+  const std::string usage = dsrun::launcher::usageText();
   for (const char* flag : {"--hostfile", "--include", "--exclude", "--num_nodes", "--num_gpus", "--num_accelerators",
                            "--master_port", "--master_addr", "--launcher", "--launcher_args", "--module",
                            "--no_python", "--no_local_rank", "--no_ssh", "--force_multi", "--save_pid",
@@ -285,50 +285,50 @@ TEST_CASE("the default interpreter is DSRUN_PYTHON when set, else the one dsrt w
   const char* saved = std::getenv("DSRUN_PYTHON");
   const std::string restore = saved ? saved : "";
   setenv("DSRUN_PYTHON", "/opt/venv/bin/python", 1);
-  CHECK(dsrun::defaultPython() == "/opt/venv/bin/python");
-  CHECK(dsrun::Options{}.launch.python == "/opt/venv/bin/python");
+  CHECK(dsrun::launcher::defaultPython() == "/opt/venv/bin/python");
+  CHECK(dsrun::launcher::Options{}.launch.python == "/opt/venv/bin/python");
   setenv("DSRUN_PYTHON", "", 1);
-  CHECK(dsrun::defaultPython() == dsrun::builtInPython());
+  CHECK(dsrun::launcher::defaultPython() == dsrun::launcher::builtInPython());
   unsetenv("DSRUN_PYTHON");
-  CHECK(dsrun::defaultPython() == dsrun::builtInPython());
-  CHECK_FALSE(dsrun::builtInPython().empty());
+  CHECK(dsrun::launcher::defaultPython() == dsrun::launcher::builtInPython());
+  CHECK_FALSE(dsrun::launcher::builtInPython().empty());
   if (saved) {
     setenv("DSRUN_PYTHON", restore.c_str(), 1);
   }
 }
 
 TEST_CASE("parseOptions runs the mesh probe unless --no_mesh_probe is given", "[launcher][options]") {
-  CHECK(dsrun::parseOptions({"x.py"}).meshProbe);
-  CHECK_FALSE(dsrun::parseOptions({"--launcher", "agent", "--no_mesh_probe", "x.py"}).meshProbe);
+  CHECK(dsrun::launcher::parseOptions({"x.py"}).meshProbe);
+  CHECK_FALSE(dsrun::launcher::parseOptions({"--launcher", "agent", "--no_mesh_probe", "x.py"}).meshProbe);
   // --mesh_probe (opt-in before it became the default) is still accepted; the last of the two wins.
-  CHECK(dsrun::parseOptions({"--launcher", "agent", "--mesh_probe", "x.py"}).meshProbe);
-  CHECK(dsrun::parseOptions({"--no_mesh_probe", "--mesh_probe", "x.py"}).meshProbe);
-  CHECK_FALSE(dsrun::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
+  CHECK(dsrun::launcher::parseOptions({"--launcher", "agent", "--mesh_probe", "x.py"}).meshProbe);
+  CHECK(dsrun::launcher::parseOptions({"--no_mesh_probe", "--mesh_probe", "x.py"}).meshProbe);
+  CHECK_FALSE(dsrun::launcher::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
 }
 
 TEST_CASE("The tree width (--tree_width) is 0 (the star) unless given; 1 and negative widths are refused", "[launcher][options]") {
-  CHECK(dsrun::parseOptions({"x.py"}).treeWidth == 0);
-  CHECK(dsrun::parseOptions({"--tree_width", "16", "x.py"}).treeWidth == 16);
-  CHECK(dsrun::parseOptions({"--tree-width=2", "x.py"}).treeWidth == 2);
-  CHECK(dsrun::parseOptions({"--tree_width", "0", "x.py"}).treeWidth == 0);
-  CHECK_THROWS_WITH(dsrun::parseOptions({"--tree_width", "1", "x.py"}),
+  CHECK(dsrun::launcher::parseOptions({"x.py"}).treeWidth == 0);
+  CHECK(dsrun::launcher::parseOptions({"--tree_width", "16", "x.py"}).treeWidth == 16);
+  CHECK(dsrun::launcher::parseOptions({"--tree-width=2", "x.py"}).treeWidth == 2);
+  CHECK(dsrun::launcher::parseOptions({"--tree_width", "0", "x.py"}).treeWidth == 0);
+  CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--tree_width", "1", "x.py"}),
                     "--tree_width: expected 0 (no tree) or a width of at least 2, got '1'");
-  CHECK_THROWS_WITH(dsrun::parseOptions({"--tree_width", "-4", "x.py"}),
+  CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--tree_width", "-4", "x.py"}),
                     "--tree_width: expected 0 (no tree) or a width of at least 2, got '-4'");
-  CHECK_THROWS_WITH(dsrun::parseOptions({"--tree_width", "wide", "x.py"}), "--tree_width: expected an integer, got 'wide'");
+  CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--tree_width", "wide", "x.py"}), "--tree_width: expected an integer, got 'wide'");
 }
 
 TEST_CASE("launchSettings completes options.launch with the job id and, with --save_pid, dsrun's pid",
           "[launcher][options]") {
-  const dsrun::Options o = dsrun::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "3", "x.py"});
+  const dsrun::launcher::Options o = dsrun::launcher::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "3", "x.py"});
   CHECK(o.launch.savePid == 0);  // only the running dsrun knows its pid
   CHECK(o.launch.jobId.empty());
-  const dsrun::RankLaunchSettings s = dsrun::launchSettings(o, "job-9", 4242);
+  const dsrun::launcher::RankLaunchSettings s = dsrun::launcher::launchSettings(o, "job-9", 4242);
   CHECK(s.jobId == "job-9");
   CHECK(s.savePid == 4242);
-  dsrun::RankLaunchSettings expected = o.launch;
+  dsrun::launcher::RankLaunchSettings expected = o.launch;
   expected.jobId = "job-9";
   expected.savePid = 4242;
   CHECK(s == expected);
-  CHECK(dsrun::launchSettings(dsrun::parseOptions({"x.py"}), "j", 4242).savePid == 0);
+  CHECK(dsrun::launcher::launchSettings(dsrun::launcher::parseOptions({"x.py"}), "j", 4242).savePid == 0);
 }

@@ -5,9 +5,9 @@
 #include "common/error.h"
 
 using Catch::Matchers::Contains;
-using dsrun::applyResourceFilter;
-using dsrun::HostSlots;
-using dsrun::ResourcePool;
+using dsrun::launcher::applyResourceFilter;
+using dsrun::launcher::HostSlots;
+using dsrun::launcher::ResourcePool;
 
 namespace {
 
@@ -101,7 +101,7 @@ TEST_CASE("mutually exclusive include and exclude is checked even on an empty po
 }
 
 TEST_CASE("parseNodeSpecs merges repeated hosts in first-appearance order", "[launcher][resource_spec]") {
-  const auto specs = dsrun::parseNodeSpecs("b:2@a@b:1,2,0", "--include");
+  const auto specs = dsrun::launcher::parseNodeSpecs("b:2@a@b:1,2,0", "--include");
   REQUIRE(specs.size() == 2);
   CHECK(specs[0].host == "b");
   CHECK(specs[0].slots == std::vector<int>{0, 1, 2});
@@ -119,5 +119,5 @@ TEST_CASE("formatRangeList writes DeepSpeed's numactl range notation", "[launche
       {{1, 2, 4, 5, 6, 9}, "1-2,4-6,9"},
       {std::vector<int>{}, ""},
   }));
-  CHECK(dsrun::formatRangeList(ids) == expected);
+  CHECK(dsrun::launcher::formatRangeList(ids) == expected);
 }

@@ -4,22 +4,22 @@
 
 #include "launcher/world_plan.h"
 
-using dsrun::Options;
-using dsrun::WorldPlan;
+using dsrun::launcher::Options;
+using dsrun::launcher::WorldPlan;
 
 namespace {
 
-WorldPlan twoRankPlan(const Options& options, const dsrun::EnvMap& env = {{"PATH", "/bin"}}) {
-  dsrun::PlanInputs in;
+WorldPlan twoRankPlan(const Options& options, const dsrun::launcher::EnvMap& env = {{"PATH", "/bin"}}) {
+  dsrun::launcher::PlanInputs in;
   in.launcherEnv = env;
   in.cwd = "/work";
   in.physicalCores = 2;
   in.jobId = "job-7";
-  return dsrun::planWorld(options, in, dsrun::Rendezvous{});
+  return dsrun::launcher::planWorld(options, in, dsrun::launcher::Rendezvous{});
 }
 
 Options withRestarts(int n) {
-  return dsrun::parseOptions({"--num_gpus", "2", "--max_restarts", std::to_string(n), "train.py"});
+  return dsrun::launcher::parseOptions({"--num_gpus", "2", "--max_restarts", std::to_string(n), "train.py"});
 }
 
 }  // namespace
@@ -27,12 +27,12 @@ Options withRestarts(int n) {
 TEST_CASE("attemptPlan gives each restart its own job id and counts it in torchrun's variables", "[launcher][restart]") {
   const Options options = withRestarts(3);
   const WorldPlan plan = twoRankPlan(options);
-  const WorldPlan first = dsrun::attemptPlan(plan, options, 0);
+  const WorldPlan first = dsrun::launcher::attemptPlan(plan, options, 0);
   CHECK(first.jobId == "job-7");
   CHECK(first.ranks[1].env.at("TORCHELASTIC_RESTART_COUNT") == "0");
-  const WorldPlan second = dsrun::attemptPlan(plan, options, 2);
+  const WorldPlan second = dsrun::launcher::attemptPlan(plan, options, 2);
   CHECK(second.jobId == "job-7.r2");
-  for (const dsrun::PlannedRank& r : second.ranks) {
+  for (const dsrun::launcher::PlannedRank& r : second.ranks) {
     CHECK(r.env.at("DSRUN_JOB_ID") == "job-7.r2");
     CHECK(r.env.at("TORCHELASTIC_RESTART_COUNT") == "2");
     CHECK(r.env.at("DSRUN_RESTART_COUNT") == "2");
@@ -57,10 +57,10 @@ TEST_CASE("runWithRestarts restarts a failing job up to --max_restarts and names
       {"no --max_restarts: no restart (torchrun's default 0)", -1, {3, 0}, 1, 3},
   }));
   INFO(row.name);
-  const Options options = row.maxRestarts < 0 ? dsrun::parseOptions({"--num_gpus", "2", "train.py"}) : withRestarts(row.maxRestarts);
+  const Options options = row.maxRestarts < 0 ? dsrun::launcher::parseOptions({"--num_gpus", "2", "train.py"}) : withRestarts(row.maxRestarts);
   const WorldPlan plan = twoRankPlan(options);
   std::vector<std::string> ids, lines;
-  const int code = dsrun::runWithRestarts(
+  const int code = dsrun::launcher::runWithRestarts(
       plan, options,
       [&](const WorldPlan& p) {
         ids.push_back(p.ranks[0].env.at("TORCHELASTIC_RESTART_COUNT"));
@@ -89,8 +89,8 @@ TEST_CASE("a restart count dsrun inherits is continued, not restarted from 0", "
   const Options options = withRestarts(2);
   // Something restarting dsrun itself (a Slurm requeue, a script) counts in dsrun's environment.
   const WorldPlan plan = twoRankPlan(options, {{"DSRUN_RESTART_COUNT", "3"}});
-  CHECK(dsrun::attemptPlan(plan, options, 0).ranks[0].env.at("TORCHELASTIC_RESTART_COUNT") == "3");
-  CHECK(dsrun::attemptPlan(plan, options, 1).ranks[1].env.at("DSRUN_RESTART_COUNT") == "4");
+  CHECK(dsrun::launcher::attemptPlan(plan, options, 0).ranks[0].env.at("TORCHELASTIC_RESTART_COUNT") == "3");
+  CHECK(dsrun::launcher::attemptPlan(plan, options, 1).ranks[1].env.at("DSRUN_RESTART_COUNT") == "4");
   const WorldPlan torch = twoRankPlan(options, {{"TORCHELASTIC_RESTART_COUNT", "1"}});
   CHECK(torch.ranks[0].env.at("DSRUN_RESTART_COUNT") == "1");
   const WorldPlan junk = twoRankPlan(options, {{"DSRUN_RESTART_COUNT", "-2"}, {"TORCHELASTIC_RESTART_COUNT", "x"}});

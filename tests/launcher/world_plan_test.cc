@@ -10,22 +10,22 @@
 #include "launcher/local_backend.h"
 
 using Catch::Matchers::Contains;
-using dsrun::Options;
-using dsrun::PlanInputs;
-using dsrun::planWorld;
-using dsrun::WorldPlan;
+using dsrun::launcher::Options;
+using dsrun::launcher::PlanInputs;
+using dsrun::launcher::planWorld;
+using dsrun::launcher::WorldPlan;
 using Args = std::vector<std::string>;
 
 namespace {
 
 Options opts(Args args) {
   if (std::find(args.begin(), args.end(), "train.py") == args.end()) args.push_back("train.py");
-  return dsrun::parseOptions(args);
+  return dsrun::launcher::parseOptions(args);
 }
 
 PlanInputs inputs(const std::string& hostfile = "") {
   PlanInputs in;
-  if (!hostfile.empty()) in.hostfile = dsrun::parseHostfile(hostfile, "hf");
+  if (!hostfile.empty()) in.hostfile = dsrun::launcher::parseHostfile(hostfile, "hf");
   in.launcherEnv = {{"PATH", "/bin"}, {"NCCL_DEBUG", "INFO"}};
   in.cwd = "/work";
   in.gpuCount = 0;
@@ -46,9 +46,9 @@ struct RecordingResolver {
 // Plans as a launch does (launcher_app.cc): the plan a dry run shows names the host MASTER_ADDR is inferred
 // from; what that host answered (`resolver`) is then planned with the same pure planner.
 WorldPlan planLaunch(const Options& options, const PlanInputs& in, RecordingResolver& resolver) {
-  const WorldPlan draft = planWorld(options, in, dsrun::Rendezvous{});
+  const WorldPlan draft = planWorld(options, in, dsrun::launcher::Rendezvous{});
   if (draft.masterAddrHost.empty()) return draft;
-  return planWorld(options, in, dsrun::Rendezvous{resolver(draft.masterAddrHost), std::nullopt});
+  return planWorld(options, in, dsrun::launcher::Rendezvous{resolver(draft.masterAddrHost), std::nullopt});
 }
 
 const std::string kTwoHosts = "worker-0 slots=2\nworker-1 slots=2\n";
@@ -65,14 +65,14 @@ TEST_CASE("planWorld plans a local job with the full rank environment", "[launch
   CHECK(plan.jobId == "job-1");
   CHECK(resolver.calls.empty());
   REQUIRE(plan.worldSize() == 2);
-  const dsrun::PlannedRank& r1 = plan.ranks[1];
+  const dsrun::launcher::PlannedRank& r1 = plan.ranks[1];
   CHECK(r1.rank == 1);
   CHECK(r1.localRank == 1);
   CHECK(r1.nodeRank == 0);
   CHECK(r1.host == "localhost");
   CHECK(r1.slot == 1);
-  CHECK(r1.argv == Args{dsrun::defaultPython(), "-u", "train.py", "--local_rank=1", "--lr", "1"});
-  const dsrun::EnvMap expected = {
+  CHECK(r1.argv == Args{dsrun::launcher::defaultPython(), "-u", "train.py", "--local_rank=1", "--lr", "1"});
+  const dsrun::launcher::EnvMap expected = {
       {"RANK", "1"},           {"LOCAL_RANK", "1"},         {"WORLD_SIZE", "2"},
       {"LOCAL_SIZE", "2"},     {"CROSS_RANK", "0"},         {"CROSS_SIZE", "1"},
       {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
@@ -96,7 +96,7 @@ TEST_CASE("planWorld numbers ranks host by host and LOCAL_RANK by position on th
   const int expectedLocal[] = {0, 1, 2, 0, 1};
   const int expectedSlot[] = {0, 1, 2, 1, 3};
   for (int i = 0; i < 5; ++i) {
-    const dsrun::PlannedRank& r = plan.ranks[static_cast<size_t>(i)];
+    const dsrun::launcher::PlannedRank& r = plan.ranks[static_cast<size_t>(i)];
     CAPTURE(i);
     CHECK(r.rank == i);
     CHECK(r.localRank == expectedLocal[i]);
@@ -154,7 +154,7 @@ TEST_CASE("planWorld is pure: the same arguments give the same plan, whatever th
       {{"--elastic_training", "--launcher", "ssh", "--master_addr", "10.0.0.1"}, kTwoHosts},
   }));
   CAPTURE(args);
-  const dsrun::Rendezvous learned{"10.0.0.9", 31000};
+  const dsrun::launcher::Rendezvous learned{"10.0.0.9", 31000};
   const WorldPlan first = planWorld(opts(args), inputs(hostfile), learned);
   // What a planner reading the process (its environment, the clock, its pid) would see change meanwhile.
   ::setenv("NCCL_DEBUG", "TRACE", 1);
@@ -162,7 +162,7 @@ TEST_CASE("planWorld is pure: the same arguments give the same plan, whatever th
   const WorldPlan second = planWorld(opts(args), inputs(hostfile), learned);
   ::unsetenv("NCCL_DEBUG");
   ::unsetenv("MASTER_ADDR");
-  CHECK(dsrun::dryRunJson(first, {}) == dsrun::dryRunJson(second, {}));
+  CHECK(dsrun::launcher::dryRunJson(first, {}) == dsrun::launcher::dryRunJson(second, {}));
   CHECK(first.exports == second.exports);
   CHECK(first.notes == second.notes);
   CHECK(first.coreList == second.coreList);
@@ -178,15 +178,15 @@ TEST_CASE("the rendezvous a launch learned changes MASTER_ADDR and MASTER_PORT o
       {{"--num_gpus", "2"}, "", false},                   // one host: 127.0.0.1
   }));
   CAPTURE(args);
-  const WorldPlan offline = planWorld(opts(args), inputs(hostfile), dsrun::Rendezvous{});
-  const WorldPlan learned = planWorld(opts(args), inputs(hostfile), dsrun::Rendezvous{"10.0.0.9", 31000});
+  const WorldPlan offline = planWorld(opts(args), inputs(hostfile), dsrun::launcher::Rendezvous{});
+  const WorldPlan learned = planWorld(opts(args), inputs(hostfile), dsrun::launcher::Rendezvous{"10.0.0.9", 31000});
   CHECK(offline.masterPort == 29500);
   CHECK(learned.masterPort == 31000);
   CHECK(learned.masterAddr == (learnsAddr ? "10.0.0.9" : offline.masterAddr));
   if (learnsAddr) CHECK_THAT(offline.masterAddr, Contains("<inferred at launch: "));
   REQUIRE(offline.ranks.size() == learned.ranks.size());
   for (size_t i = 0; i < offline.ranks.size(); ++i) {
-    dsrun::EnvMap expected = offline.ranks[i].env;
+    dsrun::launcher::EnvMap expected = offline.ranks[i].env;
     expected["MASTER_ADDR"] = learned.masterAddr;
     expected["MASTER_PORT"] = "31000";
     CHECK(learned.ranks[i].env == expected);
@@ -196,10 +196,10 @@ TEST_CASE("the rendezvous a launch learned changes MASTER_ADDR and MASTER_PORT o
 
 TEST_CASE("planWorld builds each rank's command as DeepSpeed's launch.py does", "[launcher][world_plan]") {
   auto [args, expected] = GENERATE(table<Args, Args>({
-      {{"train.py", "a"}, {dsrun::defaultPython(), "-u", "train.py", "--local_rank=0", "a"}},
-      {{"--module", "train.py", "a"}, {dsrun::defaultPython(), "-u", "-m", "train.py", "--local_rank=0", "a"}},
+      {{"train.py", "a"}, {dsrun::launcher::defaultPython(), "-u", "train.py", "--local_rank=0", "a"}},
+      {{"--module", "train.py", "a"}, {dsrun::launcher::defaultPython(), "-u", "-m", "train.py", "--local_rank=0", "a"}},
       {{"--no_python", "train.py", "a"}, {"train.py", "--local_rank=0", "a"}},
-      {{"--no_local_rank", "train.py", "a"}, {dsrun::defaultPython(), "-u", "train.py", "a"}},
+      {{"--no_local_rank", "train.py", "a"}, {dsrun::launcher::defaultPython(), "-u", "train.py", "a"}},
       {{"--no_python", "--no_local_rank", "train.py"}, {"train.py"}},
       {{"--python", "/opt/py/bin/python", "train.py"}, {"/opt/py/bin/python", "-u", "train.py", "--local_rank=0"}},
   }));
@@ -320,7 +320,7 @@ TEST_CASE("with --no_ssh the local node is the --node_rank host's share of the w
   const WorldPlan plan = planLaunch(opts({"--no_ssh", "--node_rank", "1"}), inputs(kTwoHosts), resolver);
   CHECK(plan.launcher == "local");
   CHECK(plan.localNode == 1);
-  const auto specs = dsrun::rankSpecsForNode(plan, plan.localNode, {{"PATH", "/bin"}, {"RANK", "stale"}});
+  const auto specs = dsrun::launcher::rankSpecsForNode(plan, plan.localNode, {{"PATH", "/bin"}, {"RANK", "stale"}});
   REQUIRE(specs.size() == 2);
   CHECK(specs[0].rank == 2);
   CHECK(specs[0].localRank == 0);
@@ -329,7 +329,7 @@ TEST_CASE("with --no_ssh the local node is the --node_rank host's share of the w
   CHECK(specs[0].command.env.at("RANK") == "2");
   CHECK(specs[0].command.env.at("CROSS_RANK") == "1");
   CHECK(specs[0].command.cwd.empty());
-  CHECK(specs[1].command.argv == Args{dsrun::defaultPython(), "-u", "train.py", "--local_rank=1"});
+  CHECK(specs[1].command.argv == Args{dsrun::launcher::defaultPython(), "-u", "train.py", "--local_rank=1"});
 }
 
 TEST_CASE("every variable planWorld sets for a rank is in the environment contract", "[launcher][world_plan]") {

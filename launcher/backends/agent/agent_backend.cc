@@ -17,7 +17,7 @@
 #include "launcher/backends/agent/agent_tree_dry_run.h"
 #include "tls/ssl_context.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 namespace {
 
 std::string currentDirectory() {
@@ -128,4 +128,4 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   return job.run();
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -4,7 +4,7 @@
 
 #include "launcher/backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class AgentBackend : public Backend {
  public:
@@ -27,4 +27,4 @@ class AgentBackend : public Backend {
   int run(const WorldPlan& plan, const LaunchContext& ctx) override;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -6,7 +6,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 void AgentChannel::welcomed(const wire::Welcome& welcome) {
   ready_ = true;
@@ -90,4 +90,4 @@ void AgentChannel::written(size_t bytes, uint64_t windowBytes) {
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -15,7 +15,7 @@
 #include "client/agent_client.h"
 #include "launcher/remote_job/node_channel.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class AgentChannel : public NodeChannel {
  public:
@@ -74,4 +74,4 @@ class AgentChannel : public NodeChannel {
   uint64_t uncredited_ = 0;              ///< output written out, not yet returned to the agent
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

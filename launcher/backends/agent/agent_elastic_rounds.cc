@@ -5,7 +5,7 @@
 #include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_probe.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<HostProbe> AgentElasticRounds::probe(const std::vector<std::string>& hosts,
                                                  std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
@@ -40,4 +40,4 @@ RoundWording AgentElasticRounds::wording() const {
           "agents unreachable at launch"};
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -9,7 +9,7 @@
 #include "launcher/backends/agent/agent_job.h"
 #include "launcher/elastic_training/elastic_rounds.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class AgentElasticRounds : public ElasticRounds {
  public:
@@ -29,4 +29,4 @@ class AgentElasticRounds : public ElasticRounds {
   AgentJob::Settings settings_;     ///< every round's settings, before the hooks
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -16,7 +16,7 @@
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -405,4 +405,4 @@ void AgentJob::armSignals() {
   });
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -32,7 +32,7 @@
 #include "launcher/remote_job/remote_job.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class AgentJob {
  public:
@@ -158,4 +158,4 @@ class AgentJob {
   Outcome outcome_;                                ///< see outcome()
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

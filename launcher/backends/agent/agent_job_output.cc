@@ -6,7 +6,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 void AgentJob::onOutput(size_t nodeIndex, const wire::OutputChunk& chunk) {
   auto it = output_.find(chunk.rank());
@@ -47,4 +47,4 @@ void AgentJob::flushOutput(int rank) {
   if (!err.empty()) writer_.write(OutputWriter::Stream::Err, std::move(err));
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -4,7 +4,7 @@
 
 #include "proto/rank_env.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -45,4 +45,4 @@ std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "launcher/world_plan.h"
 #include "proto/agent.pb.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// What every node's request shares besides the plan.
 struct NodeLaunchSettings {
@@ -28,4 +28,4 @@ wire::LaunchRequest nodeLaunchRequest(const WorldPlan& plan, int nodeRank, const
 /// The same for every host, in one pass over the ranks (nodeLaunchRequest per host would scan all ranks per host).
 std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const NodeLaunchSettings& settings);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::vector<size_t> meshProbePeers(size_t index, size_t count) {
   DSRUN_CHECK(index < count, "host ", index, " of ", count);
@@ -34,4 +34,4 @@ size_t meshProbePairCount(size_t count) {
   return pairs;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

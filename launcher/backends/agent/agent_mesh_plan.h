@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Up to this many hosts every host probes every other (16 x 15 = 240 connections; bench/agent_scale.sh).
 inline constexpr size_t kMeshAllPairsUpTo = 16;
@@ -19,4 +19,4 @@ std::vector<size_t> meshProbePeers(size_t index, size_t count);
 /// The number of (from, to) pairs meshProbePeers gives over all `count` hosts. Pure.
 size_t meshProbePairCount(size_t count);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

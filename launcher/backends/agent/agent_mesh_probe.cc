@@ -11,7 +11,7 @@
 #include "launcher/backends/agent/agent_job.h"
 #include "launcher/backends/agent/agent_mesh_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 MeshProbeOutcome probeAgentMesh(boost::asio::io_context& io, const std::vector<MeshMember>& members, int agentPort,
                                 std::chrono::milliseconds timeout, const std::function<bool()>& interrupted) {
@@ -147,4 +147,4 @@ std::optional<int> AgentJob::probeMesh() {
   return std::nullopt;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -15,7 +15,7 @@
 
 #include "client/agent_client.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// One agent of the job, as the probe sees it.
 struct MeshMember {
@@ -48,4 +48,4 @@ MeshProbeOutcome probeAgentMesh(boost::asio::io_context& io, const std::vector<M
 std::vector<std::string> meshSuspects(const std::vector<std::pair<std::string, std::string>>& pairs,
                                       const std::vector<std::string>& order);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

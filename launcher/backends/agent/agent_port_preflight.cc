@@ -6,7 +6,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::optional<int> preflightAgentMasterPort(boost::asio::io_context& io, AgentClient& master, int port,
                                             std::chrono::milliseconds timeout,
@@ -101,4 +101,4 @@ AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

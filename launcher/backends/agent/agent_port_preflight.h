@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "client/agent_client.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The agent could not be reached or refused us (learnAgentRendezvous); what() is the launch's error with its
 /// hint, reason() the connection's own line ("agent HOST:PORT: ...").
@@ -55,4 +55,4 @@ AgentRendezvous learnAgentRendezvous(boost::asio::ssl::context& ssl, const std::
 /// The hint after an agent that cannot be reached: how to start one.
 std::string startAgentHint(int agentPort);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -6,7 +6,7 @@
 
 #include "client/agent_client.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -49,4 +49,4 @@ std::vector<AgentProbe> probeAgents(boost::asio::ssl::context& ssl, const std::v
   return results;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 struct AgentProbe {
   std::string host;     ///< as in the hostfile
@@ -25,4 +25,4 @@ std::vector<AgentProbe> probeAgents(boost::asio::ssl::context& ssl, const std::v
                                     const std::string& clientName, std::chrono::milliseconds timeout,
                                     const std::atomic<bool>* cancel = nullptr);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -5,7 +5,7 @@
 #include "launcher/backends/agent/agent_tree_listing.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::string agentTreeDryRunJson(const WorldPlan& plan, int width) {
   const AgentTreePlan tree = planAgentTree(plan.hosts.size(), width);
@@ -17,4 +17,4 @@ std::string agentTreeDryRunJson(const WorldPlan& plan, int width) {
   return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -5,9 +5,9 @@
 
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// {"width", "hosts", "roots", "levels", "listing": agentTreeListing's lines}, serialized.
 std::string agentTreeDryRunJson(const WorldPlan& plan, int width);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -6,7 +6,7 @@
 #include "proto/tree_digest.h"
 #include "proto/tree_subtree.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 void requireTreeLaunch(const wire::Welcome& welcome, const std::string& host, int port) {
   if (welcome.tree_launch()) return;
@@ -54,4 +54,4 @@ std::vector<RootTreeLaunch> signedTreeLaunches(const std::vector<proto::TreeLaun
   return out;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

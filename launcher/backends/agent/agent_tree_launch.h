@@ -12,7 +12,7 @@
 #include "proto/tree_launch_builder.h"
 #include "tls/tree_signature.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// TreeLaunchHeader.valid_for_s dsrun signs with: how long, either way of the agents' clocks, a launch is
 /// accepted (and its job id remembered against replay). Minutes, as Kerberos allows for clock skew: shorter
@@ -42,4 +42,4 @@ std::vector<RootTreeLaunch> signedTreeLaunches(const std::vector<proto::TreeLaun
                                                const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer,
                                                size_t maxFrameBytes = proto::kMaxFrameBytes);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

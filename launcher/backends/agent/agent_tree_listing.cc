@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 namespace {
 
 /// The lowest and highest rank of each host (INT_MAX/INT_MIN for a host without ranks), in one pass.
@@ -66,4 +66,4 @@ std::vector<std::string> agentTreeListing(const AgentTreePlan& tree, const World
   return lines;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -11,7 +11,7 @@
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// About a screenful: every host of a 64-node job, the top levels of a larger one.
 inline constexpr size_t kTreeListingLines = 64;
@@ -21,4 +21,4 @@ inline constexpr size_t kTreeListingLines = 64;
 std::vector<std::string> agentTreeListing(const AgentTreePlan& tree, const WorldPlan& plan,
                                           size_t maxLines = kTreeListingLines);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

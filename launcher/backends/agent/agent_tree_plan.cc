@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 namespace {
 
 /// Hangs [begin, end) below `parent` (-1: dsrun) as at most `width` spans, each headed by its first host.
@@ -53,4 +53,4 @@ AgentTreePlan planAgentTree(size_t hostCount, int width) {
   return tree;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

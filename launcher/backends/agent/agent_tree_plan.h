@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The tree over the plan's hosts (WorldPlan::hosts order).
 struct AgentTreePlan {
@@ -29,4 +29,4 @@ struct AgentTreePlan {
 /// The tree of `hostCount` hosts for --tree_width `width` (>= 2).
 AgentTreePlan planAgentTree(size_t hostCount, int width);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

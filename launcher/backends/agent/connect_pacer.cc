@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 ConnectPacer::ConnectPacer(size_t window) : window_(std::max<size_t>(window, 1)) {}
 
@@ -27,4 +27,4 @@ void ConnectPacer::finished() {
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

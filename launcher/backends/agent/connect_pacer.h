@@ -10,7 +10,7 @@
 #include <deque>
 #include <functional>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class ConnectPacer {
  public:
@@ -36,4 +36,4 @@ class ConnectPacer {
   std::deque<std::function<void()>> waiting_;    ///< not yet started, in order
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 int silentBeatsFor(int misses, uint32_t beatMs, size_t nodes, size_t ranks) {
   const double floorMs =
@@ -13,4 +13,4 @@ int silentBeatsFor(int misses, uint32_t beatMs, size_t nodes, size_t ranks) {
   return std::max(misses, needed);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

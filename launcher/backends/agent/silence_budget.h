@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// dsrun's CPU per node (TLS handshake, Hello/Welcome, launch request) and per rank (its launch entry
 /// and two events), measured on the 2-core development machine (bench/launch_sim_calibrate.py).
@@ -23,4 +23,4 @@ constexpr double kSilenceMargin = 4;
 /// hosts and `ranks` ranks. Pure.
 int silentBeatsFor(int misses, uint32_t beatMs, size_t nodes, size_t ranks);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -8,7 +8,7 @@
 #include "common/strings.h"
 #include "client/agent_client.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -108,4 +108,4 @@ void collectStacks(boost::asio::io_context& io, boost::asio::ssl::context& ssl, 
   });
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

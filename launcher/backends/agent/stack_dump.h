@@ -15,7 +15,7 @@
 
 #include "supervision/stack_files.h"  // writeStackFiles, stackScript
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 struct StackTarget {
   std::string host;  ///< as in the hostfile
@@ -34,4 +34,4 @@ void collectStacks(boost::asio::io_context& io, boost::asio::ssl::context& ssl, 
                    const std::string& clientName, const std::string& jobId, const std::vector<StackTarget>& targets,
                    std::chrono::milliseconds timeout, std::function<void(RankStacks)> done);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

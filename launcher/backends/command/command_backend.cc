@@ -9,7 +9,7 @@
 #include "common/strings.h"
 #include "launcher/backends/command/command_job.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 std::optional<std::string> CommandBackend::unavailableReason() const {
   const std::string tool = requiredTool();
@@ -48,4 +48,4 @@ int CommandBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -13,7 +13,7 @@
 #include "launcher/backends/backend_site.h"
 #include "launcher/backends/node_launch_command.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class CommandBackend : public Backend {
  public:
@@ -56,4 +56,4 @@ class CommandBackend : public Backend {
   BackendSite site_;  ///< paths and PATH lookup
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "common/exit_status.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -132,4 +132,4 @@ bool CommandChannel::runKill() {
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

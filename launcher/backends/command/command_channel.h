@@ -25,7 +25,7 @@
 #include "launcher/remote_job/remote_job.h"
 #include "common/stop_times.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class CommandChannel : public NodeChannel {
  public:
@@ -79,4 +79,4 @@ class CommandChannel : public NodeChannel {
   std::optional<OrphanGuard> guard_;  ///< runs the kill command if dsrun is killed
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -15,7 +15,7 @@
 #include "launcher/backends/command/command_channel.h"
 #include "launcher/remote_job/remote_job.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -97,4 +97,4 @@ CommandJobResult runCommandJob(const CommandJobSpec& spec) {
   return result;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

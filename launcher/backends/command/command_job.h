@@ -16,7 +16,7 @@
 #include "launcher/failure_line.h"
 #include "launcher/launch_settings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 struct CommandJobSpec {
   Command command;              ///< the launcher command
@@ -44,4 +44,4 @@ struct CommandJobResult {
 /// when the command cannot be spawned. Prints one summary line on stderr when the job failed.
 CommandJobResult runCommandJob(const CommandJobSpec& spec);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

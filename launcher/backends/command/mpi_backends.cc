@@ -10,7 +10,7 @@
 #include "launcher/backends/command/mpi_rules.h"
 #include "launcher/backends/shell_words.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -118,4 +118,4 @@ void MvapichBackend::beforeLaunch(const WorldPlan& plan, const LaunchContext&) {
 
 void MvapichBackend::afterLaunch(const WorldPlan& plan, const LaunchContext&) { ::unlink(hostfilePath(plan).c_str()); }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -6,7 +6,7 @@
 
 #include "launcher/backends/command/command_backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// `mpirun -n N -hostfile HOSTFILE --mca btl ^openib [--mca btl_tcp_if_include eth0] [launcher args]
 /// -x K=V ... dsrun-launch --rank_env=openmpi ...`; eth0 is the default unless launcher args name
@@ -69,4 +69,4 @@ class MvapichBackend : public CommandBackend {
   void afterLaunch(const WorldPlan& plan, const LaunchContext& ctx) override;
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

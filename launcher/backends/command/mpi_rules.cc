@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 void rejectResourceFilters(const std::string& backend, const Options& options) {
   if (!options.include.empty() || !options.exclude.empty()) {
@@ -37,4 +37,4 @@ std::string hostList(const WorldPlan& plan) {
   return join(names, ",");
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// Throws ConfigError "<backend> backend does not support worker include/exclusion" for --include or
 /// --exclude, and "... does not support limiting num nodes/gpus" for --num_nodes or --num_gpus.
@@ -20,4 +20,4 @@ int sameSlotsPerNode(const WorldPlan& plan, const std::string& what);
 /// Comma-separated active host names, in plan order.
 std::string hostList(const WorldPlan& plan);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -5,7 +5,7 @@
 #include "launcher/backends/command/mpi_rules.h"
 #include "launcher/backends/shell_words.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -96,4 +96,4 @@ void PdshBackend::beforeLaunch(const WorldPlan& plan, const LaunchContext& ctx) 
                        "PDSH_SSH_ARGS_APPEND", runCheck_);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -9,7 +9,7 @@
 #include "launcher/backends/ssh_check.h"
 #include "launcher/backends/command/command_backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// DeepSpeed's PDSH_MAX_FAN_OUT.
 inline constexpr int kPdshMaxFanOut = 1024;
@@ -45,4 +45,4 @@ class PdshBackend : public CommandBackend {
   CommandRunner runCheck_;  ///< runs the ssh check (fake in tests)
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "launcher/backends/command/mpi_rules.h"
 #include "launcher/backends/shell_words.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 Command SlurmBackend::buildCommand(const WorldPlan& plan, const LaunchContext& ctx) const {
   const Options& o = ctx.options;
@@ -113,4 +113,4 @@ void SlurmBackend::checkHostsKnown(const WorldPlan& plan, const LaunchContext& c
   }
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -23,7 +23,7 @@
 #include "launcher/backends/ssh_check.h"
 #include "launcher/backends/command/command_backend.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class SlurmBackend : public CommandBackend {
  public:
@@ -55,4 +55,4 @@ class SlurmBackend : public CommandBackend {
   CommandRunner runInfo_;  ///< runs sinfo
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

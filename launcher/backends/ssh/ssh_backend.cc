@@ -14,7 +14,7 @@
 #include "launcher/backends/ssh/ssh_round.h"
 #include "launcher/elastic_training/elastic_job.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -103,4 +103,4 @@ int SshBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   return job.run();
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -10,7 +10,7 @@
 #include "launcher/backend.h"
 #include "launcher/backends/backend_site.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class SshBackend : public Backend {
  public:
@@ -33,4 +33,4 @@ class SshBackend : public Backend {
   BackendSite site_;  ///< dsrun-launch path and launch directory
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

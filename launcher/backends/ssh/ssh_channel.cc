@@ -5,7 +5,7 @@
 #include "common/strings.h"
 #include "launcher/backends/ssh/ssh_round.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 SshChannel::SshChannel(std::string host, std::unique_ptr<SshSession> session, std::string command, Settings settings)
     : host_(std::move(host)), session_(std::move(session)), command_(std::move(command)), settings_(settings) {}
@@ -73,4 +73,4 @@ void SshChannel::pump(RemoteJob& job, size_t index, Seconds now) {
              now);
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -14,7 +14,7 @@
 #include "launcher/remote_job/node_channel.h"
 #include "launcher/remote_job/remote_job.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class SshChannel : public NodeChannel {
  public:
@@ -50,4 +50,4 @@ class SshChannel : public NodeChannel {
   bool ended_ = false;               ///< reported exited or lost
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

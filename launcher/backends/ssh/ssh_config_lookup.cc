@@ -8,7 +8,7 @@
 
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -65,4 +65,4 @@ std::optional<std::string> sshConfigValue(std::string_view text, const std::stri
   return std::nullopt;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// The value of `keyword` (case-insensitive) for `host` in config `text`, or nullopt. `Match` blocks are
 /// skipped (not evaluated); `Include` is not followed.
 std::optional<std::string> sshConfigValue(std::string_view text, const std::string& host, const std::string& keyword);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -89,4 +89,4 @@ RoundWording SshElasticRounds::wording() const {
           "hosts unreachable over ssh at launch"};
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -12,7 +12,7 @@
 #include "launcher/backends/ssh/ssh_job.h"
 #include "launcher/elastic_training/elastic_rounds.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class SshElasticRounds : public ElasticRounds {
  public:
@@ -45,4 +45,4 @@ class SshElasticRounds : public ElasticRounds {
   std::vector<Login> logins_;  ///< joined when done (next probe) or in the destructor
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

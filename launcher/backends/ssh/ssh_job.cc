@@ -17,7 +17,7 @@
 #include "launcher/backends/ssh/ssh_channel.h"
 #include "launcher/remote_job/remote_job.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -134,4 +134,4 @@ int SshJob::loop(std::vector<std::unique_ptr<SshSession>> sessions) {
   return code;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -21,7 +21,7 @@
 #include "launcher/elastic_training/elastic_rounds.h"
 #include "common/stop_times.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 class SshJob {
  public:
@@ -62,4 +62,4 @@ class SshJob {
   RoundOutcome outcome_;               ///< see outcome()
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

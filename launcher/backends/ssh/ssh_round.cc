@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 SessionEnd classifySessionEnd(int exitStatus, const std::string& socketError) {
   if (exitStatus >= 0) return SessionEnd::Exited;
@@ -51,4 +51,4 @@ std::vector<std::string> withStdinTimeout(std::vector<std::string> launchArgv, i
   return launchArgv;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

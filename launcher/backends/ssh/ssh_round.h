@@ -13,7 +13,7 @@
 #include "launcher/remote_job/round_facts.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 /// How one host's session ended.
 enum class SessionEnd {
@@ -48,4 +48,4 @@ EnvMap elasticNodeExports(const WorldPlan& plan, int nodeRank);
 /// node stops its ranks when dsrun's heartbeats stop for that long.
 std::vector<std::string> withStdinTimeout(std::vector<std::string> launchArgv, int ms);
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

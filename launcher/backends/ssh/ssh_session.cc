@@ -18,7 +18,7 @@
 #include "common/strings.h"
 #include "launcher/backends/ssh/ssh_config_lookup.h"
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 namespace {
 
@@ -199,4 +199,4 @@ std::string SshSession::peerAddress() const {
   return text;
 }
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

@@ -9,7 +9,7 @@
 struct ssh_session_struct;
 struct ssh_channel_struct;
 
-namespace dsrun {
+namespace dsrun::launcher {
 
 struct SshTarget {
   std::string host;                ///< as in the hostfile (also the config's Host match)
@@ -65,4 +65,4 @@ class SshSession {
   bool eofSent_ = false;                   ///< sendEof() done
 };
 
-}  // namespace dsrun
+}  // namespace dsrun::launcher

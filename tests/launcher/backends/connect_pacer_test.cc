@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-using dsrun::ConnectPacer;
+using dsrun::launcher::ConnectPacer;
 
 TEST_CASE("ConnectPacer starts at most its window of connections and one more as each ends", "[launcher][agent]") {
   ConnectPacer pacer(2);

@@ -8,9 +8,9 @@
 
 #include "common/error.h"
 
-using dsrun::kMeshAllPairsUpTo;
-using dsrun::meshProbePairCount;
-using dsrun::meshProbePeers;
+using dsrun::launcher::kMeshAllPairsUpTo;
+using dsrun::launcher::meshProbePairCount;
+using dsrun::launcher::meshProbePeers;
 
 namespace {
 

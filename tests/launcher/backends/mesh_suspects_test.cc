@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using dsrun::meshSuspects;
+using dsrun::launcher::meshSuspects;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 using Hosts = std::vector<std::string>;
 

@@ -9,9 +9,9 @@
 #include "launcher/backends/command/slurm_backend.h"
 #include "plan_fixture.h"
 
-using dsrun::test::fakeSite;
-using dsrun::test::kTwoWorkers;
-using dsrun::test::makePlan;
+using dsrun::launcher::test::fakeSite;
+using dsrun::launcher::test::kTwoWorkers;
+using dsrun::launcher::test::makePlan;
 using Words = std::vector<std::string>;
 
 namespace {
@@ -34,7 +34,7 @@ Words tailOf(const Words& argv, const std::string& flavor) {
 
 TEST_CASE("openmpi builds DeepSpeed's mpirun line with eth0 as the default interface", "[launcher][backends]") {
   auto f = makePlan(kTwoWorkers, {"--launcher", "openmpi", "train.py", "--lr", "0.1 x"}, {{"NCCL_X", "a\"b c"}});
-  const Words argv = dsrun::OpenMpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  const Words argv = dsrun::launcher::OpenMpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK(Words(argv.begin(), argv.begin() + 11) == Words{"mpirun", "-n", "8", "-hostfile", "/job/hostfile", "--mca",
                                                         "btl", "^openib", "--mca", "btl_tcp_if_include", "eth0"});
   CHECK(contains(argv, "NCCL_X=a\"b c"));  // unquoted: DeepSpeed's literal "..." would reach the rank
@@ -46,7 +46,7 @@ TEST_CASE("openmpi builds DeepSpeed's mpirun line with eth0 as the default inter
 TEST_CASE("openmpi drops its eth0 default when launcher args name btl_tcp_if_include", "[launcher][backends]") {
   auto args = GENERATE(std::string("-mca btl_tcp_if_include eth1"), std::string("--mca btl_tcp_if_include eth1"));
   auto f = makePlan(kTwoWorkers, {"--launcher", "openmpi", "--launcher_args", args, "train.py"});
-  const Words argv = dsrun::OpenMpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  const Words argv = dsrun::launcher::OpenMpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK_FALSE(contains(argv, "eth0"));
   CHECK(contains(argv, "eth1"));
 }
@@ -63,17 +63,17 @@ TEST_CASE("MPI backends refuse DeepSpeed's unsupported resource filters", "[laun
   args.insert(args.end(), flags.begin(), flags.end());
   args.push_back("train.py");
   auto f = makePlan(kTwoWorkers, args);
-  std::unique_ptr<dsrun::CommandBackend> backend;
-  if (name == "openmpi") backend = std::make_unique<dsrun::OpenMpiBackend>(fakeSite());
-  if (name == "mpich") backend = std::make_unique<dsrun::MpichBackend>(fakeSite());
-  if (name == "impi") backend = std::make_unique<dsrun::ImpiBackend>(fakeSite());
-  if (name == "mvapich") backend = std::make_unique<dsrun::MvapichBackend>(fakeSite());
+  std::unique_ptr<dsrun::launcher::CommandBackend> backend;
+  if (name == "openmpi") backend = std::make_unique<dsrun::launcher::OpenMpiBackend>(fakeSite());
+  if (name == "mpich") backend = std::make_unique<dsrun::launcher::MpichBackend>(fakeSite());
+  if (name == "impi") backend = std::make_unique<dsrun::launcher::ImpiBackend>(fakeSite());
+  if (name == "mvapich") backend = std::make_unique<dsrun::launcher::MvapichBackend>(fakeSite());
   REQUIRE_THROWS_WITH(backend->buildCommand(f->plan, *f->ctx), Catch::StartsWith(name) && Catch::Contains(message));
 }
 
 TEST_CASE("mpich builds -n/-ppn/-genv/-hosts and prefers mpirun.mpich", "[launcher][backends]") {
   auto f = makePlan(kTwoWorkers, {"--launcher", "mpich", "train.py", "--lr", "0.1 x"});
-  Words argv = dsrun::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  Words argv = dsrun::launcher::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK(Words(argv.begin(), argv.begin() + 5) == Words{"mpirun.mpich", "-n", "8", "-ppn", "4"});
   const Words genv = {"-genv", "DSRUN_MAX_RESTARTS", "0", "-genv", "DSRUN_RESTART_COUNT", "0", "-genv", "PYTHONPATH",
                       "/work/job", "-genv", "TORCHELASTIC_MAX_RESTARTS", "0", "-genv", "TORCHELASTIC_RESTART_COUNT", "0",
@@ -81,22 +81,22 @@ TEST_CASE("mpich builds -n/-ppn/-genv/-hosts and prefers mpirun.mpich", "[launch
                       "29500", "-genv", "WORLD_SIZE", "8", "-genv", "LOCAL_SIZE", "4", "-hosts", "worker-0,worker-1"};
   CHECK(Words(argv.begin() + 5, argv.begin() + 5 + static_cast<long>(genv.size())) == genv);
   tailOf(argv, "mpich");
-  CHECK(dsrun::MpichBackend(fakeSite({"mpirun.mpich"})).buildCommand(f->plan, *f->ctx).argv[0] == "mpirun");
+  CHECK(dsrun::launcher::MpichBackend(fakeSite({"mpirun.mpich"})).buildCommand(f->plan, *f->ctx).argv[0] == "mpirun");
 }
 
 TEST_CASE("mpich, impi and mvapich need the same slots on every host", "[launcher][backends]") {
   auto f = makePlan("a slots=2\nb slots=1\n", {"--launcher", "mpich", "train.py"});
-  REQUIRE_THROWS_WITH(dsrun::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
+  REQUIRE_THROWS_WITH(dsrun::launcher::MpichBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
                       Catch::Contains("MPICH requires same number of devices per node, got a: 2, b: 1"));
-  REQUIRE_THROWS_WITH(dsrun::ImpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
+  REQUIRE_THROWS_WITH(dsrun::launcher::ImpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
                       Catch::Contains("Intel MPI requires same number of devices per node"));
-  REQUIRE_THROWS_WITH(dsrun::MvapichBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
+  REQUIRE_THROWS_WITH(dsrun::launcher::MvapichBackend(fakeSite()).buildCommand(f->plan, *f->ctx),
                       Catch::Contains("mvapich requires same number of devices per node"));
 }
 
 TEST_CASE("impi runs one -n 1 segment per rank with RANK and LOCAL_RANK", "[launcher][backends]") {
   auto f = makePlan("a slots=2\nb slots=2\n", {"--launcher", "impi", "t.py"});
-  const Words argv = dsrun::ImpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  const Words argv = dsrun::launcher::ImpiBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK(Words(argv.begin(), argv.begin() + 3) == Words{"mpirun", "-ppn", "2"});
   CHECK(std::count(argv.begin(), argv.end(), ":") == 3);
   CHECK(contains(argv, "I_MPI_PIN"));
@@ -108,7 +108,7 @@ TEST_CASE("impi runs one -n 1 segment per rank with RANK and LOCAL_RANK", "[laun
 
 TEST_CASE("mvapich builds DeepSpeed's mpirun line with a per-job hostfile and MV2 exports", "[launcher][backends]") {
   auto f = makePlan(kTwoWorkers, {"--launcher", "mvapich", "train.py", "--lr", "0.1 x"});
-  const Words argv = dsrun::MvapichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  const Words argv = dsrun::launcher::MvapichBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK(Words(argv.begin(), argv.begin() + 7) ==
         Words{"mpirun", "-np", "8", "-ppn", "4", "--hostfile", "/tmp/dsrun-mvapich-hostfile-job-1"});
   CHECK(contains(argv, "MV2_SMP_USE_CMA=0"));
@@ -119,7 +119,7 @@ TEST_CASE("mvapich builds DeepSpeed's mpirun line with a per-job hostfile and MV
 TEST_CASE("slurm builds srun with --export and keeps comma values in srun's environment", "[launcher][backends]") {
   auto f = makePlan(kTwoWorkers, {"--launcher", "slurm", "--launcher_args", "-p debug", "train.py", "--lr", "0.1 x"},
                     {{"NCCL_A", "1"}, {"NCCL_B", "x,y"}});
-  const dsrun::Command c = dsrun::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx);
+  const dsrun::Command c = dsrun::launcher::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx);
   CHECK(Words(c.argv.begin(), c.argv.begin() + 10) ==
         Words{"srun", "-n", "8", "-p", "debug", "--nodelist=worker-0,worker-1", "--nodes=2", "--ntasks-per-node=4",
               "--kill-on-bad-exit=1",
@@ -131,7 +131,7 @@ TEST_CASE("slurm builds srun with --export and keeps comma values in srun's envi
 
 TEST_CASE("slurm names the job after dsrun's job id and signals its tasks through scancel", "[launcher][backends]") {
   auto f = makePlan("a slots=1\nb slots=1\n", {"--launcher", "slurm", "t.py"});
-  const dsrun::SlurmBackend slurm(fakeSite());
+  const dsrun::launcher::SlurmBackend slurm(fakeSite());
   CHECK(contains(slurm.buildCommand(f->plan, *f->ctx).argv, "--job-name=" + f->plan.jobId));
   const std::optional<dsrun::Command> usr = slurm.signalCommand(f->plan, *f->ctx, {SIGUSR1, SIGUSR2, SIGTERM});
   REQUIRE(usr);
@@ -151,18 +151,18 @@ TEST_CASE("slurm names the job after dsrun's job id and signals its tasks throug
 
 TEST_CASE("slurm turns --include into --nodelist with the selected hosts", "[launcher][backends]") {
   auto f = makePlan("a slots=2\nb slots=2\nc slots=2\n", {"--launcher", "slurm", "-i", "a@c", "t.py"});
-  const Words argv = dsrun::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
+  const Words argv = dsrun::launcher::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv;
   CHECK(contains(argv, "--nodelist=a,c"));
   CHECK(argv[2] == "4");
 }
 
 TEST_CASE("slurm pins srun to the hostfile's hosts unless the launcher args name nodes", "[launcher][backends]") {
   auto f = makePlan("a slots=1\nb slots=1\n", {"--launcher", "slurm", "t.py"});
-  CHECK(contains(dsrun::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv, "--nodelist=a,b"));
+  CHECK(contains(dsrun::launcher::SlurmBackend(fakeSite()).buildCommand(f->plan, *f->ctx).argv, "--nodelist=a,b"));
   auto g = makePlan("b slots=2\n", {"--launcher", "slurm", "--force_multi", "t.py"});
-  CHECK(contains(dsrun::SlurmBackend(fakeSite()).buildCommand(g->plan, *g->ctx).argv, "--nodelist=b"));
+  CHECK(contains(dsrun::launcher::SlurmBackend(fakeSite()).buildCommand(g->plan, *g->ctx).argv, "--nodelist=b"));
   auto h = makePlan("a slots=1\nb slots=1\n", {"--launcher", "slurm", "--launcher_args", "-w a,b", "t.py"});
-  for (const std::string& word : dsrun::SlurmBackend(fakeSite()).buildCommand(h->plan, *h->ctx).argv) {
+  for (const std::string& word : dsrun::launcher::SlurmBackend(fakeSite()).buildCommand(h->plan, *h->ctx).argv) {
     CHECK_FALSE(dsrun::startsWith(word, "--nodelist"));
   }
 }
@@ -170,9 +170,9 @@ TEST_CASE("slurm pins srun to the hostfile's hosts unless the launcher args name
 TEST_CASE("slurm refuses a hostfile host that Slurm does not know, naming it and the nodes", "[launcher][backends]") {
   auto f = makePlan("dsn1 slots=1\ndsn9 slots=1\n", {"--launcher", "slurm", "t.py"});
   std::vector<std::string> ran;
-  const dsrun::SlurmBackend slurm(fakeSite(), [&](const dsrun::Command& c) {
+  const dsrun::launcher::SlurmBackend slurm(fakeSite(), [&](const dsrun::Command& c) {
     ran = c.argv;
-    return dsrun::CapturedRun{0, "dsn1\ndsn2\ndsn3\n"};
+    return dsrun::launcher::CapturedRun{0, "dsn1\ndsn2\ndsn3\n"};
   });
   REQUIRE_THROWS_AS(slurm.checkHostsKnown(f->plan, *f->ctx), dsrun::ConfigError);
   REQUIRE_THROWS_WITH(slurm.checkHostsKnown(f->plan, *f->ctx),
@@ -184,7 +184,7 @@ TEST_CASE("slurm refuses a hostfile host that Slurm does not know, naming it and
 
 TEST_CASE("command backends show one node command headed by the first host", "[launcher][backends]") {
   auto f = makePlan(kTwoWorkers, {"--launcher", "openmpi", "t.py"});
-  const auto commands = dsrun::OpenMpiBackend(fakeSite()).nodeCommands(f->plan, *f->ctx);
+  const auto commands = dsrun::launcher::OpenMpiBackend(fakeSite()).nodeCommands(f->plan, *f->ctx);
   REQUIRE(commands.size() == 1);
   CHECK(commands[0].host == "worker-0");
   CHECK(commands[0].argv[0] == "mpirun");

@@ -11,22 +11,22 @@
 #include "launcher/node_launch/rank_env_mapping.h"
 #include "plan_fixture.h"
 
-using dsrun::EnvMap;
+using dsrun::launcher::EnvMap;
 using Words = std::vector<std::string>;
 
 TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher planned them", "[launcher][node_launch]") {
-  auto f = dsrun::test::makePlan("a slots=4\nb slots=4\n",
+  auto f = dsrun::launcher::test::makePlan("a slots=4\nb slots=4\n",
                                  {"-i", "a:1,3@b", "--bind_cores_to_rank", "--master_addr", "h0", "s.py", "x y"},
                                  {{"NCCL_A", "1"}, {"PYTHONPATH", "/lib"}});
-  const Words argv = dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "1", false);
-  const dsrun::NodeLaunchArgs args = dsrun::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
+  const Words argv = dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "1", false);
+  const dsrun::launcher::NodeLaunchArgs args = dsrun::launcher::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
   // The remote environment: what the launcher exported, plus the node's own variables.
   EnvMap remote = f->plan.exports;
   remote["HOME"] = "/root";
   for (int node = 0; node < 2; ++node) {
-    dsrun::NodeLaunchArgs a = args;
+    dsrun::launcher::NodeLaunchArgs a = args;
     a.nodeRank = node;
-    const std::vector<dsrun::RankSpec> specs = dsrun::nodeRankSpecs(a, remote, 8);
+    const std::vector<dsrun::RankSpec> specs = dsrun::launcher::nodeRankSpecs(a, remote, 8);
     const auto planned = f->plan.ranksOnNode(node);
     REQUIRE(specs.size() == planned.size());
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -45,12 +45,12 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
 
 TEST_CASE("dsrun-launch gives each rank torchrun's per-rank names on every job",
           "[launcher][node_launch]") {
-  auto f = dsrun::test::makePlan("a slots=2\nb slots=2\n", {"--master_addr", "h0", "s.py"}, {});
-  const Words argv = dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "1", false);
-  dsrun::NodeLaunchArgs args = dsrun::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
+  auto f = dsrun::launcher::test::makePlan("a slots=2\nb slots=2\n", {"--master_addr", "h0", "s.py"}, {});
+  const Words argv = dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "1", false);
+  dsrun::launcher::NodeLaunchArgs args = dsrun::launcher::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
   args.nodeRank = 1;
   // The job-wide ones (restart counter) arrive in the node's environment, from the remote line's exports.
-  const auto specs = dsrun::nodeRankSpecs(args, {{"TORCHELASTIC_RESTART_COUNT", "2"}}, 8);
+  const auto specs = dsrun::launcher::nodeRankSpecs(args, {{"TORCHELASTIC_RESTART_COUNT", "2"}}, 8);
   REQUIRE(specs.size() == 2);
   for (size_t i = 0; i < 2; ++i) {
     const auto& env = specs[i].command.env;
@@ -70,32 +70,32 @@ TEST_CASE("dsrun-launch gives each rank torchrun's per-rank names on every job",
 
 TEST_CASE("nodeLaunchArgv writes every non-default per-rank setting in dsrun-launch's order",
           "[launcher][node_launch]") {
-  auto f = dsrun::test::makePlan(dsrun::test::kTwoWorkers,
+  auto f = dsrun::launcher::test::makePlan(dsrun::launcher::test::kTwoWorkers,
                                  {"--module", "--no_local_rank", "--save_pid", "--enable_each_rank_log", "logs",
                                   "--bind_cores_to_rank", "--bind_core_list", "0-3", "--python", "/opt/py",
                                   "--tag_output", "--kill_grace_s", "2.5", "--exit_timeout_s", "7", "m", "a"});
   const std::string world = "--world_info=eyJ3b3JrZXItMCI6IFswLCAxLCAyLCAzXSwgIndvcmtlci0xIjogWzAsIDEsIDIsIDNdfQ==";
-  CHECK(dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, 777, "%n", true) ==
+  CHECK(dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "%n", true) ==
         Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=%n", "--master_addr=10.0.0.1",
               "--master_port=29500", "--module", "--no_local_rank", "--save_pid", "777",
               "--enable_each_rank_log=logs", "--bind_cores_to_rank", "--bind_core_list=0-3", "--job_id=job-1",
               "--python=/opt/py", "--tag_output", "--kill_grace_s=2.5", "--exit_timeout_s=7", "--watch_stdin", "m",
               "a"});
   // Rank mode writes a subset, python first; the rest is the MPI launcher's or the node's business.
-  CHECK(dsrun::rankLaunchArgv(dsrun::test::fakeSite().node, f->plan, f->options, "slurm") ==
+  CHECK(dsrun::launcher::rankLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, "slurm") ==
         Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=slurm", "--master_addr=10.0.0.1", "--master_port=29500",
               "--job_id=job-1", "--python=/opt/py", "--module", "--no_local_rank", "--kill_grace_s=2.5", "m", "a"});
-  auto n = dsrun::test::makePlan(dsrun::test::kTwoWorkers, {"--no_python", "--exit_timeout_s", "0", "/bin/p"});
-  CHECK(dsrun::nodeLaunchArgv(dsrun::test::fakeSite().node, n->plan, n->options, 777, "1", false) ==
+  auto n = dsrun::launcher::test::makePlan(dsrun::launcher::test::kTwoWorkers, {"--no_python", "--exit_timeout_s", "0", "/bin/p"});
+  CHECK(dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, n->plan, n->options, 777, "1", false) ==
         Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=1", "--master_addr=10.0.0.1", "--master_port=29500",
               "--no_python", "--job_id=job-1", "--kill_grace_s=30", "--exit_timeout_s=0", "/bin/p"});
-  CHECK(dsrun::rankLaunchArgv(dsrun::test::fakeSite().node, n->plan, n->options, "openmpi") ==
+  CHECK(dsrun::launcher::rankLaunchArgv(dsrun::launcher::test::fakeSite().node, n->plan, n->options, "openmpi") ==
         Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=openmpi", "--master_addr=10.0.0.1", "--master_port=29500",
               "--job_id=job-1", "--no_python", "--kill_grace_s=30", "/bin/p"});
 }
 
 TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launcher][node_launch]") {
-  dsrun::RankLaunchSettings s;
+  dsrun::launcher::RankLaunchSettings s;
   s.python = "/opt/py";
   s.module = true;  // --no_python would conflict; the round trip of each field alone is launch_settings_test's
   s.noLocalRank = true;
@@ -110,8 +110,8 @@ TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launc
   Words argv = {"--world_info=e30=", "--node_rank=1"};
   for (const std::string& w : s.toArgv()) argv.push_back(w);
   for (const char* w : {"--watch_stdin", "prog", "--tag_output"}) argv.push_back(w);
-  const dsrun::NodeLaunchArgs node = dsrun::parseNodeLaunchArgs(argv);
-  CHECK(node.mode == dsrun::NodeLaunchMode::Node);
+  const dsrun::launcher::NodeLaunchArgs node = dsrun::launcher::parseNodeLaunchArgs(argv);
+  CHECK(node.mode == dsrun::launcher::NodeLaunchMode::Node);
   CHECK(node.launch == s);
   CHECK(node.nodeRank == 1);
   CHECK(node.watchStdin);
@@ -119,18 +119,18 @@ TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launc
   Words rankArgv = {"--rank_env=slurm"};
   for (const std::string& w : s.toRankArgv()) rankArgv.push_back(w);
   rankArgv.push_back("prog");
-  const dsrun::NodeLaunchArgs rank = dsrun::parseNodeLaunchArgs(rankArgv);
-  CHECK(rank.mode == dsrun::NodeLaunchMode::Rank);
-  CHECK(rank.launch == dsrun::RankLaunchSettings::fromArgv(s.toRankArgv()));
+  const dsrun::launcher::NodeLaunchArgs rank = dsrun::launcher::parseNodeLaunchArgs(rankArgv);
+  CHECK(rank.mode == dsrun::launcher::NodeLaunchMode::Rank);
+  CHECK(rank.launch == dsrun::launcher::RankLaunchSettings::fromArgv(s.toRankArgv()));
   CHECK(rank.launch.stop.killGrace == dsrun::Seconds(0.5));
-  REQUIRE_THROWS_WITH(dsrun::parseNodeLaunchArgs({"--world_info=e30=", "--tag_output=yes", "prog"}),
+  REQUIRE_THROWS_WITH(dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "--tag_output=yes", "prog"}),
                       "--tag_output: takes no value, got '--tag_output=yes'");
 }
 
 TEST_CASE("dsrun-launch rejects a node rank outside world_info", "[launcher][node_launch]") {
-  dsrun::NodeLaunchArgs a = dsrun::parseNodeLaunchArgs({"--world_info=eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=",
+  dsrun::launcher::NodeLaunchArgs a = dsrun::launcher::parseNodeLaunchArgs({"--world_info=eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=",
                                                         "--node_rank=2", "x"});
-  REQUIRE_THROWS_WITH(dsrun::nodeRankSpecs(a, {}, 1), Catch::Contains("--node_rank") && Catch::Contains("got 2"));
+  REQUIRE_THROWS_WITH(dsrun::launcher::nodeRankSpecs(a, {}, 1), Catch::Contains("--node_rank") && Catch::Contains("got 2"));
 }
 
 TEST_CASE("dsrun-launch argument errors name the flag", "[launcher][node_launch]") {
@@ -145,18 +145,18 @@ TEST_CASE("dsrun-launch argument errors name the flag", "[launcher][node_launch]
       {{"--master_port"}, "expected a value"},
       {{"--enable_elastic_training", "s"}, "elastic"},
   }));
-  REQUIRE_THROWS_WITH(dsrun::parseNodeLaunchArgs(args), Catch::Contains(message));
+  REQUIRE_THROWS_WITH(dsrun::launcher::parseNodeLaunchArgs(args), Catch::Contains(message));
 }
 
 TEST_CASE("dsrun-launch --signal takes signal names in order, with or without SIG", "[launcher][node_launch]") {
-  const auto a = dsrun::parseNodeLaunchArgs({"--signal=USR1,SIGUSR2,usr1,INT", "--job_id=j-1"});
-  CHECK(a.mode == dsrun::NodeLaunchMode::Signal);
+  const auto a = dsrun::launcher::parseNodeLaunchArgs({"--signal=USR1,SIGUSR2,usr1,INT", "--job_id=j-1"});
+  CHECK(a.mode == dsrun::launcher::NodeLaunchMode::Signal);
   CHECK(a.signals == std::vector<int>{SIGUSR1, SIGUSR2, SIGUSR1, SIGINT});
   CHECK(a.launch.jobId == "j-1");
 }
 
 TEST_CASE("dsrun-launch stops parsing at the program, like argparse REMAINDER", "[launcher][node_launch]") {
-  const auto a = dsrun::parseNodeLaunchArgs({"--world_info", "e30=", "--enable_each_rank_log=None", "prog", "--node_rank=5"});
+  const auto a = dsrun::launcher::parseNodeLaunchArgs({"--world_info", "e30=", "--enable_each_rank_log=None", "prog", "--node_rank=5"});
   CHECK(a.userScript == "prog");
   CHECK(a.userArgs == Words{"--node_rank=5"});
   CHECK(a.nodeRank == 0);
@@ -180,13 +180,13 @@ TEST_CASE("rank mode maps each launcher's variables to the rank contract", "[lau
                 {"SLURM_TASKS_PER_NODE", "2"}}, 1, 1, 2, 2, 0},
   }));
   CAPTURE(flavor);
-  const dsrun::RankIdentity id = dsrun::rankIdentityFromEnv(flavor, env);
+  const dsrun::launcher::RankIdentity id = dsrun::launcher::rankIdentityFromEnv(flavor, env);
   CHECK(id.rank == rank);
   CHECK(id.localRank == local);
   CHECK(id.worldSize == world);
   CHECK(id.localSize == localSize);
   CHECK(id.crossRank == node);
-  const EnvMap out = dsrun::withRankContract(env, id, "10.0.0.1", 29500, "job-1");
+  const EnvMap out = dsrun::launcher::withRankContract(env, id, "10.0.0.1", 29500, "job-1");
   CHECK(out.at("RANK") == std::to_string(rank));
   CHECK(out.at("LOCAL_RANK") == std::to_string(local));
   CHECK(out.at("WORLD_SIZE") == std::to_string(world));
@@ -210,7 +210,7 @@ TEST_CASE("rank mode refuses missing or disagreeing variables", "[launcher][node
       {"bogus", {}, "unknown flavor 'bogus'"},
       {"slurm", {{"SLURM_PROCID", "x"}}, "SLURM_PROCID is not a non-negative integer, got 'x'"},
   }));
-  REQUIRE_THROWS_WITH(dsrun::rankIdentityFromEnv(flavor, env), Catch::Contains(message));
+  REQUIRE_THROWS_WITH(dsrun::launcher::rankIdentityFromEnv(flavor, env), Catch::Contains(message));
 }
 
 TEST_CASE("failure lines from dsrun-launch and the local supervisor are recognised", "[launcher][backends]") {
@@ -220,7 +220,7 @@ TEST_CASE("failure lines from dsrun-launch and the local supervisor are recognis
   CHECK(f->rank == 5);
   CHECK(f->pid == 1234);
   CHECK(f->exitCode == 3);
-  CHECK(dsrun::describeFailure(*f) == "rank 5 on dsn3 (pid 1234) exited with code 3");
+  CHECK(dsrun::launcher::describeFailure(*f) == "rank 5 on dsn3 (pid 1234) exited with code 3");
   auto s = dsrun::parseFailureLine("dsrun: rank 0 (a pid 9) was killed by signal 9 (SIGKILL)");
   REQUIRE(s);
   CHECK(s->exitCode == 137);
@@ -249,10 +249,10 @@ TEST_CASE("sshConfigValue follows OpenSSH's first-match Host rules", "[launcher]
   const std::string config =
       "# comment\nStrictHostKeyChecking ask\nHost 10.77.0.* dsn*\n  StrictHostKeyChecking no\n"
       "Host * !bastion\n  StrictHostKeyChecking=accept-new\n  User me\n";
-  CHECK(dsrun::sshConfigValue(config, "dsn1", "StrictHostKeyChecking") == std::string("ask"));
-  CHECK(dsrun::sshConfigValue("Host dsn*\n StrictHostKeyChecking no\n", "DSN2", "stricthostkeychecking") ==
+  CHECK(dsrun::launcher::sshConfigValue(config, "dsn1", "StrictHostKeyChecking") == std::string("ask"));
+  CHECK(dsrun::launcher::sshConfigValue("Host dsn*\n StrictHostKeyChecking no\n", "DSN2", "stricthostkeychecking") ==
         std::string("no"));
-  CHECK(dsrun::sshConfigValue("Host * !bastion\n User me\n", "bastion", "User") == std::nullopt);
-  CHECK(dsrun::sshConfigValue("Host * !bastion\n User me\n", "web", "User") == std::string("me"));
-  CHECK(dsrun::sshConfigValue("Match host x\n User y\n", "x", "User") == std::nullopt);
+  CHECK(dsrun::launcher::sshConfigValue("Host * !bastion\n User me\n", "bastion", "User") == std::nullopt);
+  CHECK(dsrun::launcher::sshConfigValue("Host * !bastion\n User me\n", "web", "User") == std::string("me"));
+  CHECK(dsrun::launcher::sshConfigValue("Match host x\n User y\n", "x", "User") == std::nullopt);
 }

@@ -10,10 +10,10 @@
 #include "launcher/backends/shell_words.h"
 #include "plan_fixture.h"
 
-using dsrun::PdshBackend;
-using dsrun::test::fakeSite;
-using dsrun::test::kTwoWorkers;
-using dsrun::test::makePlan;
+using dsrun::launcher::PdshBackend;
+using dsrun::launcher::test::fakeSite;
+using dsrun::launcher::test::kTwoWorkers;
+using dsrun::launcher::test::makePlan;
 using Words = std::vector<std::string>;
 
 namespace {
@@ -60,8 +60,8 @@ TEST_CASE("pdsh delivers argv and exported values byte for byte through the remo
   const Words argv = pdsh.buildCommand(f->plan, *f->ctx).argv;
   const Words remote(argv.begin() + 6, argv.end());
   // The remote line, as the shell word-splits it (shlex.split follows POSIX quoting for these forms).
-  const Words words = dsrun::shellSplit(asPdshSends(remote, 1), "remote line");
-  const Words expected = dsrun::nodeLaunchArgv(fakeSite().node, f->plan, f->options, 777, "1", false);
+  const Words words = dsrun::launcher::shellSplit(asPdshSends(remote, 1), "remote line");
+  const Words expected = dsrun::launcher::nodeLaunchArgv(fakeSite().node, f->plan, f->options, 777, "1", false);
   REQUIRE(words.size() >= expected.size());
   CHECK(Words(words.end() - static_cast<long>(expected.size()), words.end()) == expected);
   CHECK(std::find(words.begin(), words.end(), "PYTHONX=" + nasty + ";") != words.end());
@@ -104,13 +104,13 @@ TEST_CASE("pdsh's ssh check failure says what to fix", "[launcher][backends]") {
   dsrun::Command seen;
   PdshBackend pdsh(fakeSite(), [&](const dsrun::Command& c) {
     seen = c;
-    return dsrun::CapturedRun{255 << 8, "root@worker-0: Permission denied (publickey).\n"};
+    return dsrun::launcher::CapturedRun{255 << 8, "root@worker-0: Permission denied (publickey).\n"};
   });
   const dsrun::Command check = pdsh.sshCheck(f->plan, *f->ctx);
-  REQUIRE_THROWS_WITH(dsrun::checkPasswordlessSsh("worker-0", check, "/job/hostfile", "PDSH_SSH_ARGS_APPEND",
+  REQUIRE_THROWS_WITH(dsrun::launcher::checkPasswordlessSsh("worker-0", check, "/job/hostfile", "PDSH_SSH_ARGS_APPEND",
                                                   [&](const dsrun::Command& c) {
                                                     seen = c;
-                                                    return dsrun::CapturedRun{255 << 8, "Permission denied (publickey).\n"};
+                                                    return dsrun::launcher::CapturedRun{255 << 8, "Permission denied (publickey).\n"};
                                                   }),
                       Catch::Contains("passwordless ssh to 'worker-0' failed") &&
                           Catch::Contains("exited with code 255: Permission denied (publickey).") &&
@@ -120,12 +120,12 @@ TEST_CASE("pdsh's ssh check failure says what to fix", "[launcher][backends]") {
 
 TEST_CASE("the ssh check of a --force_multi job without a hostfile blames no hostfile", "[launcher][backends]") {
   const dsrun::Command check{{"ssh", "localhost", "hostname"}, {}, ""};
-  const auto refused = [](const dsrun::Command&) { return dsrun::CapturedRun{255 << 8, "Connection refused\n"}; };
-  REQUIRE_THROWS_WITH(dsrun::checkPasswordlessSsh("localhost", check, "", "PDSH_SSH_ARGS_APPEND", refused),
+  const auto refused = [](const dsrun::Command&) { return dsrun::launcher::CapturedRun{255 << 8, "Connection refused\n"}; };
+  REQUIRE_THROWS_WITH(dsrun::launcher::checkPasswordlessSsh("localhost", check, "", "PDSH_SSH_ARGS_APPEND", refused),
                       Catch::Contains("host 'localhost' (local mode: no hostfile) must accept") &&
                           Catch::Contains("to run on this machine drop --force_multi") &&
                           !Catch::Contains("/job/hostfile") && !Catch::Contains("remove the hostfile"));
-  REQUIRE_THROWS_WITH(dsrun::checkPasswordlessSsh("worker-0", check, "hosts", "PDSH_SSH_ARGS_APPEND", refused),
+  REQUIRE_THROWS_WITH(dsrun::launcher::checkPasswordlessSsh("worker-0", check, "hosts", "PDSH_SSH_ARGS_APPEND", refused),
                       Catch::Contains("host 'worker-0' of hosts must accept") &&
                           Catch::Contains("for a single node remove the hostfile"));
 }
@@ -136,5 +136,5 @@ TEST_CASE("pdsh is unavailable without pdsh in PATH", "[launcher][backends]") {
 }
 
 TEST_CASE("remoteShellWords refuses a variable name a shell cannot export", "[launcher][backends]") {
-  REQUIRE_THROWS_WITH(dsrun::remoteShellWords({{"NCCL-X", "1"}}, "/", {"a"}), Catch::Contains("'NCCL-X'"));
+  REQUIRE_THROWS_WITH(dsrun::launcher::remoteShellWords({{"NCCL-X", "1"}}, "/", {"a"}), Catch::Contains("'NCCL-X'"));
 }

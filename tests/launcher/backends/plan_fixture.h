@@ -12,7 +12,7 @@
 #include "launcher/options.h"
 #include "launcher/world_plan.h"
 
-namespace dsrun::test {
+namespace dsrun::launcher::test {
 
 /// Everything a backend call needs; keeps the Options and env alive for the LaunchContext.
 struct PlanFixture {
@@ -55,4 +55,4 @@ inline BackendSite fakeSite(std::vector<std::string> missing = {}) {
 
 inline const char* const kTwoWorkers = "worker-0 slots=4\nworker-1 slots=4\n";
 
-}  // namespace dsrun::test
+}  // namespace dsrun::launcher::test

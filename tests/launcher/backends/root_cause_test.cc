@@ -79,7 +79,7 @@ TEST_CASE("keepTailLine keeps the last lines, each cut to a bounded length", "[l
 
 TEST_CASE("dsrun collects the nodes' root-cause lines and quotes the failing rank's in its block",
           "[launcher][root_cause]") {
-  dsrun::RootCauseCollector collector;
+  dsrun::launcher::RootCauseCollector collector;
   CHECK(collector.take("dsn2: dsrun: rank 3 (dsn2) stderr| Traceback (most recent call last):"));
   CHECK(collector.take("dsn2: dsrun: rank 3 (dsn2) stderr| ValueError: boom"));
   CHECK(collector.take("dsn1: dsrun: rank 0 (dsn1) stderr| unrelated"));
@@ -98,6 +98,6 @@ TEST_CASE("dsrun collects the nodes' root-cause lines and quotes the failing ran
 
   // A rank whose node sent nothing (an MPI or Slurm task): the block says its stderr was not captured.
   const auto other = dsrun::parseFailureLine("dsrun: rank 5 (dsn3 pid 8) exited with code 2");
-  CHECK(dsrun::RootCauseCollector().block(*other, "t.py")[6] ==
+  CHECK(dsrun::launcher::RootCauseCollector().block(*other, "t.py")[6] ==
         "dsrun:   stderr   : not captured by this backend; see its lines above");
 }

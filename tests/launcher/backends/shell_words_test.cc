@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "launcher/backends/shell_words.h"
 
-using dsrun::shellSplit;
+using dsrun::launcher::shellSplit;
 
 TEST_CASE("shellSplit splits like Python's shlex.split", "[launcher][backends]") {
   using Words = std::vector<std::string>;
@@ -27,6 +27,6 @@ TEST_CASE("shellSplit rejects an unterminated quote naming the flag", "[launcher
 }
 
 TEST_CASE("escapePdshPercent doubles every percent sign", "[launcher][backends]") {
-  CHECK(dsrun::escapePdshPercent("a%nb%%") == "a%%nb%%%%");
-  CHECK(dsrun::escapePdshPercent("plain") == "plain");
+  CHECK(dsrun::launcher::escapePdshPercent("a%nb%%") == "a%%nb%%%%");
+  CHECK(dsrun::launcher::escapePdshPercent("plain") == "plain");
 }

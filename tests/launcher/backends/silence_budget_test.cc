@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-using dsrun::silentBeatsFor;
+using dsrun::launcher::silentBeatsFor;
 
 TEST_CASE("the heartbeat budget keeps the user's misses for small jobs", "[launcher][agent]") {
   CHECK(silentBeatsFor(5, 500, 1, 1) == 5);

@@ -10,10 +10,10 @@
 #include "launcher/node_launch/node_launch_args.h"
 #include "plan_fixture.h"
 
-using dsrun::RoundOutcome;
-using dsrun::SessionEnd;
-using dsrun::SshRoundFacts;
-using dsrun::SshStopEvent;
+using dsrun::launcher::RoundOutcome;
+using dsrun::launcher::SessionEnd;
+using dsrun::launcher::SshRoundFacts;
+using dsrun::launcher::SshStopEvent;
 using End = RoundOutcome::End;
 using Strings = std::vector<std::string>;
 
@@ -30,17 +30,17 @@ TEST_CASE("classifySessionEnd: an exit status is an exit, a timed-out socket is 
       {-1, "", SessionEnd::Closed},
   }));
   CAPTURE(status, error);
-  CHECK(dsrun::classifySessionEnd(status, error) == expected);
+  CHECK(dsrun::launcher::classifySessionEnd(status, error) == expected);
 }
 
 TEST_CASE("lostHostCause says silent with the heartbeat budget, or how the session closed", "[launcher][ssh_round]") {
-  CHECK(dsrun::lostHostCause("dsn3:22", "dsn3", SessionEnd::Silent, "Socket error: Connection timed out", 500, 5) ==
+  CHECK(dsrun::launcher::lostHostCause("dsn3:22", "dsn3", SessionEnd::Silent, "Socket error: Connection timed out", 500, 5) ==
         "ssh dsn3:22: host dsn3 silent (our heartbeats unacknowledged; heartbeat budget 2500 ms = 5 x 500 ms)");
-  CHECK(dsrun::lostHostCause("dsn2:22", "dsn2", SessionEnd::Closed, "", 500, 5) ==
+  CHECK(dsrun::launcher::lostHostCause("dsn2:22", "dsn2", SessionEnd::Closed, "", 500, 5) ==
         "ssh dsn2:22: dsrun-launch on dsn2 ended without an exit status (killed, or its sshd was)");
-  CHECK(dsrun::lostHostCause("dsn2:2222", "dsn2", SessionEnd::Closed, "Socket error: disconnected", 500, 5) ==
+  CHECK(dsrun::launcher::lostHostCause("dsn2:2222", "dsn2", SessionEnd::Closed, "Socket error: disconnected", 500, 5) ==
         "ssh dsn2:2222: connection to dsn2 lost (Socket error: disconnected)");
-  CHECK_THROWS_AS(dsrun::lostHostCause("h:22", "h", SessionEnd::Exited, "", 500, 5), dsrun::InternalError);
+  CHECK_THROWS_AS(dsrun::launcher::lostHostCause("h:22", "h", SessionEnd::Exited, "", 500, 5), dsrun::InternalError);
 }
 
 TEST_CASE("sshRoundOutcome: the first event decides the cause, every lost host is listed", "[launcher][ssh_round]") {
@@ -48,7 +48,7 @@ TEST_CASE("sshRoundOutcome: the first event decides the cause, every lost host i
   facts.exitCode = 3;
   facts.events = {{"dsn2", "rank 1 on dsn2 (pid 7) exited with code 3", 3, false},
                   {"dsn3", "ssh dsn3:22: host dsn3 silent", 255, true}};
-  RoundOutcome o = dsrun::sshRoundOutcome(facts);
+  RoundOutcome o = dsrun::launcher::sshRoundOutcome(facts);
   CHECK(o.end == End::Failed);
   CHECK(o.exitCode == 3);
   CHECK(o.cause == "rank 1 on dsn2 (pid 7) exited with code 3");
@@ -57,7 +57,7 @@ TEST_CASE("sshRoundOutcome: the first event decides the cause, every lost host i
 
   facts.events = {{"dsn3", "ssh dsn3:22: host dsn3 silent", 255, true}};
   facts.exitCode = 255;
-  o = dsrun::sshRoundOutcome(facts);
+  o = dsrun::launcher::sshRoundOutcome(facts);
   CHECK(o.end == End::Failed);
   CHECK(o.failedHosts == Strings{"dsn3"});
   CHECK(o.lostHosts == Strings{"dsn3"});  // the controller reads "host lost"
@@ -79,41 +79,41 @@ TEST_CASE("sshRoundOutcome: a signal wins, then failures, then a rescale, then t
   facts.events = events;
   facts.rescaled = rescaled;
   facts.exitCode = code;
-  const RoundOutcome o = dsrun::sshRoundOutcome(facts);
+  const RoundOutcome o = dsrun::launcher::sshRoundOutcome(facts);
   CHECK(o.end == expected);
   CHECK(o.exitCode == code);
   CHECK(o.lostHosts.empty());
 }
 
 TEST_CASE("an elastic ssh round exports each node's restart counter and torchrun's names", "[launcher][ssh_round]") {
-  auto f = dsrun::test::makePlan("w0 slots=2\nw1 slots=1\n", {"--elastic_training", "--launcher", "ssh",
+  auto f = dsrun::launcher::test::makePlan("w0 slots=2\nw1 slots=1\n", {"--elastic_training", "--launcher", "ssh",
                                                                 "--master_addr", "10.0.0.1", "train.py"});
   REQUIRE(f->plan.elastic);
   // planWorld sets torchrun's names on every job (count 0); the controller sets this round's count.
-  CHECK(dsrun::elasticNodeExports(f->plan, 0).at("DSRUN_RESTART_COUNT") == "0");
-  for (dsrun::PlannedRank& r : f->plan.ranks) r.env[dsrun::kEnvRestartCount] = "2";
-  const dsrun::EnvMap node1 = dsrun::elasticNodeExports(f->plan, 1);
+  CHECK(dsrun::launcher::elasticNodeExports(f->plan, 0).at("DSRUN_RESTART_COUNT") == "0");
+  for (dsrun::launcher::PlannedRank& r : f->plan.ranks) r.env[dsrun::kEnvRestartCount] = "2";
+  const dsrun::launcher::EnvMap node1 = dsrun::launcher::elasticNodeExports(f->plan, 1);
   CHECK(node1.at("DSRUN_RESTART_COUNT") == "2");
   CHECK(node1.at("GROUP_RANK") == "1");
   CHECK(node1.at("LOCAL_WORLD_SIZE") == "1");
   CHECK(node1.count("ROLE_RANK") == 0);  // per rank: dsrun-launch plans it on the node
-  CHECK(dsrun::elasticNodeExports(f->plan, 0).at("LOCAL_WORLD_SIZE") == "2");
+  CHECK(dsrun::launcher::elasticNodeExports(f->plan, 0).at("LOCAL_WORLD_SIZE") == "2");
   f->plan.elastic.reset();
-  CHECK(dsrun::elasticNodeExports(f->plan, 1).empty());
+  CHECK(dsrun::launcher::elasticNodeExports(f->plan, 1).empty());
 }
 
 TEST_CASE("withStdinTimeout puts --stdin_timeout_ms right after --watch_stdin, before the program",
           "[launcher][ssh_round]") {
-  CHECK(dsrun::withStdinTimeout({"dsrun-launch", "--kill_grace_s=2", "--watch_stdin", "prog", "--watch_stdin"}, 2500) ==
+  CHECK(dsrun::launcher::withStdinTimeout({"dsrun-launch", "--kill_grace_s=2", "--watch_stdin", "prog", "--watch_stdin"}, 2500) ==
         Strings{"dsrun-launch", "--kill_grace_s=2", "--watch_stdin", "--stdin_timeout_ms=2500", "prog", "--watch_stdin"});
-  CHECK_THROWS_AS(dsrun::withStdinTimeout({"dsrun-launch", "prog"}, 2500), dsrun::InternalError);
+  CHECK_THROWS_AS(dsrun::launcher::withStdinTimeout({"dsrun-launch", "prog"}, 2500), dsrun::InternalError);
 }
 
 TEST_CASE("dsrun-launch takes --stdin_timeout_ms in ms and refuses nonsense", "[launcher][node_launch]") {
-  const auto a = dsrun::parseNodeLaunchArgs({"--world_info=e30=", "--watch_stdin", "--stdin_timeout_ms=2500", "prog"});
+  const auto a = dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "--watch_stdin", "--stdin_timeout_ms=2500", "prog"});
   CHECK(a.watchStdin);
   CHECK(a.stdinTimeoutMs == 2500);
-  CHECK(dsrun::parseNodeLaunchArgs({"--world_info=e30=", "prog"}).stdinTimeoutMs == 0);
-  CHECK_THROWS_WITH(dsrun::parseNodeLaunchArgs({"--world_info=e30=", "--stdin_timeout_ms=0", "prog"}),
+  CHECK(dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "prog"}).stdinTimeoutMs == 0);
+  CHECK_THROWS_WITH(dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "--stdin_timeout_ms=0", "prog"}),
                     Catch::Contains("--stdin_timeout_ms"));
 }

@@ -2,8 +2,8 @@
 
 #include <catch2/catch.hpp>
 
-using dsrun::ElasticMembership;
-using dsrun::ResourcePool;
+using dsrun::launcher::ElasticMembership;
+using dsrun::launcher::ResourcePool;
 using Hosts = std::set<std::string>;
 
 namespace {
@@ -11,7 +11,7 @@ namespace {
 ResourcePool pool(int hosts, int slots = 2) {
   ResourcePool p;
   for (int h = 0; h < hosts; ++h) {
-    dsrun::HostSlots s{"w" + std::to_string(h), {}};
+    dsrun::launcher::HostSlots s{"w" + std::to_string(h), {}};
     for (int i = 0; i < slots; ++i) s.slots.push_back(i);
     p.push_back(s);
   }

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace dsrun::test {
+namespace dsrun::launcher::test {
 
 class CapturedFd {
  public:
@@ -29,4 +29,4 @@ class CapturedFd {
   std::FILE* file_;
 };
 
-}  // namespace dsrun::test
+}  // namespace dsrun::launcher::test

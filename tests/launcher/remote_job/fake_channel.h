@@ -9,7 +9,7 @@
 #include "common/strings.h"
 #include "launcher/remote_job/node_channel.h"
 
-namespace dsrun::test {
+namespace dsrun::launcher::test {
 
 class FakeChannel : public NodeChannel {
  public:
@@ -35,4 +35,4 @@ class FakeChannel : public NodeChannel {
   std::vector<std::string>& log_;
 };
 
-}  // namespace dsrun::test
+}  // namespace dsrun::launcher::test

@@ -12,14 +12,14 @@
 #include "tests/launcher/remote_job/fake_channel.h"
 
 using Catch::Matchers::Contains;
-using dsrun::RankExit;
-using dsrun::RankOnHost;
-using dsrun::RemoteJob;
-using dsrun::RemoteJobSettings;
-using dsrun::RoundOutcome;
+using dsrun::launcher::RankExit;
+using dsrun::launcher::RankOnHost;
+using dsrun::launcher::RemoteJob;
+using dsrun::launcher::RemoteJobSettings;
+using dsrun::launcher::RoundOutcome;
 using dsrun::Seconds;
-using dsrun::test::CapturedFd;
-using dsrun::test::FakeChannel;
+using dsrun::launcher::test::CapturedFd;
+using dsrun::launcher::test::FakeChannel;
 
 namespace {
 
@@ -29,7 +29,7 @@ using Log = std::vector<std::string>;
 struct RankHarness {
   explicit RankHarness(RemoteJobSettings settings = {}) : out(outFd.fd()), err(errFd.fd()) {
     settings.nodeRanks = {{0, 1}, {2, 3}};
-    std::vector<dsrun::NodeChannel*> raw;
+    std::vector<dsrun::launcher::NodeChannel*> raw;
     for (const char* host : {"dsn1", "dsn2"}) {
       channels.push_back(std::make_unique<FakeChannel>(host, log));
       channels.back()->killEnds = false;  // an agent reports its ranks' ends after a kill too

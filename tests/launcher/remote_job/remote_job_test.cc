@@ -14,12 +14,12 @@
 #include "tests/launcher/remote_job/fake_channel.h"
 
 using Catch::Matchers::Contains;
-using dsrun::RemoteJob;
-using dsrun::RemoteJobSettings;
-using dsrun::RoundOutcome;
+using dsrun::launcher::RemoteJob;
+using dsrun::launcher::RemoteJobSettings;
+using dsrun::launcher::RoundOutcome;
 using dsrun::Seconds;
-using dsrun::test::CapturedFd;
-using dsrun::test::FakeChannel;
+using dsrun::launcher::test::CapturedFd;
+using dsrun::launcher::test::FakeChannel;
 
 namespace {
 
@@ -34,7 +34,7 @@ struct Harness {
       settings.whileStopping = dsrun::SignalWhileStopping::Kill;
       settings.heartbeat = Seconds(0);
     }
-    std::vector<dsrun::NodeChannel*> raw;
+    std::vector<dsrun::launcher::NodeChannel*> raw;
     for (const std::string& host : hosts) {
       channels.push_back(std::make_unique<FakeChannel>(host, log));
       channels.back()->killEnds = medium == Medium::Ssh;
