@@ -50,7 +50,9 @@ int runNode(const dsrun::launcher::NodeLaunchArgs& args, dsrun::launcher::RealMa
   dsrun::UniqueFd stdinControl;
   if (args.watchStdin) {
     stdinControl = dsrun::launcher::takeStdinForControl();
-    if (args.stdinTimeoutMs > 0) stdinControl = dsrun::launcher::relayWithTimeout(std::move(stdinControl), args.stdinTimeoutMs);
+    if (args.stdinTimeoutMs > 0) {
+      stdinControl = dsrun::launcher::relayWithTimeout(std::move(stdinControl), args.stdinTimeoutMs);
+    }
     options.controlFds.push_back(stdinControl.get());
   }
   if (registration) options.controlFds.push_back(registration->controlFd());
@@ -77,7 +79,8 @@ int runRank(const dsrun::launcher::NodeLaunchArgs& args, dsrun::launcher::RealMa
   spec.command.argv = dsrun::launcher::rankArgv(args.program(), id.localRank);
   spec.command.env =
       dsrun::launcher::withRankContract(machine.environment(), id, args.masterAddr, args.masterPort, args.launch.jobId);
-  return dsrun::launcher::runRankProcess(spec, args.launch.stop.killGrace, /*signalsReachRank=*/args.rankEnv == "slurm");
+  return dsrun::launcher::runRankProcess(spec, args.launch.stop.killGrace,
+                                         /*signalsReachRank=*/args.rankEnv == "slurm");
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ class NamedBackend : public dsrun::launcher::Backend {
  public:
   std::string_view name() const override { return "pdsh"; }
   std::optional<std::string> unavailableReason() const override { return std::nullopt; }
-  std::vector<dsrun::launcher::NodeCommand> nodeCommands(const dsrun::launcher::WorldPlan&, const dsrun::launcher::LaunchContext&) const override {
+  std::vector<dsrun::launcher::NodeCommand> nodeCommands(const dsrun::launcher::WorldPlan&,
+                                                         const dsrun::launcher::LaunchContext&) const override {
     return {};
   }
   int run(const dsrun::launcher::WorldPlan&, const dsrun::launcher::LaunchContext&) override { return 0; }

@@ -75,6 +75,8 @@ TEST_CASE("parseEnvFile errors name path:line", "[launcher][environment]") {
 TEST_CASE("envFilePaths honours DS_ENV_FILE", "[launcher][environment]") {
   using Paths = std::vector<std::string>;
   CHECK(dsrun::launcher::envFilePaths({}, "/root", "/work") == Paths{"/root/.deepspeed_env", "/work/.deepspeed_env"});
-  CHECK(dsrun::launcher::envFilePaths({{"DS_ENV_FILE", "my.env"}}, "/root/", "/work") == Paths{"/root/my.env", "/work/my.env"});
-  CHECK(dsrun::launcher::envFilePaths({{"DS_ENV_FILE", "/etc/x.env"}}, "/root", "/work") == Paths{"/etc/x.env", "/etc/x.env"});
+  CHECK(dsrun::launcher::envFilePaths({{"DS_ENV_FILE", "my.env"}}, "/root/", "/work") ==
+        Paths{"/root/my.env", "/work/my.env"});
+  CHECK(dsrun::launcher::envFilePaths({{"DS_ENV_FILE", "/etc/x.env"}}, "/root", "/work") ==
+        Paths{"/etc/x.env", "/etc/x.env"});
 }

@@ -45,7 +45,8 @@ class RecordingBackend : public dsrun::launcher::Backend {
     for (const auto& host : plan.hosts) out.push_back({host.host, {name_, host.host, ctx.options.launcherArgs}});
     return out;
   }
-  dsrun::launcher::LaunchPreparation prepareLaunch(const dsrun::launcher::WorldPlan& draft, const dsrun::launcher::LaunchContext&) override {
+  dsrun::launcher::LaunchPreparation prepareLaunch(const dsrun::launcher::WorldPlan& draft,
+                                                   const dsrun::launcher::LaunchContext&) override {
     rec_.prepared.push_back(draft);
     return rec_.preparation;
   }
@@ -233,8 +234,8 @@ TEST_CASE("dsrun hands the backend its own pid for --save_pid", "[launcher][app]
   f.machine.processId = 31337;
   REQUIRE(f.run({"--save_pid", "train.py"}) == 0);
   CHECK(f.rec.launcherPid == 31337);
-  const dsrun::launcher::Options options = dsrun::launcher::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "5",
-                                                      "--exit_timeout_s", "7", "--enable_each_rank_log", "d", "x"});
+  const dsrun::launcher::Options options = dsrun::launcher::parseOptions(
+      {"--save_pid", "--tag_output", "--kill_grace_s", "5", "--exit_timeout_s", "7", "--enable_each_rank_log", "d", "x"});
   const dsrun::LocalJobOptions job = dsrun::launcher::localJobOptions(options, 31337);
   CHECK(job.savePid == 31337);
   CHECK(job.tagOutput);

@@ -320,7 +320,8 @@ TEST_CASE("The tree width (--tree_width) is 0 (the star) unless given; 1 and neg
 
 TEST_CASE("launchSettings completes options.launch with the job id and, with --save_pid, dsrun's pid",
           "[launcher][options]") {
-  const dsrun::launcher::Options o = dsrun::launcher::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "3", "x.py"});
+  const dsrun::launcher::Options o =
+      dsrun::launcher::parseOptions({"--save_pid", "--tag_output", "--kill_grace_s", "3", "x.py"});
   CHECK(o.launch.savePid == 0);  // only the running dsrun knows its pid
   CHECK(o.launch.jobId.empty());
   const dsrun::launcher::RankLaunchSettings s = dsrun::launcher::launchSettings(o, "job-9", 4242);

@@ -197,7 +197,8 @@ TEST_CASE("the rendezvous a launch learned changes MASTER_ADDR and MASTER_PORT o
 TEST_CASE("planWorld builds each rank's command as DeepSpeed's launch.py does", "[launcher][world_plan]") {
   auto [args, expected] = GENERATE(table<Args, Args>({
       {{"train.py", "a"}, {dsrun::launcher::defaultPython(), "-u", "train.py", "--local_rank=0", "a"}},
-      {{"--module", "train.py", "a"}, {dsrun::launcher::defaultPython(), "-u", "-m", "train.py", "--local_rank=0", "a"}},
+      {{"--module", "train.py", "a"},
+       {dsrun::launcher::defaultPython(), "-u", "-m", "train.py", "--local_rank=0", "a"}},
       {{"--no_python", "train.py", "a"}, {"train.py", "--local_rank=0", "a"}},
       {{"--no_local_rank", "train.py", "a"}, {dsrun::launcher::defaultPython(), "-u", "train.py", "a"}},
       {{"--no_python", "--no_local_rank", "train.py"}, {"train.py"}},

@@ -58,7 +58,8 @@ TEST_CASE("signalJob writes one control line per signal, in order, to each launc
 TEST_CASE("signalJob marks the job killed for a stop signal, so a later launch refuses to start",
           "[launcher][node_launch]") {
   TestJob job;
-  const dsrun::launcher::JobSignalResult early = dsrun::launcher::signalJob(job.id, {SIGINT});  // before any launcher registered
+  // before any launcher registered
+  const dsrun::launcher::JobSignalResult early = dsrun::launcher::signalJob(job.id, {SIGINT});
   CHECK(early.launchers == 0);
   CHECK(early.marked);
   dsrun::launcher::JobRegistration late(job.id);

@@ -18,8 +18,10 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
   auto f = dsrun::launcher::test::makePlan("a slots=4\nb slots=4\n",
                                  {"-i", "a:1,3@b", "--bind_cores_to_rank", "--master_addr", "h0", "s.py", "x y"},
                                  {{"NCCL_A", "1"}, {"PYTHONPATH", "/lib"}});
-  const Words argv = dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "1", false);
-  const dsrun::launcher::NodeLaunchArgs args = dsrun::launcher::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
+  const Words argv =
+      dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "1", false);
+  const dsrun::launcher::NodeLaunchArgs args =
+      dsrun::launcher::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
   // The remote environment: what the launcher exported, plus the node's own variables.
   EnvMap remote = f->plan.exports;
   remote["HOME"] = "/root";
@@ -46,7 +48,8 @@ TEST_CASE("dsrun-launch rebuilds each node's ranks exactly as the launcher plann
 TEST_CASE("dsrun-launch gives each rank torchrun's per-rank names on every job",
           "[launcher][node_launch]") {
   auto f = dsrun::launcher::test::makePlan("a slots=2\nb slots=2\n", {"--master_addr", "h0", "s.py"}, {});
-  const Words argv = dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "1", false);
+  const Words argv =
+      dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, 777, "1", false);
   dsrun::launcher::NodeLaunchArgs args = dsrun::launcher::parseNodeLaunchArgs(Words(argv.begin() + 1, argv.end()));
   args.nodeRank = 1;
   // The job-wide ones (restart counter) arrive in the node's environment, from the remote line's exports.
@@ -85,7 +88,8 @@ TEST_CASE("nodeLaunchArgv writes every non-default per-rank setting in dsrun-lau
   CHECK(dsrun::launcher::rankLaunchArgv(dsrun::launcher::test::fakeSite().node, f->plan, f->options, "slurm") ==
         Words{"/opt/dsrun/bin/dsrun-launch", "--rank_env=slurm", "--master_addr=10.0.0.1", "--master_port=29500",
               "--job_id=job-1", "--python=/opt/py", "--module", "--no_local_rank", "--kill_grace_s=2.5", "m", "a"});
-  auto n = dsrun::launcher::test::makePlan(dsrun::launcher::test::kTwoWorkers, {"--no_python", "--exit_timeout_s", "0", "/bin/p"});
+  auto n = dsrun::launcher::test::makePlan(dsrun::launcher::test::kTwoWorkers,
+                                           {"--no_python", "--exit_timeout_s", "0", "/bin/p"});
   CHECK(dsrun::launcher::nodeLaunchArgv(dsrun::launcher::test::fakeSite().node, n->plan, n->options, 777, "1", false) ==
         Words{"/opt/dsrun/bin/dsrun-launch", world, "--node_rank=1", "--master_addr=10.0.0.1", "--master_port=29500",
               "--no_python", "--job_id=job-1", "--kill_grace_s=30", "--exit_timeout_s=0", "/bin/p"});
@@ -128,9 +132,10 @@ TEST_CASE("dsrun-launch reads back every per-rank setting dsrun writes", "[launc
 }
 
 TEST_CASE("dsrun-launch rejects a node rank outside world_info", "[launcher][node_launch]") {
-  dsrun::launcher::NodeLaunchArgs a = dsrun::launcher::parseNodeLaunchArgs({"--world_info=eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=",
-                                                        "--node_rank=2", "x"});
-  REQUIRE_THROWS_WITH(dsrun::launcher::nodeRankSpecs(a, {}, 1), Catch::Contains("--node_rank") && Catch::Contains("got 2"));
+  dsrun::launcher::NodeLaunchArgs a = dsrun::launcher::parseNodeLaunchArgs(
+      {"--world_info=eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=", "--node_rank=2", "x"});
+  REQUIRE_THROWS_WITH(dsrun::launcher::nodeRankSpecs(a, {}, 1),
+                      Catch::Contains("--node_rank") && Catch::Contains("got 2"));
 }
 
 TEST_CASE("dsrun-launch argument errors name the flag", "[launcher][node_launch]") {

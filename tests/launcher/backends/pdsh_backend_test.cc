@@ -120,14 +120,17 @@ TEST_CASE("pdsh's ssh check failure says what to fix", "[launcher][backends]") {
 
 TEST_CASE("the ssh check of a --force_multi job without a hostfile blames no hostfile", "[launcher][backends]") {
   const dsrun::Command check{{"ssh", "localhost", "hostname"}, {}, ""};
-  const auto refused = [](const dsrun::Command&) { return dsrun::launcher::CapturedRun{255 << 8, "Connection refused\n"}; };
+  const auto refused = [](const dsrun::Command&) {
+    return dsrun::launcher::CapturedRun{255 << 8, "Connection refused\n"};
+  };
   REQUIRE_THROWS_WITH(dsrun::launcher::checkPasswordlessSsh("localhost", check, "", "PDSH_SSH_ARGS_APPEND", refused),
                       Catch::Contains("host 'localhost' (local mode: no hostfile) must accept") &&
                           Catch::Contains("to run on this machine drop --force_multi") &&
                           !Catch::Contains("/job/hostfile") && !Catch::Contains("remove the hostfile"));
-  REQUIRE_THROWS_WITH(dsrun::launcher::checkPasswordlessSsh("worker-0", check, "hosts", "PDSH_SSH_ARGS_APPEND", refused),
-                      Catch::Contains("host 'worker-0' of hosts must accept") &&
-                          Catch::Contains("for a single node remove the hostfile"));
+  REQUIRE_THROWS_WITH(
+      dsrun::launcher::checkPasswordlessSsh("worker-0", check, "hosts", "PDSH_SSH_ARGS_APPEND", refused),
+      Catch::Contains("host 'worker-0' of hosts must accept") &&
+          Catch::Contains("for a single node remove the hostfile"));
 }
 
 TEST_CASE("pdsh is unavailable without pdsh in PATH", "[launcher][backends]") {

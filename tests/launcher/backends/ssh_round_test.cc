@@ -34,7 +34,8 @@ TEST_CASE("classifySessionEnd: an exit status is an exit, a timed-out socket is 
 }
 
 TEST_CASE("lostHostCause says silent with the heartbeat budget, or how the session closed", "[launcher][ssh_round]") {
-  CHECK(dsrun::launcher::lostHostCause("dsn3:22", "dsn3", SessionEnd::Silent, "Socket error: Connection timed out", 500, 5) ==
+  CHECK(dsrun::launcher::lostHostCause("dsn3:22", "dsn3", SessionEnd::Silent, "Socket error: Connection timed out",
+                                       500, 5) ==
         "ssh dsn3:22: host dsn3 silent (our heartbeats unacknowledged; heartbeat budget 2500 ms = 5 x 500 ms)");
   CHECK(dsrun::launcher::lostHostCause("dsn2:22", "dsn2", SessionEnd::Closed, "", 500, 5) ==
         "ssh dsn2:22: dsrun-launch on dsn2 ended without an exit status (killed, or its sshd was)");
@@ -104,13 +105,15 @@ TEST_CASE("an elastic ssh round exports each node's restart counter and torchrun
 
 TEST_CASE("withStdinTimeout puts --stdin_timeout_ms right after --watch_stdin, before the program",
           "[launcher][ssh_round]") {
-  CHECK(dsrun::launcher::withStdinTimeout({"dsrun-launch", "--kill_grace_s=2", "--watch_stdin", "prog", "--watch_stdin"}, 2500) ==
+  CHECK(dsrun::launcher::withStdinTimeout(
+            {"dsrun-launch", "--kill_grace_s=2", "--watch_stdin", "prog", "--watch_stdin"}, 2500) ==
         Strings{"dsrun-launch", "--kill_grace_s=2", "--watch_stdin", "--stdin_timeout_ms=2500", "prog", "--watch_stdin"});
   CHECK_THROWS_AS(dsrun::launcher::withStdinTimeout({"dsrun-launch", "prog"}, 2500), dsrun::InternalError);
 }
 
 TEST_CASE("dsrun-launch takes --stdin_timeout_ms in ms and refuses nonsense", "[launcher][node_launch]") {
-  const auto a = dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "--watch_stdin", "--stdin_timeout_ms=2500", "prog"});
+  const auto a =
+      dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "--watch_stdin", "--stdin_timeout_ms=2500", "prog"});
   CHECK(a.watchStdin);
   CHECK(a.stdinTimeoutMs == 2500);
   CHECK(dsrun::launcher::parseNodeLaunchArgs({"--world_info=e30=", "prog"}).stdinTimeoutMs == 0);

@@ -10,7 +10,8 @@ TEST_CASE("encodeWorldInfo produces DeepSpeed's encode_world_info bytes", "[laun
   // Values from python3: base64.urlsafe_b64encode(json.dumps(hosts).encode()).
   CHECK(dsrun::launcher::encodeWorldInfo({{"worker-0", {0, 1, 2, 3}}, {"worker-1", {0, 1, 2, 3}}}) ==
         "eyJ3b3JrZXItMCI6IFswLCAxLCAyLCAzXSwgIndvcmtlci0xIjogWzAsIDEsIDIsIDNdfQ==");
-  CHECK(dsrun::launcher::encodeWorldInfo({{"dsn1", {0, 1}}, {"dsn2", {1}}}) == "eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=");
+  CHECK(dsrun::launcher::encodeWorldInfo({{"dsn1", {0, 1}}, {"dsn2", {1}}}) ==
+        "eyJkc24xIjogWzAsIDFdLCAiZHNuMiI6IFsxXX0=");
 }
 
 TEST_CASE("decodeWorldInfo inverts encodeWorldInfo and keeps host order", "[launcher][node_launch]") {
