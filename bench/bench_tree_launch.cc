@@ -18,6 +18,7 @@
 #include "tls/tree_signature.h"
 
 using namespace dsrun;
+using namespace dsrun::launcher;
 
 namespace {
 

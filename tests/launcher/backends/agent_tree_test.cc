@@ -17,6 +17,7 @@
 #include "tls/ssl_context.h"
 
 using namespace dsrun;
+using namespace dsrun::launcher;
 
 namespace {
 
