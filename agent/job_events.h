@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace dsrun::agent {
 
@@ -66,6 +67,7 @@ struct Progress {
 struct LaunchFailed {
   std::string jobId;
   std::string message;  ///< "<host> rank <R>: spawn '<argv0>': <strerror>"
+  std::vector<int> unstartedRanks;  ///< the failed rank and those after it: never started, never reported
 };
 
 }  // namespace event

@@ -102,7 +102,9 @@ void JobTable::launch(uint64_t owner, const JobSpec& spec) {
     } catch (const dsrun::Error& e) {
       const std::string why = strCat(options_.hostName, " rank ", rankSpec.rank, ": ", e.what());
       DSRUN_LOG(WARN) << "job " << spec.id << ": " << why;
-      events_.deliver(owner, event::LaunchFailed{spec.id, why});
+      std::vector<int> unstarted;
+      for (size_t later = slot; later < ref.spec.ranks.size(); ++later) unstarted.push_back(ref.spec.ranks[later].rank);
+      events_.deliver(owner, event::LaunchFailed{spec.id, why, std::move(unstarted)});
       const double now = nowSeconds();
       carryOut(ref, ref.controller->onSpawnFailed(TimedFailure{secondsToMicros(now), 1, why, options_.hostName}, now),
                "a rank could not be started");

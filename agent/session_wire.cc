@@ -70,7 +70,11 @@ wire::Envelope wire(event::Progress&& e) {
   return out;
 }
 
-wire::Envelope wire(event::LaunchFailed&& e) { return makeError(e.jobId, e.message); }
+wire::Envelope wire(event::LaunchFailed&& e) {
+  wire::Envelope out = makeError(e.jobId, e.message);
+  for (int rank : e.unstartedRanks) out.mutable_error()->add_unstarted_ranks(rank);
+  return out;
+}
 
 }  // namespace
 

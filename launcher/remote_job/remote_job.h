@@ -132,6 +132,8 @@ class RemoteJob {
   void onRankProgress(int rank, int64_t step, Seconds now);
   /// Node `node` could not start its ranks (`what` words it); the job stops and ends with that error.
   void onSpawnFailed(size_t node, const std::string& what, int64_t whenUs, Seconds now);
+  /// The node will never start these ranks (a spawn failure): they end without an exit to report.
+  void onRanksNeverStarted(const std::vector<int>& ranks, Seconds now);
   /// A failure of no rank's exit (a hang, once its stacks are in); the first one stops the job.
   void onFailure(TimedFailure failure, Seconds now);
   /// Node `node` was lost when it was last heard from, at `whenUs` (per-rank media; onLost otherwise).

@@ -70,6 +70,13 @@ void RemoteJob::onSpawnFailed(size_t node, const std::string& what, int64_t when
   afterFailure(controller_.onSpawnFailed(TimedFailure{whenUs, 1, what, nodes_[node].host}, now.count()), now);
 }
 
+void RemoteJob::onRanksNeverStarted(const std::vector<int>& ranks, Seconds now) {
+  for (int rank : ranks) {
+    const auto it = ranks_.find(rank);
+    if (it != ranks_.end()) controller_.onRankGone(it->second.slot, now.count());
+  }
+}
+
 void RemoteJob::onFailure(TimedFailure failure, Seconds now) {
   afterFailure(controller_.onFailure(std::move(failure), now.count()), now);
 }

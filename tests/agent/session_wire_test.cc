@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <vector>
 
 #include "proto/rank_env.h"
 
@@ -74,11 +75,15 @@ TEST_CASE("a rank given up becomes RankExited by SIGKILL with its process state"
   CHECK(e.exit_time_unix_us() == 1700000000123456);
 }
 
-TEST_CASE("a launch failure becomes an Error that names the job", "[agent][session_wire]") {
-  Envelope e = toEnvelope(event::LaunchFailed{"job-x", "node-1 rank 2: spawn 'a.py': No such file or directory"});
+TEST_CASE("a launch failure becomes an Error that names the job and the ranks never started",
+          "[agent][session_wire]") {
+  Envelope e =
+      toEnvelope(event::LaunchFailed{"job-x", "node-1 rank 2: spawn 'a.py': No such file or directory", {2, 3}});
   REQUIRE(e.has_error());
   CHECK(e.error().job_id() == "job-x");
   CHECK(e.error().message() == "node-1 rank 2: spawn 'a.py': No such file or directory");
+  CHECK(std::vector<int>(e.error().unstarted_ranks().begin(), e.error().unstarted_ranks().end()) ==
+        std::vector<int>{2, 3});
 }
 
 TEST_CASE("a LaunchRequest becomes a JobSpec, byte for byte, the last of a repeated variable winning",

@@ -86,6 +86,14 @@ check "the last lines are the root-cause block, quoting the rank's stderr" \
 sleep 0.2
 check "no process of the failed job is left" test "$(job_procs "$(job_id_of fail)")" = 0
 
+# 2b. The program is missing on every host: the agents cannot start it and dsrun ends at once with their line
+# (the ranks never started report no exit; killed after 60 s if dsrun waited for them).
+DSRUN_JOB_ID=agent-it-2b timeout -s KILL 60 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" \
+  -H "$tmp/hostfile" --master_addr 127.0.0.1 --no_python "$tmp/no-such-program" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a program missing on every host fails the job with 1, without a wait" test "$rc" = 1
+check "the agent's line names the program" grep -q "spawn '$tmp/no-such-program': No such file or directory" "$tmp/err"
+
 # 3. An unreachable agent: nothing starts anywhere.
 printf '127.0.0.1 slots=1\n127.0.0.3 slots=1\n' >"$tmp/hostfile3"
 DSRUN_JOB_ID=agent-it-3 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/hostfile3" \

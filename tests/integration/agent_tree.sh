@@ -92,7 +92,16 @@ check "the notice counts 4 ranks on 4 nodes" grep -q "received SIGINT; forwarded
 check "nothing of the interrupted job is left anywhere" nothing_left int
 [ "$rc" = 130 ] || show int
 
-# 4. A leaf's agent killed -9 mid-job: its root reports it lost, dsrun names the host and fails the job.
+# 4. The program is missing on every host: each agent's refusal travels up and dsrun ends at once, naming it.
+env --default-signal "$DSRUN" --launcher agent --tls_dir "$WORK/tls" -H "$WORK/hostfile" --tree_width 2 \
+  --master_addr 10.77.0.11 --no_python "$WORK/no-such-program" >"$WORK/missing.out" 2>"$WORK/missing.err" &
+dpid=$!
+ended 60
+check "a program missing on every host fails the tree job with 1, without a wait" test "$rc" = 1
+check "the relayed line names the program" grep -q "spawn '$WORK/no-such-program': No such file or directory" "$WORK/missing.err"
+[ "$rc" = 1 ] || show missing
+
+# 5. A leaf's agent killed -9 mid-job: its root reports it lost, dsrun names the host and fails the job.
 tree lost wait
 wait_for 30 sh -c "[ \$(ls $WORK/lost | grep -c jobid) -ge 4 ]" || not_ok "the lost-leaf job's 4 ranks start"
 kill -9 "$(cat "$ST/agent_dsn2.pid")"

@@ -251,6 +251,8 @@ void AgentJob::connectAll() {
                                                   : strCat(" (for its subtree, ", node->host, " to ",
                                                            nodes_[end - 1]->host, ", ", end - nodeIndex, " hosts)");
       job_->onSpawnFailed(nodeIndex, strCat("agent ", node->client->address(), via, ": ", e.message()), nowUs(), now());
+      // They report no exit: without this the job would wait for them forever.
+      job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, now());
     };
     cb.onClosed = [this, channel, nodeIndex](const std::string& reason) {
       const bool welcomed = channel->ready();
