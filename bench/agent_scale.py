@@ -10,6 +10,8 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
     /bin/date +%s.%N (as small as /bin/true, but it prints when it started, so "all running" is measured
     where it happens): launch-to-all-running = the latest rank start minus dsrun's start; launch-to-all-
     exited = the last "exited" line of the agents' logs (ms) minus dsrun's start; dsrun's exit.
+  * --tree_widths W1,W2: the same timing runs through agent trees of those widths (dsrun --tree_width;
+    a tree launch skips the mesh probe), interleaved with the star's.
   * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
     user+sys (/usr/bin/time) / N, each agent's own CPU (/proc/PID/task/*/schedstat, ns) and its ranks'
     (reaped children, /proc/PID/stat, 10 ms ticks), before and after.
@@ -22,6 +24,7 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
 Every agent is stopped afterwards and the script checks that nothing is left (agent pids, processes with
 the bench's job ids, listeners on the port). Prints markdown tables; --json FILE keeps the raw numbers.
   bench/agent_scale.py [--sizes 16,64,256] [--runs 3] [--ranks 8] [--build build] [--old_dsrun PATH]
+                       [--tree_widths 4,16]
 Needs python3 (stdlib only), /usr/bin/time, strace, ss and the built dsrun and dsrun-agent.
 """
 import argparse
@@ -199,7 +202,7 @@ class Cluster:
                 p.wait()
 
 
-def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=False):
+def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=False, tree_width=0):
     traced = sample and cluster.count <= args.trace_max
     before = cluster.snapshot()
     trace = os.path.join(cluster.work, "trace")
@@ -211,6 +214,8 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
            "--no_local_rank"]
     if not probe:
         cmd.append("--no_mesh_probe")
+    if tree_width:
+        cmd += ["--tree_width", str(tree_width)]  # a tree launch skips the mesh probe
     env = dict(os.environ, DSRUN_LOG_LEVEL="debug", DSRUN_JOB_ID=job_id)
     out_path = os.path.join(cluster.work, "out")
     err_path = os.path.join(cluster.work, "err")
@@ -343,6 +348,9 @@ def main():
                          "is missed at 256 nodes when other work starves dsrun's loop")
     ap.add_argument("--trace_max", type=int, default=64,
                     help="largest size whose resource run traces dsrun for bytes per edge (strace slows dsrun)")
+    ap.add_argument("--tree_widths", default="",
+                    help="also launch through agent trees of these widths (dsrun --tree_width, e.g. 4,16), "
+                         "interleaved with the star's runs")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     args.dsrun = os.path.realpath(os.path.join(args.build, "launcher/dsrun"))
@@ -366,11 +374,13 @@ def main():
                 hostfile = os.path.join(work, f"hostfile-{count}")
                 with open(hostfile, "w") as f:
                     f.writelines(f"{a} slots={args.ranks}\n" for a in cluster.addrs)
-                runs = {"probe": [], "no_probe": []}
+                widths = [int(w) for w in args.tree_widths.split(",") if w]
+                runs = {"probe": [], "no_probe": [], **{f"tree{w}": [] for w in widths}}
                 for r in range(args.runs):
-                    for variant in ("probe", "no_probe"):
+                    for variant in runs:
+                        width = int(variant[4:]) if variant.startswith("tree") else 0
                         res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-{variant}-{r}", args.dsrun,
-                                      variant == "probe", ["/bin/date", "+%s.%N"])
+                                      variant == "probe", ["/bin/date", "+%s.%N"], tree_width=width)
                         runs[variant].append(res)
                         print(f"[{count}] {variant} run {r}: {json.dumps(res)}", file=sys.stderr)
                 entry["runs"] = runs
@@ -411,17 +421,17 @@ def fmt(x, scale=1.0, digits=0):
 
 
 def report(results, args):
-    print(f"\n| nodes x {args.ranks} ranks (star) | all running ms | all exited ms | dsrun exit ms | dsrun CPU us/node "
+    print(f"\n| nodes x {args.ranks} ranks | all running ms | all exited ms | dsrun exit ms | dsrun CPU us/node "
           f"| agent CPU us/node | ranks CPU us/node |")
     print("|---|---|---|---|---|---|---|")
     for count, e in results["sizes"].items():
-        for variant in ("probe", "no_probe"):
-            rs = e.get("runs", {}).get(variant, [])
+        for variant, rs in e.get("runs", {}).items():
             if not rs:
                 continue
             ok = [r for r in rs if r["rc"] == 0]
             g = lambda k: median(r.get(k) for r in ok)  # noqa: E731
-            name = f"{count}" + (" (probe)" if variant == "probe" else " --no_mesh_probe")
+            name = f"{count}" + {"probe": " star (probe)", "no_probe": " star --no_mesh_probe"}.get(
+                variant, f" tree width {variant[4:]}")
             print(f"| {name} | {fmt(g('all_running_s'), 1e3)} | {fmt(g('all_exited_s'), 1e3)} | "
                   f"{fmt(g('dsrun_exit_s'), 1e3)} | {fmt(g('dsrun_cpu_us') and g('dsrun_cpu_us') / int(count))} | "
                   f"{fmt(g('agent_cpu_us_per_node'))} | {fmt(g('rank_cpu_us_per_node'))} |"
