@@ -22,7 +22,7 @@ Measured per run: time from the release to all ranks rendezvoused (every rank ho
 rank 0 has seen N arrivals), the server process's CPU (schedstat, every thread) over that run, and each
 rank's round trips (counted per call from the table above) and connect time.
   bench/rendezvous_scale.py [--sizes 64,256,1024,4096] [--runs 3] [--backends libuv,classic]
-                            [--python /work/main/.venv-torch2/bin/python] [--barrier] [--json FILE]
+                            [--python .venv-torch2/bin/python] [--barrier] [--json FILE]
 Needs a python with torch (--python); this script itself needs only the standard library.
 """
 import argparse
