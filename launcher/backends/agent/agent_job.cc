@@ -85,9 +85,9 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
   DSRUN_CHECK_EQ(output_.size(), plan_.ranks.size(), "ranks on the plan's hosts");
   if (settings_.treeWidth > 0) {
     DSRUN_CHECK_EQ(nodes_.size(), plan_.hosts.size(), "a tree over hosts that all run ranks");
-    const AgentTreePlan tree = planAgentTree(nodes_.size(), settings_.treeWidth);
-    subtreeEnd_ = tree.subtreeEnd;
-    for (int parent : tree.parent) dialled_.push_back(parent < 0);
+    tree_ = planAgentTree(nodes_.size(), settings_.treeWidth);
+    subtreeEnd_ = tree_->subtreeEnd;
+    for (int parent : tree_->parent) dialled_.push_back(parent < 0);
   } else {
     for (size_t i = 0; i < nodes_.size(); ++i) subtreeEnd_.push_back(i + 1);
     dialled_.assign(nodes_.size(), true);
@@ -296,12 +296,11 @@ void AgentJob::prepareLaunches() {
   launch.logTag = settings_.logTag;
   launch.hangTimeoutS = settings_.hangTimeoutS;
   launch.cwd = settings_.cwd;
-  if (settings_.treeWidth > 0) {
-    const AgentTreePlan tree = planAgentTree(plan_.hosts.size(), settings_.treeWidth);
+  if (tree_) {
     const tls::TreeSigner signer(settings_.tlsDir);
     const proto::TreeLaunchStamp stamp{nowUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
                                        settings_.clientName};
-    for (RootTreeLaunch& root : signedTreeLaunches(treeLaunchNodes(plan_, tree, settings_.port, launch), stamp, signer)) {
+    for (RootTreeLaunch& root : signedTreeLaunches(treeLaunchNodes(plan_, *tree_, settings_.port, launch), stamp, signer)) {
       wire::Envelope e;
       *e.mutable_tree_launch() = std::move(root.launch);
       nodes_.at(root.node)->channel->setLaunch(std::move(e));

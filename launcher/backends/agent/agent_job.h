@@ -25,6 +25,7 @@
 #include "supervision/output_writer.h"
 #include "launcher/backends/agent/agent_channel.h"
 #include "client/agent_client.h"
+#include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/connect_pacer.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_training/elastic_rounds.h"
@@ -151,6 +152,7 @@ class AgentJob {
   /// Per node: one past the last node of its subtree in the agent tree (itself alone without a tree); a node
   /// is dialled when it has no parent.
   std::vector<size_t> subtreeEnd_;
+  std::optional<AgentTreePlan> tree_;              ///< --tree_width: the tree, planned once; nullopt: the star
   std::vector<bool> dialled_;
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
