@@ -28,8 +28,6 @@ class AgentChannel : public NodeChannel {
 
   /// The connection (created by the job's loop, before connect()).
   void attach(std::shared_ptr<AgentClient> client) { client_ = std::move(client); }
-  AgentClient& client() { return *client_; }
-  const std::shared_ptr<AgentClient>& clientPtr() const { return client_; }
   /// The agent welcomed us: launches and signals may be sent.
   void welcomed(const wire::Welcome& welcome);
   /// The connection ended (or never came up) for `reason`.
