@@ -82,9 +82,14 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
     lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
     return;
   }
-  if (envelope.has_rank_exited()) ++exitedRanks_;
+  // Ranks that ended, or that a spawn failure says will never start: once all have, a hang-up loses nothing.
+  const auto ended = [](const wire::Envelope& e) -> int {
+    if (e.has_rank_exited()) return 1;
+    return e.has_error() ? e.error().unstarted_ranks_size() : 0;
+  };
+  exitedRanks_ += ended(envelope);
   if (envelope.has_event_batch()) {
-    for (const auto& event : envelope.event_batch().events()) exitedRanks_ += event.has_rank_exited() ? 1 : 0;
+    for (const auto& event : envelope.event_batch().events()) exitedRanks_ += ended(event);
   }
   if (callbacks_.onEvent) callbacks_.onEvent(envelope);
 }

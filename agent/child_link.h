@@ -68,7 +68,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   Callbacks callbacks_;                     ///< where events and the loss go
   std::string jobId_;                       ///< the launch's job id
   int expectedRanks_ = 0;                   ///< ranks in the child's subtree
-  int exitedRanks_ = 0;                     ///< RankExited seen from it: all exited = a later hang-up is no loss
+  int exitedRanks_ = 0;                     ///< ranks it reported ended (or never started): all = a later hang-up is no loss
   std::shared_ptr<AgentClient> client_;     ///< the connection to the child's agent
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< the child's silence, from its Welcome on
   boost::asio::steady_timer beat_;          ///< our heartbeat to the child
