@@ -31,7 +31,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 show() { echo "#   --- $1:"; sed 's/^/#   | /' "$1" 2>/dev/null | tail -20; }
-port() { echo $((31000 + RANDOM % 2000)); }
+# below the kernel's ephemeral range (32768-60999), so no outgoing connection holds it
+port() { echo $((31000 + RANDOM % 1700)); }
 # ended PID: the background child PID has exited (a zombie until `wait` counts as ended)
 ended() { [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] || ! kill -0 "$1" 2>/dev/null; }
 

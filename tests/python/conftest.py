@@ -25,8 +25,9 @@ def run_dsrun(nproc, script, *args, timeout=600, expect_rc=0, env=None, python=s
     CompletedProcess, failing the test with both outputs when the exit code is not ``expect_rc``."""
     if not DSRUN.exists():
         pytest.fail(f"{DSRUN} not built")
+    # --master_port 0: dsrun picks a free port just before the ranks start; one picked here could be taken by then
     interpreter = ["--no_python"] if python is None else ["--python", python]
-    cmd = [str(DSRUN), "--num_gpus", str(nproc), "--master_port", str(free_port()), *interpreter,
+    cmd = [str(DSRUN), "--num_gpus", str(nproc), "--master_port", "0", *interpreter,
            str(script), *map(str, args)]
     full_env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=REPO)

@@ -16,8 +16,7 @@ args=(--deepspeed_config "$CONFIG" --hidden 64 --layers 3 --steps 8 --seed 5)
 # A free port for the single-rank run is not needed (world size 1 uses an in-memory store).
 env -u RANK -u WORLD_SIZE -u LOCAL_RANK "$TRAIN" "${args[@]}" > "$tmp/one.out" 2>&1 ||
   { echo "FAIL: single-process run failed:" >&2; cat "$tmp/one.out" >&2; exit 1; }
-port=$((30000 + RANDOM % 20000))
-"$DSRUN" --num_gpus 2 --master_port "$port" --no_python "$TRAIN" "${args[@]}" > "$tmp/two.out" 2>&1 ||
+"$DSRUN" --num_gpus 2 --master_port 0 --no_python "$TRAIN" "${args[@]}" > "$tmp/two.out" 2>&1 ||
   { echo "FAIL: dsrun run failed:" >&2; cat "$tmp/two.out" >&2; exit 1; }
 
 # dsrun may prefix forwarded lines ("host:rank | "); keep what follows the last "| ".

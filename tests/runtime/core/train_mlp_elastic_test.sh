@@ -26,8 +26,7 @@ grep -q '^starting fresh rank 0 world_size 1 restart_count unset$' "$tmp/whole.o
 
 # world size 4 -> 3 -> 2, one restart count per start, as an elastic launcher would set it
 segment() {  # NUM_RANKS STEPS RESTART_COUNT OUT
-  local port=$((30000 + RANDOM % 20000))
-  DSRUN_RESTART_COUNT=$3 "$DSRUN" --num_gpus "$1" --master_port "$port" --no_python "$TRAIN" "${args[@]}" \
+  DSRUN_RESTART_COUNT=$3 "$DSRUN" --num_gpus "$1" --master_port 0 --no_python "$TRAIN" "${args[@]}" \
     --steps "$2" --checkpoint_dir "$tmp/ckpt" --save_every 3 > "$4" 2>&1 || fail "dsrun with $1 ranks failed:" "$4"
 }
 segment 4 3 0 "$tmp/a.out"

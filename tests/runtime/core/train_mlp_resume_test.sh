@@ -17,8 +17,7 @@ strip() { sed -e 's/^.*| //' "$1"; }
 single() { env -u RANK -u WORLD_SIZE -u LOCAL_RANK "$TRAIN" "${args[@]}" "$@"; }
 
 single --steps 10 > "$tmp/whole.out" 2>&1 || { echo "FAIL: uninterrupted run failed:" >&2; cat "$tmp/whole.out" >&2; exit 1; }
-port=$((30000 + RANDOM % 20000))
-"$DSRUN" --num_gpus 2 --master_port "$port" --no_python "$TRAIN" "${args[@]}" --steps 6 \
+"$DSRUN" --num_gpus 2 --master_port 0 --no_python "$TRAIN" "${args[@]}" --steps 6 \
   --save_dir "$tmp/ckpt" --save_every 3 > "$tmp/first.out" 2>&1 ||
   { echo "FAIL: dsrun run with --save_dir failed:" >&2; cat "$tmp/first.out" >&2; exit 1; }
 [ "$(cat "$tmp/ckpt/latest")" = global_step6 ] || { echo "FAIL: latest is '$(cat "$tmp/ckpt/latest")', expected global_step6" >&2; exit 1; }
