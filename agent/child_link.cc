@@ -1,5 +1,7 @@
 #include "agent/child_link.h"
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "common/strings.h"
 
@@ -56,11 +58,13 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
     lose(strCat("agent ", client_->address(), ": its dsrun-agent predates tree launches (Welcome.tree_launch unset)"));
     return;
   }
-  wire::Envelope launch;
-  *launch.mutable_tree_launch() = child_.launch;
-  client_->send(launch);
-  launched_ = true;
-  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
+  if (probeTimeoutMs_ > 0 && !welcome.tree_probe()) {
+    // It would start at once: it gets the plain launch at go(), and its subtree is only probed, not probing.
+    heldBack_ = true;
+    if (callbacks_.onProbe) callbacks_.onProbe(nullptr, static_cast<uint64_t>(child_.launch.subtree_size()));
+  } else {
+    sendLaunch(probeTimeoutMs_ > 0);
+  }
   // Three periods per budget, as the Session judges its launcher: one late beat is tolerated.
   const auto period = std::chrono::milliseconds(std::max<uint32_t>(1, timing_.silenceMs / 3));
   monitor_ = std::make_unique<HeartbeatMonitor>(io_, period, 3, [weak = weak_from_this()] {
@@ -73,10 +77,37 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
   armBeat();
 }
 
+void ChildLink::sendLaunch(bool probe) {
+  wire::Envelope launch;
+  *launch.mutable_tree_launch() = child_.launch;
+  if (probe) launch.mutable_tree_launch()->mutable_probe()->set_timeout_ms(probeTimeoutMs_);
+  client_->send(launch);
+  launched_ = true;
+  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
+}
+
+void ChildLink::holdForProbe(uint32_t timeoutMs) { probeTimeoutMs_ = std::max<uint32_t>(1, timeoutMs); }
+
+void ChildLink::go() {
+  if (done_ || probeTimeoutMs_ == 0) return;
+  if (heldBack_) {
+    heldBack_ = false;
+    sendLaunch(false);
+    return;
+  }
+  wire::Envelope go;
+  go.mutable_tree_go()->set_job_id(jobId_);
+  client_->send(go);
+}
+
 void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (done_) return;
   if (monitor_) monitor_->beat();
   if (envelope.has_heartbeat()) return;
+  if (envelope.has_tree_probe_report()) {
+    if (callbacks_.onProbe) callbacks_.onProbe(&envelope.tree_probe_report(), 0);
+    return;
+  }
   if (envelope.has_error() && envelope.error().job_id().empty()) {
     // Connection-level: the child's agent closes after it ("agent shutting down", a protocol error).
     lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));

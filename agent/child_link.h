@@ -35,6 +35,9 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   struct Callbacks {
     std::function<void(const wire::Envelope&)> onEvent;   ///< an event (or EventBatch) of the subtree
     std::function<void(const std::string& cause)> onLost;  ///< at most once; never after close()
+    /// After holdForProbe: the child's TreeProbeReport, or nullptr (once) when its agent predates the tree
+    /// probe and holds `unprobedNodes` nodes that are only probed. Not called for a child that is lost.
+    std::function<void(const wire::TreeProbeReport* report, uint64_t unprobedNodes)> onProbe;
   };
 
   /// `dial` is a TreeClient context that outlives the link; `clientName` goes into the child's log.
@@ -44,6 +47,11 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
 
   /// Dials the child; the subtree launch goes out once it has welcomed us.
   void start();
+  /// Before start(): the launch goes out with TreeLaunch.probe (the child holds its ranks until go()); a child
+  /// that predates the tree probe gets the plain launch only at go().
+  void holdForProbe(uint32_t timeoutMs);
+  /// The probe passed: TreeGo to the child (or its held-back plain launch).
+  void go();
   /// Sends `signal` for the job to the child (queued until the launch has gone out).
   void signal(int signal);
   /// Returns `bytes` of the child's output window (the parent passed that much of its output on).
@@ -58,6 +66,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks);
   void onReady(const wire::Welcome& welcome);
   void onEnvelope(const wire::Envelope& envelope);
+  void sendLaunch(bool probe);
   void onClosed(const std::string& reason);
   void lose(const std::string& cause);
   void armBeat();
@@ -74,6 +83,8 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   boost::asio::steady_timer beat_;          ///< our heartbeat to the child
   std::vector<int> pendingSignals_;         ///< signals asked for before the launch went out
   bool launched_ = false;                   ///< the subtree launch was sent
+  uint32_t probeTimeoutMs_ = 0;             ///< holdForProbe's; 0: no probe
+  bool heldBack_ = false;                   ///< an older child's plain launch waits for go()
   bool done_ = false;                       ///< closed or lost: nothing more is reported
 };
 

@@ -40,8 +40,8 @@ std::vector<Action> refuse(const std::string& message) { return {send(makeError(
 bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 bool allowedFromNode(const wire::Envelope& in) {
-  return in.has_hello() || in.has_tree_launch() || in.has_signal() || in.has_heartbeat() || in.has_output_credit() ||
-         in.has_error();
+  return in.has_hello() || in.has_tree_launch() || in.has_tree_go() || in.has_signal() || in.has_heartbeat() ||
+         in.has_output_credit() || in.has_error();
 }
 
 }  // namespace
@@ -64,6 +64,8 @@ const char* messageName(const wire::Envelope& envelope) {
     case wire::Envelope::kMeshProbe: return "mesh_probe";
     case wire::Envelope::kMeshProbeReply: return "mesh_probe_reply";
     case wire::Envelope::kTreeLaunch: return "tree_launch";
+    case wire::Envelope::kTreeGo: return "tree_go";
+    case wire::Envelope::kTreeProbeReport: return "tree_probe_report";
     case wire::Envelope::kEventBatch: return "event_batch";
     case wire::Envelope::kNodeLost: return "node_lost";
     case wire::Envelope::MSG_NOT_SET: return "empty envelope";
@@ -94,6 +96,11 @@ std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const Sessi
     case wire::Envelope::kTreeLaunch: {
       if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
       Action a{Action::Kind::TreeLaunch, in, {}, {}, 0, {}, 0};
+      return {std::move(a)};
+    }
+    case wire::Envelope::kTreeGo: {
+      if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
+      Action a{Action::Kind::TreeGo, {}, {}, in.tree_go().job_id(), 0, {}, 0};
       return {std::move(a)};
     }
     case wire::Envelope::kLaunch: return handleLaunch(in.launch(), session);
@@ -129,6 +136,7 @@ std::vector<Action> RequestHandler::handleHello(const wire::Hello& hello, const 
   welcome.mutable_welcome()->set_port_check(true);
   welcome.mutable_welcome()->set_mesh_probe(true);
   welcome.mutable_welcome()->set_tree_launch(config_.treeLaunch);
+  welcome.mutable_welcome()->set_tree_probe(config_.treeLaunch);
   Action marked{Action::Kind::MarkWelcomed, {}, {}, {}, 0, {}, 0};
   return {marked, send(std::move(welcome))};
 }

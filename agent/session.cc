@@ -118,7 +118,11 @@ void Session::dispatch(const wire::Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
-    if (envelope.has_launch() || envelope.has_tree_launch()) useLauncherBudget();
+    // A probed tree launch starts nothing before TreeGo; dsrun beats from then on.
+    if (envelope.has_launch() || (envelope.has_tree_launch() && !envelope.tree_launch().has_probe()) ||
+        envelope.has_tree_go()) {
+      useLauncherBudget();
+    }
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -150,6 +154,9 @@ void Session::dispatch(const wire::Envelope& envelope) {
         break;
       case Action::Kind::TreeLaunch:
         startTree(action.envelope.tree_launch());
+        break;
+      case Action::Kind::TreeGo:
+        goTree(action.jobId);
         break;
       case Action::Kind::Close:
         closeAfterFlush(strCat("closing: ", action.reason));
@@ -221,6 +228,10 @@ void Session::startTree(const wire::TreeLaunch& launch) {
     relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
                                          *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
                                          std::move(up));
+  }
+  if (launch.has_probe()) {
+    holdTree(launch, std::move(admitted));  // session_tree_probe.cc
+    return;
   }
   // The children first: their connections and handshakes proceed while this node forks its own ranks.
   relay_->forward(job, std::move(admitted.children), childTiming());

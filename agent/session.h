@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "proto/frame_codec.h"
 
 namespace dsrun::agent {
+
+struct AdmittedTree;  // agent/tree_gate.h
 
 class JobTable;
 class SessionManager;
@@ -92,6 +95,12 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Admits a tree launch (refusing it with one logged line naming the peer), forwards it to the children and
   /// starts this node's ranks.
   void startTree(const wire::TreeLaunch& launch);
+  /// A probed tree launch (TreeLaunch.probe), admitted: forwards it to the children (held there too), probes
+  /// this node's targets, keeps this node's ranks until TreeGo, and sends the subtree's TreeProbeReport up once
+  /// every answer is in (session_tree_probe.cc).
+  void holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted);
+  /// TreeGo: starts the held job's ranks here and passes the go to the children. An unknown job id is refused.
+  void goTree(const std::string& jobId);
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
@@ -116,6 +125,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool peerIsNode_ = false;              ///< the peer holds a node certificate (a tree parent)
   TreeServices tree_;                    ///< null: tree launches are refused
   std::unique_ptr<TreeRelay> relay_;     ///< once a tree launch was accepted: children, batching, credit
+  std::map<std::string, wire::LaunchRequest> heldTrees_;  ///< probed tree launches waiting for TreeGo, by job
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

@@ -27,16 +27,18 @@ TreeRelay::~TreeRelay() {
 }
 
 void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children,
-                        ChildLink::Timing timing) {
+                        ChildLink::Timing timing, std::optional<ChildProbe> probe) {
   if (children.empty()) return;
   timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / children.size());
   std::vector<std::shared_ptr<ChildLink>> started;
-  for (auto& child : children) {
+  for (size_t index = 0; index < children.size(); ++index) {
+    proto::ChildTreeLaunch& child = children[index];
     const uint64_t source = nextSource_++;
     const std::string host = child.host;
     ChildLink::Callbacks callbacks;
     callbacks.onEvent = [this, source](const wire::Envelope& event) { relay(source, event); };
-    callbacks.onLost = [this, source, jobId, host](const std::string& cause) {
+    auto onChildProbe = probe ? probe->onChild : nullptr;
+    callbacks.onLost = [this, source, jobId, host, index, onChildProbe](const std::string& cause) {
       ledger_.forget(source);
       children_.erase(source);
       wire::Envelope lost;
@@ -44,8 +46,15 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
       lost.mutable_node_lost()->set_host(host);
       lost.mutable_node_lost()->set_cause(cause);
       up(lost);
+      if (onChildProbe) onChildProbe(index, nullptr, 0);  // after the NodeLost: a report then follows it
     };
+    if (onChildProbe) {
+      callbacks.onProbe = [onChildProbe, index](const wire::TreeProbeReport* report, uint64_t unprobed) {
+        onChildProbe(index, report, unprobed);
+      };
+    }
     auto link = ChildLink::create(io_, dial_, std::move(child), clientName_, timing, std::move(callbacks));
+    if (probe) link->holdForProbe(probe->timeoutMs);
     children_[source] = Child{jobId, link};
     started.push_back(link);
   }
@@ -76,6 +85,12 @@ void TreeRelay::up(const wire::Envelope& event) {
 
 void TreeRelay::flush() {
   for (const auto& envelope : batcher_.take()) upstream_.send(envelope);
+}
+
+void TreeRelay::go(const std::string& jobId) {
+  for (auto& [source, child] : children_) {
+    if (child.jobId == jobId) child.link->go();
+  }
 }
 
 void TreeRelay::signal(const std::string& jobId, int signal) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,23 @@ class TreeRelay {
   TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName, Upstream upstream);
   ~TreeRelay();
 
+  /// A probed launch (TreeLaunch.probe): how long each target may take, and where each child's answer goes:
+  /// its report, or nullptr with the nodes of an older child that is only probed, or nullptr and 0 when the
+  /// child was lost (its NodeLost is queued up before this is called).
+  struct ChildProbe {
+    uint32_t timeoutMs = 0;
+    std::function<void(size_t child, const wire::TreeProbeReport* report, uint64_t unprobedNodes)> onChild;
+  };
+
   /// Dials each of `children` of job `jobId` at once and sends each its subtree launch. Each child's window
   /// is an equal share of `window` (at least 64 KiB), so the whole subtree has at most about one window of
-  /// output in flight towards this node.
-  void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing);
+  /// output in flight towards this node. With `probe`, the children hold their ranks until go(jobId).
+  void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
+               std::optional<ChildProbe> probe = std::nullopt);
+  /// The probe of `jobId` passed: every child of it starts (ChildLink::go).
+  void go(const std::string& jobId);
+  /// Sends what is queued for the parent now (a probe report must follow the NodeLost events before it).
+  void flush();
   /// Queues one event for the parent; what is queued in one turn of the loop leaves as one batch.
   void up(const wire::Envelope& event);
   /// Sends `signal` to every child of `jobId` (none: nothing).
@@ -52,7 +66,6 @@ class TreeRelay {
     std::shared_ptr<ChildLink> link;
   };
   void relay(uint64_t source, const wire::Envelope& event);
-  void flush();
 
   boost::asio::io_context& io_;      ///< the agent's loop
   boost::asio::ssl::context& dial_;  ///< this node's certificate as a client

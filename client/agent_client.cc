@@ -164,6 +164,7 @@ void AgentClient::onFrame(const wire::Envelope& e) {
       agentChecksPorts_ = e.welcome().port_check();
       agentProbesMesh_ = e.welcome().mesh_probe();
       agentServesTrees_ = e.welcome().tree_launch();
+      agentProbesTree_ = e.welcome().tree_probe();
       deadline_.cancel();
       if (callbacks_.onReady) callbacks_.onReady(e.welcome());
     } else if (e.has_error()) {
@@ -212,6 +213,9 @@ void AgentClient::onFrame(const wire::Envelope& e) {
       break;  // liveness only: lastHeard_ is updated for every read
     case wire::Envelope::kPortCheckReply:
       if (auto done = std::exchange(portCheckDone_, nullptr)) done(e.port_check_reply());
+      break;
+    case wire::Envelope::kTreeProbeReport:
+      if (callbacks_.onTreeProbeReport) callbacks_.onTreeProbeReport(e.tree_probe_report());
       break;
     case wire::Envelope::kMeshProbeReply:
       if (auto done = std::exchange(meshProbeDone_, nullptr)) done(e.mesh_probe_reply());

@@ -34,6 +34,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
     /// A node of a tree launch was lost (NodeLost, relayed by a root; the events of an EventBatch arrive one
     /// by one through the other callbacks).
     std::function<void(const wire::NodeLost&)> onNodeLost;
+    /// A root's report of its subtree's mesh probe (a TreeLaunch sent with `probe`).
+    std::function<void(const wire::TreeProbeReport&)> onTreeProbeReport;
     /// Set: every message after Welcome goes here as it came (EventBatch unopened), instead of to the typed
     /// callbacks above (a tree agent relays its child's events up unchanged). onClosed is still called.
     std::function<void(const wire::Envelope&)> onEnvelope;
@@ -93,6 +95,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   bool agentProbesMesh() const { return agentProbesMesh_; }
   /// The agent serves tree launches (Welcome.tree_launch).
   bool agentServesTrees() const { return agentServesTrees_; }
+  /// The agent holds a probed tree launch until TreeGo and reports its subtree's probe (Welcome.tree_probe).
+  bool agentProbesTree() const { return agentProbesTree_; }
   /// When the last byte arrived from the agent (steady clock), and the same moment by the wall clock.
   std::chrono::steady_clock::time_point lastHeard() const { return lastHeard_; }
   std::chrono::system_clock::time_point lastHeardWall() const { return lastHeardWall_; }
@@ -139,6 +143,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::function<void(const wire::PortCheckReply&)> portCheckDone_;  ///< see checkPort()
   bool agentProbesMesh_ = false;                                   ///< Welcome.mesh_probe
   bool agentServesTrees_ = false;                                  ///< Welcome.tree_launch
+  bool agentProbesTree_ = false;                                   ///< Welcome.tree_probe
   std::function<void(const wire::MeshProbeReply&)> meshProbeDone_;  ///< see probeMesh()
   std::chrono::steady_clock::time_point lastHeard_;                ///< see lastHeard()
   std::chrono::system_clock::time_point lastHeardWall_;            ///< see lastHeardWall()

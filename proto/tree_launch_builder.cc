@@ -66,6 +66,7 @@ TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, cons
     part.set_port(node.port);
     for (int a = node.parent; a >= 0; a = nodes[static_cast<size_t>(a)].parent) part.add_ancestors(nodes[static_cast<size_t>(a)].host);
     for (const auto& rank : node.request.ranks()) fillRankDelta(header.rank_template(), rank, *part.add_ranks());
+    for (const std::string& target : node.probeTargets) part.add_probe_targets(target);
     content.parts.push_back(part.SerializeAsString());
     partHashes.push_back(treePartHash(content.parts.back(), sha256));
   }

@@ -18,6 +18,7 @@ struct TreeLaunchNode {
   uint32_t port = 0;            ///< its agent's port
   int parent = -1;              ///< index of its parent in the list (an earlier node); -1: a root
   wire::LaunchRequest request;  ///< exactly what a star launch sends this node
+  std::vector<std::string> probeTargets;  ///< "host:port" it probes before a probed launch starts (may be empty)
 };
 
 /// The job-wide fields of TreeLaunchHeader that are not in the LaunchRequests.
