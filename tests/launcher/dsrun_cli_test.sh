@@ -194,17 +194,13 @@ if [ -n "$log" ] && head -n 1 "$tmp/err" | grep -qF "dsrun: ranks 0-1 on localho
   ok "rank logs announced at start and named in the root cause"
 else not_ok "rank logs announced at start and named in the root cause: $(cat "$tmp/err")"; fi
 
-# --tree_width: the dry run shows the agent tree; an elastic launch refuses it in one line (nothing contacted:
-# the refusal comes before any agent is dialled); other launchers ignore it with a warning.
+# --tree_width: the dry run shows the agent tree; other launchers ignore it with a warning.
 printf '127.0.0.1 slots=1\n127.0.0.2 slots=1\n127.0.0.3 slots=1\n127.0.0.4 slots=1\n127.0.0.5 slots=1\n' >"$tmp/five_hosts"
 if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --tree_width 2 --dry_run train.py 2>"$tmp/err") &&
   [ "$(printf '%s' "$out" | json_get '[j["agent_tree"][k] for k in ("width", "hosts", "roots", "levels")]')" = "[2, 5, 2, 2]" ] &&
   [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["listing"][1]')" = "  127.0.0.2 (rank 1)" ]; then
   ok "dry run shows the agent tree"
 else not_ok "dry run shows the agent tree: $(printf '%s' "$out" | tail -20) $(cat "$tmp/err")"; fi
-expect_fail "an elastic --tree_width launch is refused" 2 \
-  "--tree_width 2: an elastic job (--elastic_training) cannot launch through an agent tree" \
-  -H "$tmp/five_hosts" --launcher agent --tree_width 2 --elastic_training --master_addr 127.0.0.1 train.py
 if out=$("$bin" -H "$tmp/five_hosts" --launcher pdsh --tree_width 2 --dry_run train.py 2>"$tmp/err") &&
   grep -qF -- "--tree_width shapes the agent backend's launch only; ignored with launcher pdsh" "$tmp/err" &&
   [ "$(printf '%s' "$out" | json_get '"agent_tree" in j')" = False ]; then

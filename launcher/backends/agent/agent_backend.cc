@@ -43,13 +43,6 @@ boost::asio::ssl::context clientContext(const Options& o) {
   return tls::makeSslContext(o.tlsDir, tls::Role::Client);
 }
 
-// An elastic world is re-formed from the hosts that answer each time; its launch dials every agent.
-void refuseElasticTree(const Options& o) {
-  if (o.treeWidth == 0 || !o.elasticTraining) return;
-  throw ConfigError(strCat("--tree_width ", o.treeWidth, ": an elastic job (--elastic_training) cannot launch "
-                           "through an agent tree\n  hint: drop --tree_width (or pass 0) for an elastic job"));
-}
-
 // Sent in Hello and shown in the agents' logs.
 std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
   return strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", jobId);
@@ -58,7 +51,6 @@ std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
 }  // namespace
 
 LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
-  refuseElasticTree(ctx.options);
   if (draft.elastic) return {};
   auto ssl = clientContext(ctx.options);
   const std::string& first = draft.hosts.front().host;
@@ -92,7 +84,6 @@ std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, c
 }
 
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
-  refuseElasticTree(ctx.options);
   const Options& o = ctx.options;
   auto ssl = clientContext(o);
   AgentJob::Settings s;

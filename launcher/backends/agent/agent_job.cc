@@ -12,6 +12,7 @@
 #include "launcher/backends/agent/agent_launch_request.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
+#include "launcher/backends/agent/agent_tree_probe.h"
 #include "launcher/backends/agent/stack_dump.h"
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
@@ -165,9 +166,8 @@ int AgentJob::run() {
   }
   // MASTER_PORT was checked before the plan was made: AgentBackend::prepareLaunch for a launch,
   // AgentElasticRounds::checkMasterPort for each elastic world.
-  // The all-pairs probe needs a connection to every agent: a tree launch dials only its roots.
-  if (settings_.meshProbe && nodes_.size() > 1 && settings_.treeWidth == 0) {
-    if (const std::optional<int> stopped = probeMesh()) return *stopped;
+  if (settings_.meshProbe && nodes_.size() > 1) {
+    if (const std::optional<int> stopped = tree_ ? probeTree() : probeMesh()) return *stopped;
   }
   launchAll();
   while (!job_->done() && io_.run_one() > 0) armTimer();
@@ -261,10 +261,12 @@ void AgentJob::connectAll() {
         pacer_.finished();  // a connection that never came up
         return;
       }
+      if (probing_) return onProbeLost(nodeIndex, reason);
       // A root takes its subtree with it: nothing of it is supervised any more.
       for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
     };
     cb.onNodeLost = [this, nodeIndex](const wire::NodeLost& lost) { onTreeNodeLost(nodeIndex, lost); };
+    cb.onTreeProbeReport = [this, nodeIndex](const wire::TreeProbeReport& r) { onTreeProbeReport(nodeIndex, r); };
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
     channel->attach(node->client);
     // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
@@ -300,9 +302,18 @@ void AgentJob::prepareLaunches() {
     const tls::TreeSigner signer(settings_.tlsDir);
     const proto::TreeLaunchStamp stamp{nowUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
                                        settings_.clientName};
-    for (RootTreeLaunch& root : signedTreeLaunches(treeLaunchNodes(plan_, *tree_, settings_.port, launch), stamp, signer)) {
+    std::vector<proto::TreeLaunchNode> treeNodes = treeLaunchNodes(plan_, *tree_, settings_.port, launch);
+    if (settings_.meshProbe && nodes_.size() > 1) {
+      // Signed with each node's part: which agents it probes (agent_tree_probe.h).
+      std::vector<std::string> hosts;
+      for (const auto& node : nodes_) hosts.push_back(node->host);
+      std::vector<std::vector<std::string>> targets = treeProbeTargets(hosts, settings_.port);
+      for (size_t i = 0; i < treeNodes.size(); ++i) treeNodes[i].probeTargets = std::move(targets[i]);
+    }
+    for (RootTreeLaunch& root : signedTreeLaunches(treeNodes, stamp, signer)) {
       wire::Envelope e;
       *e.mutable_tree_launch() = std::move(root.launch);
+      rootLaunches_[root.node] = e;
       nodes_.at(root.node)->channel->setLaunch(std::move(e));
     }
     return;
@@ -321,6 +332,7 @@ void AgentJob::onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost) {
   if (it == nodes_.end()) return;
   const size_t index = static_cast<size_t>(it - nodes_.begin());
   const std::string reason = strCat("agent ", lost.host(), " (via ", nodes_[rootIndex]->host, "): ", lost.cause());
+  if (probing_) return onProbeLost(index, reason);  // its subtree was never launched: the host alone is named
   for (size_t i = index; i < subtreeEnd_[index]; ++i) onNodeLost(i, reason);
 }
 

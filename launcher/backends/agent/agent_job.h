@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,14 @@ class AgentJob {
   /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
   std::optional<int> probeMesh();
+  /// The same through the tree (agent_tree_probe.cc): each probing root gets its launch with `probe`, and its
+  /// channel's launch becomes TreeGo. Returns or throws as probeMesh; a node lost meanwhile ends it as an
+  /// unreachable agent does (End::Unreachable in an elastic round, naming that host alone).
+  std::optional<int> probeTree();
+  /// A root's merged report (only while probing_).
+  void onTreeProbeReport(size_t rootIndex, const wire::TreeProbeReport& report);
+  /// A node (a root's connection, or a NodeLost relayed up) lost while probing_: nothing has started.
+  void onProbeLost(size_t nodeIndex, const std::string& reason);
   /// Prepares every host's LaunchRequest and starts the driver.
   void launchAll();
   /// Arms the timer for the driver's next deadline, when it changed.
@@ -154,6 +163,11 @@ class AgentJob {
   std::vector<size_t> subtreeEnd_;
   std::optional<AgentTreePlan> tree_;              ///< --tree_width: the tree, planned once; nullopt: the star
   std::vector<bool> dialled_;
+  std::map<size_t, wire::Envelope> rootLaunches_;  ///< tree: each root's signed TreeLaunch, by node index
+  bool probing_ = false;                           ///< the tree's probe is under way: nothing has started
+  std::set<size_t> probeWaiting_;                  ///< roots whose probe report has not come
+  std::vector<wire::TreeProbeReport> probeReports_;  ///< the roots' reports
+  std::map<std::string, std::string> probeLost_;   ///< hosts lost while probing, with the line naming each
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
   ConnectPacer pacer_;                             ///< how many connections connectAll has under way
