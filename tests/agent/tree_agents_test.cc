@@ -349,3 +349,52 @@ TEST_CASE("a silent agent is reported as lost by its parent, and stops its ranks
   for (int r = 0; r < 8; ++r) CHECK(tree.events.exited[r].signal() == SIGTERM);
   CHECK(tree.events.lost.size() == 1);
 }
+
+TEST_CASE("a probed tree launch starts nothing until go: every node probes its signed targets, the subtree's "
+          "merged report names the broken pair, and go starts every rank",
+          "[agent][tree][integration][probe]") {
+  Tree tree;
+  // Each node probes its parent's agent and the root's; tree-3 also a closed port (nothing listens on port 1).
+  std::vector<std::vector<std::string>> targets(tree.nodes.size());
+  for (size_t i = 1; i < tree.nodes.size(); ++i) {
+    const auto& parent = tree.nodes[static_cast<size_t>(tree.nodes[i].parent)];
+    targets[i] = {"127.0.0.1:" + std::to_string(parent.port), "127.0.0.1:" + std::to_string(tree.nodes[0].port)};
+  }
+  targets[3].push_back("127.0.0.1:1");
+  const std::string dir = tree.tmp.path() + "/started";
+  ::mkdir(dir.c_str(), 0755);
+  Envelope e;
+  *e.mutable_tree_launch() = testing::signedRootLaunch(tree.signer, "job-probe", tree.nodes, "touch " + dir + "/$RANK", 0,
+                                                           testing::nowUnixUs(), targets);
+  e.mutable_tree_launch()->mutable_probe()->set_timeout_ms(2000);
+  tree.client->send(e);
+  const Envelope reportEnvelope = tree.client->nextWhere([](const Envelope& m) { return m.has_tree_probe_report(); },
+                                                         "the tree's probe report");
+  const auto& report = reportEnvelope.tree_probe_report();
+  CHECK(report.job_id() == "job-probe");
+  CHECK(report.pairs() == 9);  // 4 nodes x 2 targets + tree-3's closed port
+  REQUIRE(report.broken_count() == 1);
+  REQUIRE(report.broken_size() == 1);
+  CHECK(report.broken(0).from() == "tree-3");
+  CHECK(report.broken(0).target() == "127.0.0.1:1");
+  CHECK_THAT(report.broken(0).error(), Contains("refused"));
+  // Held everywhere: no node has started a rank, though every node has its launch and has probed.
+  for (size_t i = 0; i < tree.agents.size(); ++i) {
+    INFO("agent tree-" << i << ": " << tree.agents[i]->log());
+    CHECK_THAT(tree.agents[i]->log(), Contains("job-probe held for its mesh probe"));
+  }
+  CHECK(::rmdir(dir.c_str()) == 0);  // empty: nothing ran
+  ::mkdir(dir.c_str(), 0755);
+  for (const Envelope& m : tree.client->seen) CHECK_FALSE(m.has_event_batch());
+  Envelope go;
+  go.mutable_tree_go()->set_job_id("job-probe");
+  tree.client->send(go);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 10; }, "10 RankExited");
+  for (int r = 0; r < 10; ++r) {
+    INFO("rank " << r);
+    CHECK(tree.events.exited[r].exit_code() == 0);
+    CHECK(::access((dir + "/" + std::to_string(r)).c_str(), F_OK) == 0);
+  }
+  CHECK(tree.events.lost.empty());
+  CHECK(tree.events.errors.empty());
+}

@@ -33,13 +33,16 @@ inline const dsrun::proto::Sha256& testSha() {
 }
 
 /// The LaunchRequest a star launch would send each node.
+/// `probeTargets`: per node, what it probes when launched with TreeLaunch.probe (none when shorter).
 inline std::vector<dsrun::proto::TreeLaunchNode> treeNodes(const std::string& jobId,
                                                            const std::vector<TreeTestNode>& nodes,
-                                                           const std::string& script) {
+                                                           const std::string& script,
+                                                           const std::vector<std::vector<std::string>>& probeTargets = {}) {
   std::vector<dsrun::proto::TreeLaunchNode> out;
   int rank = 0;
   for (const auto& n : nodes) {
     dsrun::proto::TreeLaunchNode node;
+    if (out.size() < probeTargets.size()) node.probeTargets = probeTargets[out.size()];
     node.host = n.host;
     node.address = n.address;
     node.port = n.port;
@@ -65,8 +68,9 @@ inline std::vector<dsrun::proto::TreeLaunchNode> treeNodes(const std::string& jo
 /// The TreeLaunch dsrun sends the root `root`, signed by the launcher certificate of `signer`.
 inline dsrun::wire::TreeLaunch signedRootLaunch(const dsrun::tls::TreeSigner& signer, const std::string& jobId,
                                                 const std::vector<TreeTestNode>& nodes, const std::string& script,
-                                                size_t root = 0, int64_t issuedUnixUs = nowUnixUs()) {
-  const auto content = dsrun::proto::buildTreeLaunch(treeNodes(jobId, nodes, script),
+                                                size_t root = 0, int64_t issuedUnixUs = nowUnixUs(),
+                                                const std::vector<std::vector<std::string>>& probeTargets = {}) {
+  const auto content = dsrun::proto::buildTreeLaunch(treeNodes(jobId, nodes, script, probeTargets),
                                                      {issuedUnixUs, 300, 2, "agent tree test"}, testSha());
   return dsrun::proto::rootTreeLaunch(content, root, signer.sign(dsrun::proto::treeSignedMessage(content.root)),
                                       signer.certificateDer());
