@@ -3,8 +3,9 @@
 # (scripts/test_cluster.sh) with four real dsrun-agents and width 2: dsrun dials only the roots (dsn1, dsn3),
 # each forwards the signed launch to its child (dsn2, dsn4). A job's ranks all run on their own hosts with
 # their output tagged once; a failing rank on a leaf decides the exit code and is named; a Ctrl-C reaches every
-# rank and ends with 130; a leaf's agent killed mid-job is reported by its root as lost, naming the host. No
-# process of any job is left anywhere. Needs root; run under the integration lock. Sharness style.
+# rank and ends with 130; a leaf's agent killed mid-job is reported by its root as lost, naming the host. The
+# mesh probe runs through the tree (on by default): a broken pair (exit 2) or an agent missing below a root
+# (exit 1) ends the launch with no rank started anywhere. No process of any job is left anywhere. Needs root; run under the integration lock. Sharness style.
 # usage: agent_tree.sh DSRUN DSRUN_AGENT
 set -u
 DSRUN=$(readlink -f "${1:?usage: agent_tree.sh DSRUN DSRUN_AGENT}")
@@ -71,6 +72,9 @@ check "each root (dsn1, dsn3) forwarded the launch to one child" \
   sh -c "grep -q 'job $id: dialing 1 tree child(ren)' $ST/agent_dsn1.log && grep -q 'job $id: dialing 1 tree child(ren)' $ST/agent_dsn3.log"
 check "each leaf (dsn2, dsn4) accepted the signed tree launch" \
   sh -c "grep -q 'tree launch of job $id signed by' $ST/agent_dsn2.log && grep -q 'tree launch of job $id signed by' $ST/agent_dsn4.log"
+check "every node held the launch for the mesh probe (3 targets each), then started on go" \
+  sh -c "for h in dsn1 dsn2 dsn3 dsn4; do grep -q 'job $id held for its mesh probe: 3 target(s) here' $ST/agent_\$h.log &&
+         grep -q 'job $id: go' $ST/agent_\$h.log || exit 1; done"
 [ "$rc" = 0 ] || show ok
 
 # 2. A rank failing on a leaf (dsn4, below dsn3): its code, its name, its stderr in the root cause.
@@ -101,6 +105,22 @@ check "a program missing on every host fails the tree job with 1, without a wait
 check "the relayed line names the program" grep -q "spawn '$WORK/no-such-program': No such file or directory" "$WORK/missing.err"
 [ "$rc" = 1 ] || show missing
 
+# 6. The mesh probe through the tree: dsn2 loses its route to dsn4 (both still reach their parents and dsrun).
+# Every node gets the launch and probes; the broken pair is named and nothing starts anywhere (exit 2).
+ip -n dsn2 route add unreachable 10.77.0.14/32
+tree probe ok
+ended 60
+ip -n dsn2 route del unreachable 10.77.0.14/32
+check "a broken pair found through the tree ends the launch with 2" test "$rc" = 2
+check "the line names the pair and says nothing was started" \
+  grep -qE "mesh probe: dsn2 cannot reach dsn4:[0-9]+: No route to host( \(and [0-9]+ more\))?; nothing was started" "$WORK/probe.err"
+check "no rank ran anywhere" test -z "$(ls "$WORK/probe")"
+id=$(grep -o 'tree launch of job [^ ]*' "$ST/agent_dsn4.log" | tail -1 | cut -d' ' -f5)
+check "all 4 nodes held that launch and none was told to go" \
+  sh -c "[ -n '$id' ] && for h in dsn1 dsn2 dsn3 dsn4; do grep -q 'job $id held for its mesh probe' $ST/agent_\$h.log &&
+         ! grep -q 'job $id: go' $ST/agent_\$h.log || exit 1; done"
+[ "$rc" = 2 ] || show probe
+
 # 5. A leaf's agent killed -9 mid-job: its root reports it lost, dsrun names the host and fails the job.
 tree lost wait
 wait_for 30 sh -c "[ \$(ls $WORK/lost | grep -c jobid) -ge 4 ]" || not_ok "the lost-leaf job's 4 ranks start"
@@ -112,4 +132,13 @@ check "the failure names dsn2, relayed by dsn1, and its lost rank" \
 # The killed agent's rank dies with it (PR_SET_PDEATHSIG), the others are stopped through the tree.
 check "nothing of the job is left anywhere" nothing_left lost
 [ "$rc" = 1 ] || show lost
+
+# 7. With dsn2's agent gone, a new launch finds it while probing: its parent names it, nothing starts (exit 1).
+tree down ok
+ended 60
+check "an agent missing below a root ends the launch with 1 before anything starts" test "$rc" = 1
+check "the line names dsn2 via its parent dsn1" \
+  grep -qE "cannot start the job, nothing was started: agent dsn2 \(via dsn1\): " "$WORK/down.err"
+check "no rank ran anywhere" test -z "$(ls "$WORK/down")"
+[ "$rc" = 1 ] || show down
 finish
