@@ -211,6 +211,17 @@ int AgentJob::finish() {
   io_.poll();  // let cancelled handlers release the clients
   if (const std::optional<std::string> error = job_->spawnFailure()) throw Error(*error);
   outcome_ = job_->outcome();
+  if (tree_ && !outcome_.lostHosts.empty()) {
+    // A lost node's subtree is lost with it, but its hosts answered: the next world re-forms without the lost
+    // node alone.
+    std::vector<bool> lost(nodes_.size(), false);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      lost[i] = std::find(outcome_.lostHosts.begin(), outcome_.lostHosts.end(), nodes_[i]->host) !=
+                outcome_.lostHosts.end();
+    }
+    outcome_.lostHosts.clear();
+    for (size_t i : tree_->lostThemselves(lost)) outcome_.lostHosts.push_back(nodes_[i]->host);
+  }
   return code;
 }
 

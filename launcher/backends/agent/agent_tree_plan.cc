@@ -53,4 +53,13 @@ AgentTreePlan planAgentTree(size_t hostCount, int width) {
   return tree;
 }
 
+std::vector<size_t> AgentTreePlan::lostThemselves(const std::vector<bool>& lost) const {
+  DSRUN_CHECK_EQ(lost.size(), size(), "lost flags per host");
+  std::vector<size_t> out;
+  for (size_t i = 0; i < size(); ++i) {
+    if (lost[i] && (parent[i] < 0 || !lost[static_cast<size_t>(parent[i])])) out.push_back(i);
+  }
+  return out;
+}
+
 }  // namespace dsrun::launcher

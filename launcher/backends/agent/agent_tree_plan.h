@@ -24,6 +24,9 @@ struct AgentTreePlan {
   int levels() const;
   std::vector<size_t> roots() const;
   std::vector<size_t> children(size_t host) const;
+  /// Of the hosts in `lost` (per host: lost or not), those whose parent is not lost: the hosts that failed
+  /// themselves, not as a subtree cut off with its lost ancestor (an elastic job re-forms without these only).
+  std::vector<size_t> lostThemselves(const std::vector<bool>& lost) const;
 };
 
 /// The tree of `hostCount` hosts for --tree_width `width` (>= 2).

@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_mesh_plan.h"
+#include "launcher/backends/agent/agent_tree_plan.h"
 
 using dsrun::strCat;
 using dsrun::launcher::meshProbePeers;
@@ -92,4 +93,15 @@ TEST_CASE("a tree probe verdict counts what the reports could not list", "[launc
   CHECK(v.broken.size() == 1);
   CHECK(v.brokenCount == 70);
   CHECK(v.unprobedNodes == 3);
+}
+
+TEST_CASE("a lost node's subtree is not lost itself: only the topmost lost hosts are", "[launcher][agent][tree]") {
+  // width 2 over 7 hosts: 0 (1 (2), 3), 4 (5, 6) -- checked against the plan's parents first.
+  const auto tree = dsrun::launcher::planAgentTree(7, 2);
+  REQUIRE(tree.parent == std::vector<int>{-1, 0, 1, 0, -1, 4, 4});
+  using Lost = std::vector<bool>;
+  CHECK(tree.lostThemselves(Lost{false, true, true, false, false, false, false}) == std::vector<size_t>{1});
+  CHECK(tree.lostThemselves(Lost{true, true, true, true, false, true, false}) == std::vector<size_t>{0, 5});
+  CHECK(tree.lostThemselves(Lost{false, false, true, false, false, false, true}) == std::vector<size_t>{2, 6});
+  CHECK(tree.lostThemselves(Lost(7, false)).empty());
 }
