@@ -11,6 +11,7 @@ AGENT=$(readlink -f "$AGENT")
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 tmp=$(mktemp -d)
+DSRUN=$(with_test_tree "$DSRUN" "$tmp")
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done

@@ -19,6 +19,7 @@ export DSRUN_CLUSTER_STATE=${DSRUN_CLUSTER_STATE:-/run/dsrun-cluster}
 ST=$DSRUN_CLUSTER_STATE
 require_root "the elastic test suite"
 WORK=$(mktemp -d /tmp/dsrun-elastic.XXXXXX); chmod 755 "$WORK"
+DSRUN=$(with_test_tree "$DSRUN" "$WORK")
 cleanup() { ip link set vdsn3 up 2>/dev/null; "$CLUSTER" down 4 >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
 start_agents() { "$CLUSTER" agents "$1" "$AGENT" "$WORK/tls" >>"$WORK/agents.log" 2>&1; }

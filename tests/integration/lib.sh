@@ -30,3 +30,18 @@ finish() {
   [ "$failures" = 0 ] && echo "# all passed" || echo "# $failures failed"
   exit $((failures > 0))
 }
+
+# with_test_tree DSRUN DIR: DSRUN itself, or with DSRUN_TEST_TREE_WIDTH=N a wrapper (written into DIR) that adds
+# --tree_width N to every launch (a command line with --launcher), so that a suite written for the star runs
+# unchanged through the agent tree.
+with_test_tree() {
+  [ -n "${DSRUN_TEST_TREE_WIDTH:-}" ] || { echo "$1"; return; }
+  cat >"$2/dsrun-tree" <<WRAP
+#!/bin/sh
+case " \$* " in *" --launcher "*) exec "$1" --tree_width "$DSRUN_TEST_TREE_WIDTH" "\$@" ;; esac
+exec "$1" "\$@"
+WRAP
+  chmod 755 "$2/dsrun-tree"
+  echo "# every launch through an agent tree of width $DSRUN_TEST_TREE_WIDTH (DSRUN_TEST_TREE_WIDTH)" >&2
+  echo "$2/dsrun-tree"
+}
