@@ -10,8 +10,8 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
     /bin/date +%s.%N (as small as /bin/true, but it prints when it started, so "all running" is measured
     where it happens): launch-to-all-running = the latest rank start minus dsrun's start; launch-to-all-
     exited = the last "exited" line of the agents' logs (ms) minus dsrun's start; dsrun's exit.
-  * --tree_widths W1,W2: the same timing runs through agent trees of those widths (dsrun --tree_width;
-    a tree launch skips the mesh probe), interleaved with the star's.
+  * --tree_widths W1,W2: the same timing runs through agent trees of those widths (dsrun --tree_width), with
+    the mesh probe through the tree (the default) and with --no_mesh_probe, interleaved with the star's.
   * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
     user+sys (/usr/bin/time) / N, each agent's own CPU (/proc/PID/task/*/schedstat, ns) and its ranks'
     (reaped children, /proc/PID/stat, 10 ms ticks), before and after.
@@ -215,7 +215,7 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     if not probe:
         cmd.append("--no_mesh_probe")
     if tree_width:
-        cmd += ["--tree_width", str(tree_width)]  # a tree launch skips the mesh probe
+        cmd += ["--tree_width", str(tree_width)]
     env = dict(os.environ, DSRUN_LOG_LEVEL="debug", DSRUN_JOB_ID=job_id)
     out_path = os.path.join(cluster.work, "out")
     err_path = os.path.join(cluster.work, "err")
@@ -375,12 +375,15 @@ def main():
                 with open(hostfile, "w") as f:
                     f.writelines(f"{a} slots={args.ranks}\n" for a in cluster.addrs)
                 widths = [int(w) for w in args.tree_widths.split(",") if w]
-                runs = {"probe": [], "no_probe": [], **{f"tree{w}": [] for w in widths}}
+                runs = {"probe": [], "no_probe": []}
+                for w in widths:
+                    runs.update({f"tree{w}": [], f"tree{w}-noprobe": []})
                 for r in range(args.runs):
                     for variant in runs:
-                        width = int(variant[4:]) if variant.startswith("tree") else 0
+                        width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
+                        probe = variant == "probe" or (width > 0 and not variant.endswith("-noprobe"))
                         res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-{variant}-{r}", args.dsrun,
-                                      variant == "probe", ["/bin/date", "+%s.%N"], tree_width=width)
+                                      probe, ["/bin/date", "+%s.%N"], tree_width=width)
                         runs[variant].append(res)
                         print(f"[{count}] {variant} run {r}: {json.dumps(res)}", file=sys.stderr)
                 entry["runs"] = runs
@@ -431,7 +434,8 @@ def report(results, args):
             ok = [r for r in rs if r["rc"] == 0]
             g = lambda k: median(r.get(k) for r in ok)  # noqa: E731
             name = f"{count}" + {"probe": " star (probe)", "no_probe": " star --no_mesh_probe"}.get(
-                variant, f" tree width {variant[4:]}")
+                variant, f" tree width {variant[4:].split('-')[0]}" + (" --no_mesh_probe" if
+                                                                      variant.endswith("-noprobe") else " (probe)"))
             print(f"| {name} | {fmt(g('all_running_s'), 1e3)} | {fmt(g('all_exited_s'), 1e3)} | "
                   f"{fmt(g('dsrun_exit_s'), 1e3)} | {fmt(g('dsrun_cpu_us') and g('dsrun_cpu_us') / int(count))} | "
                   f"{fmt(g('agent_cpu_us_per_node'))} | {fmt(g('rank_cpu_us_per_node'))} |"
@@ -444,6 +448,18 @@ def report(results, args):
         old_text = "-" if not old else (f"{old.get('probe_ms')} ms" if old["rc"] == 0 else f"failed: {old.get('error')}")
         print(f"| {count} | {rs[0].get('probe_pairs') if rs else '-'} | {fmt(median(r.get('probe_ms') for r in rs))} | "
               f"{int(count) * (int(count) - 1)} | {old_text} |")
+    print("\n| nodes | tree width | probe pairs | probe ms (dsrun: roots sent -> last report) | all running ms, probe / "
+          "--no_mesh_probe |")
+    print("|---|---|---|---|---|")
+    for count, e in results["sizes"].items():
+        for variant, rs in e.get("runs", {}).items():
+            if not variant.startswith("tree") or variant.endswith("-noprobe"):
+                continue
+            ok = [r for r in rs if r["rc"] == 0]
+            off = [r for r in e["runs"].get(variant + "-noprobe", []) if r["rc"] == 0]
+            print(f"| {count} | {variant[4:]} | {ok[0].get('probe_pairs') if ok else '-'} | "
+                  f"{fmt(median(r.get('probe_ms') for r in ok))} | {fmt(median(r.get('all_running_s') for r in ok), 1e3)}"
+                  f" / {fmt(median(r.get('all_running_s') for r in off), 1e3)} |")
     print("\n| nodes | dsrun sockets | dsrun RSS MiB | agent sockets (median/max) | agent RSS MiB | agent PSS MiB "
           "| bytes/edge dsrun->agent | agent->dsrun |")
     print("|---|---|---|---|---|---|---|---|")

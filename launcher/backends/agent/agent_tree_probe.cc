@@ -128,8 +128,9 @@ std::optional<int> AgentJob::probeTree() {
                              "; nothing was started\n  hint: every host must reach every other on the network the "
                              "ranks use; check routes and firewalls, or pass --no_mesh_probe to launch anyway"));
   }
-  DSRUN_LOG(DEBUG) << "mesh probe: " << v.probedPairs << " pairs of " << nodes_.size() << " agents through the tree"
-                   << " connected in " << tookMs << " ms (slowest connect " << v.slowestMicros << " us"
+  // The star's wording (bench/agent_scale.py reads it), then where it ran.
+  DSRUN_LOG(DEBUG) << "mesh probe: " << v.probedPairs << " pairs of " << nodes_.size() << " agents connected in "
+                   << tookMs << " ms through the tree (slowest connect " << v.slowestMicros << " us"
                    << (v.unprobedNodes > 0 ? strCat(", ", v.unprobedNodes, " older agents only probed") : "") << ")";
   return std::nullopt;
 }
