@@ -19,10 +19,12 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   own.ParseFromString(launch.subtree(0).part());
   const uint32_t timeoutMs = launch.probe().timeout_ms() == 0 ? 2000 : launch.probe().timeout_ms();
   auto tally = std::make_shared<TreeProbeTally>(job, own.host(), admitted.children.size());
-  // Answers arrive on the loop; the report leaves once, when the last is in.
-  auto answered = [weak = weak_from_this(), tally, job] {
+  // Answers arrive on the loop; the report leaves once, when the last is in (a child lost after that is reported
+  // by its NodeLost alone).
+  auto answered = [weak = weak_from_this(), tally, job, sent = std::make_shared<bool>(false)] {
     auto self = weak.lock();
-    if (!self || self->stopped_ || !tally->complete() || self->heldTrees_.count(job) == 0) return;
+    if (!self || self->stopped_ || *sent || !tally->complete() || self->heldTrees_.count(job) == 0) return;
+    *sent = true;
     const wire::TreeProbeReport report = tally->report();
     DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": mesh probe of this subtree: " << report.pairs()
                     << " pair(s), " << report.broken_count() << " broken";
