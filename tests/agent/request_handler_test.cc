@@ -275,3 +275,27 @@ TEST_CASE("a mesh probe beyond its bounds is refused naming the bound", "[agent]
     CHECK_THAT(actions[0].envelope.error().message(), Contains("mesh probe refused: " + message));
   }
 }
+
+TEST_CASE("a tree agent's welcome says it takes the probe inside a tree launch; a star-only agent's does not",
+          "[agent][tree][probe]") {
+  const auto tree = RequestHandler({"node-7", 250, 8, true}).handle(hello(dsrun::proto::kProtocolVersion), SessionView{});
+  REQUIRE(tree.size() == 2);
+  CHECK(tree[1].envelope.welcome().tree_probe());
+  const auto star = handler().handle(hello(dsrun::proto::kProtocolVersion), SessionView{});
+  REQUIRE(star.size() == 2);
+  CHECK_FALSE(star[1].envelope.welcome().tree_probe());
+}
+
+TEST_CASE("a tree go from the parent node becomes a go for its job; an agent without tree launches refuses it",
+          "[agent][tree][probe]") {
+  Envelope go;
+  go.mutable_tree_go()->set_job_id("job-9");
+  SessionView fromParent = welcomed();
+  fromParent.peerIsNode = true;  // a node certificate may send it: it only starts what a launcher signed
+  const auto actions = RequestHandler({"node-7", 250, 8, true}).handle(go, fromParent);
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::TreeGo});
+  CHECK(actions[0].jobId == "job-9");
+  const auto refused = handler().handle(go, welcomed());
+  REQUIRE_FALSE(refused.empty());
+  CHECK(refused[0].envelope.error().message() == "protocol error: this agent serves no tree launches");
+}
