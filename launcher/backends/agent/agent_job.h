@@ -54,7 +54,8 @@ class AgentJob {
                                                        ///< do not promise a beat interval)
     uint32_t agentBeatMs = 500;                        ///< --agent_heartbeat_ms: the agents' beat we ask for
     int silentBeats = 5;                               ///< --agent_heartbeat_misses: missed beats = host lost
-    bool meshProbe = true;                             ///< all-pairs probe before the launch (--no_mesh_probe)
+    bool meshProbe = true;                             ///< mesh probe before the launch (--no_mesh_probe): the
+                                                       ///< star's (agent_mesh_probe.h) or the tree's (agent_tree_probe.h)
     std::chrono::milliseconds meshProbeTimeout{2000};  ///< per pair, in the agents
     /// One round of an elastic job (agent_elastic_rounds.h): no root-cause line (the controller reports the
     /// restart), agents that do not welcome us end the round instead of throwing, and hooks.rescaleWanted is
