@@ -226,3 +226,38 @@ TEST_CASE("a changed byte, a replayed launch or a stale one is refused", "[agent
     CHECK(agent.spawner.spawned.empty());
   }
 }
+
+TEST_CASE("a probed tree launch is held: its report names the broken target, nothing starts before go, and only "
+          "the connection that handed it over can send go",
+          "[agent][tree][probe]") {
+  TreeAgent agent("tree-0");
+  auto wire = agent.connect();
+  const std::vector<testing::TreeTestNode> alone{{"tree-0", "127.0.0.1", 29600, -1, 2}};
+  // Port 1: nothing listens there, so the connection is refused at once.
+  auto launch = wrap(testing::signedRootLaunch(agent.signer, "job-p", alone, kScript, 0, testing::nowUnixUs(),
+                                               {{"127.0.0.1:1"}}));
+  launch.mutable_tree_launch()->mutable_probe()->set_timeout_ms(2000);
+  wire->send(launch);
+  runUntil(agent.io, [&] {
+    for (auto& e : wire->frames()) if (e.has_tree_probe_report()) return true;
+    return false;
+  }, "the probe report");
+  dsrun::wire::TreeProbeReport report;
+  for (auto& e : wire->frames()) if (e.has_tree_probe_report()) report = e.tree_probe_report();
+  CHECK(report.job_id() == "job-p");
+  CHECK(report.pairs() == 1);
+  REQUIRE(report.broken_size() == 1);
+  CHECK(report.broken(0).from() == "tree-0");
+  CHECK(report.broken(0).target() == "127.0.0.1:1");
+  CHECK(agent.spawner.spawned.empty());
+  // Another launcher connection cannot start what this one handed over.
+  auto other = agent.connect();
+  Envelope go;
+  go.mutable_tree_go()->set_job_id("job-p");
+  other->send(go);
+  CHECK_THAT(TreeAgent::errorOn(agent.io, *other).message(), Contains("tree go refused: job 'job-p' is not held here"));
+  CHECK(agent.spawner.spawned.empty());
+  wire->send(go);
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 2; }, "the two ranks after go");
+  CHECK(agent.spawner.spawned[1].command.env.at("RANK") == "1");
+}
