@@ -7,6 +7,10 @@ certificate that reads the client's Hello frame and answers as that agent would,
   old_agent.py NODEDIR PORT pretree -> Welcome{protocol_version: N}, nothing else: an agent of this protocol
                                        version from before the tree launch (Welcome.tree_launch unset), which
                                        holds the connection half a second before closing it
+  old_agent.py NODEDIR PORT preprobe ADDR -> Welcome{protocol_version: N, tree_launch: true}, no tree_probe: a tree
+                                       agent from before the mesh probe in a tree; it reads the TreeLaunch dsrun
+                                       sends, prints "tree launch probe=yes|no" (whether TreeLaunch.probe, field 53,
+                                       is set: such an agent would start its ranks at once), and closes. Binds ADDR
 Prints "listening" once bound; answers every connection the same way until killed. Frames: a 4-byte big-endian
 length, then an Envelope (proto/agent.proto: Envelope.welcome = 2, Envelope.error = 9, Error.message = 2,
 Welcome.protocol_version = 1), encoded by hand so that no protobuf module is needed."""
@@ -61,13 +65,48 @@ def hello_version(envelope):
     return 0
 
 
+def fields(data):
+    """The top-level (field number, payload or value) pairs of a protobuf message."""
+    at, out = 0, []
+    while at < len(data):
+        tag, at = varint(data, at)
+        if tag & 7 == 0:
+            value, at = varint(data, at)
+            out.append((tag >> 3, value))
+        elif tag & 7 == 2:
+            size, at = varint(data, at)
+            out.append((tag >> 3, data[at:at + size]))
+            at += size
+        else:
+            raise ValueError(f"wire type {tag & 7}")
+    return out
+
+
+def read_frame(tls):
+    header = b""
+    while len(header) < 4:
+        chunk = tls.recv(4 - len(header))
+        if not chunk:
+            return None
+        header += chunk
+    (size,) = struct.unpack(">I", header)
+    body = b""
+    while len(body) < size:
+        chunk = tls.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
 def main():
     node_dir, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    address = sys.argv[4] if len(sys.argv) > 4 else "127.0.0.1"
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(f"{node_dir}/cert.pem", f"{node_dir}/key.pem")
     ctx.load_verify_locations(f"{node_dir}/ca.pem")
     ctx.verify_mode = ssl.CERT_REQUIRED
-    server = socket.create_server(("127.0.0.1", port))
+    server = socket.create_server((address, port))
     print("listening", flush=True)
     while True:
         conn, _ = server.accept()
@@ -91,11 +130,23 @@ def main():
                     envelope = field(9, field(2, text))
                 elif mode == "pretree":
                     envelope = field(2, bytes([0x08, client]))  # Welcome{protocol_version: client}
+                elif mode == "preprobe":
+                    # Welcome{protocol_version: client, tree_launch (field 50, varint): true}
+                    envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01]))
                 else:
                     envelope = field(2, bytes([0x08, ours]))  # Welcome{protocol_version: ours}
                 tls.sendall(struct.pack(">I", len(envelope)) + envelope)
                 if mode == "pretree":
                     time.sleep(0.5)  # dsrun must refuse it for what it said, not for hanging up
+                while mode == "preprobe":
+                    frame = read_frame(tls)
+                    if frame is None:
+                        break
+                    launch = dict(fields(frame)).get(50)  # Envelope.tree_launch
+                    if launch is not None:
+                        probed = any(number == 53 for number, _ in fields(launch))
+                        print(f"tree launch probe={'yes' if probed else 'no'}", flush=True)
+                        break
                 tls.unwrap()
         except (ssl.SSLError, OSError):
             pass
