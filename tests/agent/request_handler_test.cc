@@ -278,7 +278,8 @@ TEST_CASE("a mesh probe beyond its bounds is refused naming the bound", "[agent]
 
 TEST_CASE("a tree agent's welcome says it takes the probe inside a tree launch; a star-only agent's does not",
           "[agent][tree][probe]") {
-  const auto tree = RequestHandler({"node-7", 250, 8, true}).handle(hello(dsrun::proto::kProtocolVersion), SessionView{});
+  const auto tree =
+      RequestHandler({"node-7", 250, 8, true}).handle(hello(dsrun::proto::kProtocolVersion), SessionView{});
   REQUIRE(tree.size() == 2);
   CHECK(tree[1].envelope.welcome().tree_probe());
   const auto star = handler().handle(hello(dsrun::proto::kProtocolVersion), SessionView{});

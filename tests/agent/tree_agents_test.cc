@@ -364,8 +364,8 @@ TEST_CASE("a probed tree launch starts nothing until go: every node probes its s
   const std::string dir = tree.tmp.path() + "/started";
   ::mkdir(dir.c_str(), 0755);
   Envelope e;
-  *e.mutable_tree_launch() = testing::signedRootLaunch(tree.signer, "job-probe", tree.nodes, "touch " + dir + "/$RANK", 0,
-                                                           testing::nowUnixUs(), targets);
+  *e.mutable_tree_launch() = testing::signedRootLaunch(tree.signer, "job-probe", tree.nodes,
+                                                       "touch " + dir + "/$RANK", 0, testing::nowUnixUs(), targets);
   e.mutable_tree_launch()->mutable_probe()->set_timeout_ms(2000);
   tree.client->send(e);
   const Envelope reportEnvelope = tree.client->nextWhere([](const Envelope& m) { return m.has_tree_probe_report(); },

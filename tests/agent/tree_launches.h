@@ -34,10 +34,9 @@ inline const dsrun::proto::Sha256& testSha() {
 
 /// The LaunchRequest a star launch would send each node.
 /// `probeTargets`: per node, what it probes when launched with TreeLaunch.probe (none when shorter).
-inline std::vector<dsrun::proto::TreeLaunchNode> treeNodes(const std::string& jobId,
-                                                           const std::vector<TreeTestNode>& nodes,
-                                                           const std::string& script,
-                                                           const std::vector<std::vector<std::string>>& probeTargets = {}) {
+inline std::vector<dsrun::proto::TreeLaunchNode> treeNodes(
+    const std::string& jobId, const std::vector<TreeTestNode>& nodes, const std::string& script,
+    const std::vector<std::vector<std::string>>& probeTargets = {}) {
   std::vector<dsrun::proto::TreeLaunchNode> out;
   int rank = 0;
   for (const auto& n : nodes) {

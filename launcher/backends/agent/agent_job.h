@@ -54,8 +54,9 @@ class AgentJob {
                                                        ///< do not promise a beat interval)
     uint32_t agentBeatMs = 500;                        ///< --agent_heartbeat_ms: the agents' beat we ask for
     int silentBeats = 5;                               ///< --agent_heartbeat_misses: missed beats = host lost
-    bool meshProbe = true;                             ///< mesh probe before the launch (--no_mesh_probe): the
-                                                       ///< star's (agent_mesh_probe.h) or the tree's (agent_tree_probe.h)
+    /// The mesh probe before the launch (--no_mesh_probe): the star's (agent_mesh_probe.h) or the tree's
+    /// (agent_tree_probe.h).
+    bool meshProbe = true;
     std::chrono::milliseconds meshProbeTimeout{2000};  ///< per pair, in the agents
     /// One round of an elastic job (agent_elastic_rounds.h): no root-cause line (the controller reports the
     /// restart), agents that do not welcome us end the round instead of throwing, and hooks.rescaleWanted is
