@@ -41,7 +41,7 @@ std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost:
 }
 
 ChildLink::ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks)
-    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), beat_(io) {
+    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), beat_(io), ack_(io) {
   wire::TreeLaunchHeader header;
   header.ParseFromString(child_.launch.header());
   jobId_ = header.job_id();
@@ -57,9 +57,22 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
     return;
   }
   wire::Envelope launch;
-  *launch.mutable_tree_launch() = child_.launch;
+  if (adopt_) {
+    *launch.mutable_tree_adopt()->mutable_launch() = child_.launch;
+  } else {
+    *launch.mutable_tree_launch() = child_.launch;
+  }
   client_->send(launch);
   launched_ = true;
+  // The silence budget again: a child that beats but never answers its launch is as lost as a silent one.
+  ack_.expires_after(std::chrono::milliseconds(timing_.silenceMs));
+  ack_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->done_ || self->acknowledged_) return;
+    self->lose(strCat("agent ", self->client_->address(), ": did not acknowledge its ",
+                      self->adopt_ ? "adoption" : "launch", " within ", self->timing_.silenceMs,
+                      " ms (a straggler; heartbeat budget)"));
+  });
   for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
   // Three periods per budget, as the Session judges its launcher: one late beat is tolerated.
   const auto period = std::chrono::milliseconds(std::max<uint32_t>(1, timing_.silenceMs / 3));
@@ -77,6 +90,8 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (done_) return;
   if (monitor_) monitor_->beat();
   if (envelope.has_heartbeat()) return;
+  acknowledged();
+  if (envelope.has_tree_adopted()) return;  // for this edge only
   if (envelope.has_error() && envelope.error().job_id().empty()) {
     // Connection-level: the child's agent closes after it ("agent shutting down", a protocol error).
     lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
@@ -130,11 +145,26 @@ void ChildLink::credit(uint64_t bytes) {
   client_->sendCredit(bytes);
 }
 
-void ChildLink::close() {
+void ChildLink::acknowledged() {
+  if (acknowledged_) return;
+  acknowledged_ = true;
+  ack_.cancel();
+}
+
+void ChildLink::close(bool release) {
   if (done_) return;
   done_ = true;
   if (monitor_) monitor_->stop();
   beat_.cancel();
+  ack_.cancel();
+  if (release && launched_) {
+    // Connection-level: the child's Session ends at once, without waiting for an adopter.
+    wire::Envelope released;
+    released.mutable_error()->set_message(strCat("released: job ", jobId_, " ends here, nobody adopts it"));
+    client_->send(released);
+    client_->closeAfterFlush();
+    return;
+  }
   client_->close();
 }
 

@@ -29,6 +29,7 @@ struct Action {
     CheckPort,     ///< answer with a PortCheckReply for `port` (agent/port_preflight.h)
     ProbeMesh,     ///< run `probe` and answer with its MeshProbeReply (agent/mesh_probe.h)
     TreeLaunch,    ///< admit `envelope.tree_launch()` (agent/tree_gate.h), start its ranks, forward it
+    TreeAdopt,     ///< admit `envelope.tree_adopt()`: re-attach the running job to this peer, or start it
   };
   Kind kind;
   wire::Envelope envelope;     ///< Send

@@ -35,7 +35,8 @@ Session::Session(uint64_t id, std::unique_ptr<Connection> connection, std::strin
       tree_(tree),
       decoder_(peer_),
       readBuffer_(kReadBufferBytes),
-      heartbeat_(connection_->executor()) {}
+      heartbeat_(connection_->executor()),
+      orphanWait_(connection_->executor()) {}
 
 std::unique_ptr<HeartbeatMonitor> Session::makeMonitor(std::chrono::milliseconds period, int threshold,
                                                        int64_t budgetMs) {
@@ -118,7 +119,9 @@ void Session::dispatch(const wire::Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
-    if (envelope.has_launch() || envelope.has_tree_launch()) useLauncherBudget();
+    if (envelope.has_launch() || envelope.has_tree_launch() || envelope.has_tree_adopt()) useLauncherBudget();
+    // The parent ends the job here and will adopt nobody: stop at once instead of waiting for an adopter.
+    if (envelope.has_error() && startsWith(envelope.error().message(), "released:")) released_ = true;
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -150,6 +153,9 @@ void Session::dispatch(const wire::Envelope& envelope) {
         break;
       case Action::Kind::TreeLaunch:
         startTree(action.envelope.tree_launch());
+        break;
+      case Action::Kind::TreeAdopt:
+        adoptTree(action.envelope.tree_adopt().launch());
         break;
       case Action::Kind::Close:
         closeAfterFlush(strCat("closing: ", action.reason));
@@ -189,42 +195,169 @@ void Session::useLauncherBudget() {
   launcherSilenceMs_ = 0;  // once
 }
 
-void Session::startTree(const wire::TreeLaunch& launch) {
-  const bool fromNode = peerIsNode_;
+proto::TreeIdentity Session::peerIdentity() const {
   proto::TreeIdentity peer;
-  peer.launcher = !fromNode;
+  peer.launcher = !peerIsNode_;
   peer.names = [this](const std::string& host) { return connection_->peerNames(host); };
   peer.description = strCat(peer_, " (", peerIdentity_, ")");
+  return peer;
+}
+
+namespace {
+
+int64_t nowUnixUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Session::startTree(const wire::TreeLaunch& launch) {
   AdmittedTree admitted;
   try {
     if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
-    admitted = tree_.gate->admit(launch, peer, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                   std::chrono::system_clock::now().time_since_epoch())
-                                                   .count());
+    if (relay_) throw Error("this connection already carries a tree job");
+    admitted = tree_.gate->admit(launch, peerIdentity(), nowUnixUs());
     if (table_.jobIds().count(admitted.own.job_id()) > 0) {
       throw Error(strCat("job '", admitted.own.job_id(), "' is already running on this agent"));
     }
   } catch (const Error& e) {
-    DSRUN_LOG(WARN) << peer_ << ": refused: " << e.what();
-    wire::TreeLaunchHeader header;
-    header.ParseFromString(launch.header());
-    send(makeError(header.job_id(), strCat("tree launch refused: ", e.what())));
-    // A parent agent that forwards what this node refuses is broken or not the parent: it gets nothing more.
-    if (fromNode) closeAfterFlush("closing: tree launch refused");
+    refuseTree(launch, e.what());
     return;
   }
+  runTree(std::move(admitted));
+}
+
+void Session::refuseTree(const wire::TreeLaunch& launch, const std::string& why) {
+  DSRUN_LOG(WARN) << peer_ << ": refused: " << why;
+  wire::TreeLaunchHeader header;
+  header.ParseFromString(launch.header());
+  send(makeError(header.job_id(), strCat("tree launch refused: ", why)));
+  // A parent agent that forwards what this node refuses is broken or not the parent: it gets nothing more.
+  if (peerIsNode_) closeAfterFlush("closing: tree launch refused");
+}
+
+void Session::adoptTree(const wire::TreeLaunch& launch) {
+  std::shared_ptr<Session> carrier;
+  AdmittedTree admitted;
+  try {
+    if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
+    if (relay_) throw Error("this connection already carries a tree job");
+    admitted = tree_.gate->adopt(launch, peerIdentity(), nowUnixUs(), [&](const std::string& job) -> const std::string* {
+      const std::optional<uint64_t> owner = table_.ownerOf(job);
+      carrier = owner ? manager_.find(*owner) : nullptr;
+      if (!carrier || carrier.get() == this || carrier->treeRoot().empty()) {
+        // Running here, but not as a tree job of another connection: nothing to adopt, and not to start again.
+        if (owner) throw Error(strCat("job '", job, "' runs on this agent, but not as an adoptable tree job"));
+        return nullptr;
+      }
+      return &carrier->treeRoot();
+    });
+  } catch (const Error& e) {
+    refuseTree(launch, strCat("adoption: ", e.what()));
+    return;
+  }
+  wire::Envelope ack;
+  if (admitted.rebind) {
+    takeOver(*carrier);
+    ack.mutable_tree_adopted()->set_job_id(treeJob_);
+  } else {
+    DSRUN_LOG(INFO) << peer_ << ": adopted before its parent forwarded the launch";
+    ack.mutable_tree_adopted()->set_job_id(admitted.own.job_id());
+    runTree(std::move(admitted));
+  }
+  send(ack);
+}
+
+void Session::takeOver(Session& from) {
+  treeJob_ = from.treeJob_;
+  treeRoot_ = from.treeRoot_;
+  adoptable_ = from.adoptable_;
+  relay_ = std::move(from.relay_);
+  if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
+  table_.reassign(treeJob_, id_);
+  DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
+                  << (from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
+  for (auto& e : from.handOver()) send(e);
+}
+
+std::vector<wire::Envelope> Session::handOver() {
+  auto self = shared_from_this();  // manager_.remove() drops the manager's reference
+  auto held = std::exchange(orphanQueue_, {});
+  treeJob_.clear();
+  treeRoot_.clear();
+  adoptable_ = false;
+  orphaned_ = false;
+  orphanWait_.cancel();
+  if (!stopped_) {
+    // A parent given up by an ancestor while still connected: it is cut off, the job lives on with the adopter.
+    stopped_ = true;
+    transition(MemberEvent::Disconnected);
+    deadline_.cancel();
+    heartbeat_.cancel();
+    monitor_->stop();
+    connection_->close();
+    writeQueue_.clear();
+    queuedBytes_ = 0;
+  }
+  runDrainedCallbacks();  // paused pumps ask their (new) owner again
+  manager_.remove(id_);
+  return held;
+}
+
+void Session::runTree(AdmittedTree admitted) {
   const std::string& job = admitted.own.job_id();
   DSRUN_LOG(INFO) << peer_ << ": tree launch of job " << job << " signed by '" << admitted.launcher << "': "
                   << admitted.own.ranks_size() << " rank(s) here, " << admitted.children.size() << " child(ren)";
-  if (!relay_) {
-    TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
-    relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
-                                         *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
-                                         std::move(up));
-  }
+  treeJob_ = job;
+  treeRoot_ = admitted.root;
+  adoptable_ = admitted.adoptable;
+  TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
+  relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
+                                       *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
+                                       std::move(up));
   // The children first: their connections and handshakes proceed while this node forks its own ranks.
   relay_->forward(job, std::move(admitted.children), childTiming());
   table_.launch(id_, toJobSpec(admitted.own));
+}
+
+std::chrono::milliseconds Session::orphanWait() const {
+  // The adopter (an ancestor) notices the parent's death no later than one silence budget after this node
+  // does (both watch the same parent with the same budget; a reset is seen by both at once), then dials,
+  // shakes hands and sends within its connect timeout: a second budget covers that on any sane network.
+  return std::chrono::milliseconds(2 * static_cast<int64_t>(childTiming().silenceMs));
+}
+
+void Session::orphan(const std::string& reason) {
+  stopped_ = true;
+  orphaned_ = true;
+  const auto wait = orphanWait();
+  DSRUN_LOG(WARN) << peer_ << ": " << reason << "; job " << treeJob_ << " waits up to " << wait.count()
+                  << " ms for an ancestor to adopt it";
+  transition(MemberEvent::Disconnected);
+  deadline_.cancel();
+  heartbeat_.cancel();
+  monitor_->stop();
+  connection_->close();
+  writeQueue_.clear();
+  queuedBytes_ = 0;
+  orphanWait_.expires_after(wait);
+  orphanWait_.async_wait([self = shared_from_this(), wait](const boost::system::error_code& ec) {
+    if (ec || !self->orphaned_) return;
+    self->abandon(strCat("no ancestor adopted job ", self->treeJob_, " within ", wait.count(), " ms, stopping it"));
+  });
+}
+
+void Session::abandon(const std::string& reason) {
+  auto self = shared_from_this();
+  orphaned_ = false;
+  DSRUN_LOG(WARN) << peer_ << ": " << reason;
+  orphanQueue_.clear();
+  windowed_ = false;
+  table_.stopJobsOf(id_, reason);
+  if (relay_) relay_->closeAll(true);
+  runDrainedCallbacks();
+  manager_.remove(id_);
 }
 
 ChildLink::Timing Session::childTiming() const {
@@ -270,6 +403,11 @@ void Session::armHeartbeat() {
 }
 
 void Session::send(const wire::Envelope& envelope) {
+  if (orphaned_) {
+    // Kept for the adopter; output is paused meanwhile (congested()), so this holds events and in-flight output.
+    orphanQueue_.push_back(envelope);
+    return;
+  }
   if (stopped_ || closing_ || overflowed_) return;
   outputCredit_ -= static_cast<int64_t>(outputBytes(envelope));
   std::string frame = proto::encodeFrame(envelope);
@@ -288,7 +426,7 @@ void Session::send(const wire::Envelope& envelope) {
 }
 
 void Session::deliver(JobEvent event) {
-  if (stopped_ || closing_ || overflowed_) return;
+  if ((stopped_ && !orphaned_) || closing_ || overflowed_) return;
   if (relay_) {
     relay_->up(toEnvelope(std::move(event)));  // batched with the subtree's events
   } else {
@@ -322,7 +460,7 @@ void Session::writeNext() {
 
 void Session::whenDrained(std::function<void()> resume) {
   drainedCallbacks_.push_back(std::move(resume));
-  if (stopped_ || !congested()) runDrainedCallbacks();
+  if ((stopped_ && !orphaned_) || !congested()) runDrainedCallbacks();
 }
 
 void Session::runDrainedCallbacks() {
@@ -341,6 +479,10 @@ void Session::closeAfterFlush(const std::string& reason) {
 }
 
 void Session::drain() {
+  if (orphaned_) {
+    abandon(strCat("agent shutting down, stopping job ", treeJob_, " (it waited for an adopter)"));
+    return;
+  }
   if (stopped_) return;
   if (!welcomed_) {
     stop("refused: agent shutting down");  // mid-handshake: nothing may be written yet
@@ -348,13 +490,20 @@ void Session::drain() {
   }
   transition(MemberEvent::Shutdown);
   monitor_->stop();  // a draining peer is closed by us, not judged by its heartbeats
-  if (relay_) relay_->closeAll();  // each child stops its part of the job on the disconnect
+  if (relay_) relay_->closeAll(false);  // this node goes away: its parent adopts the children
   send(makeError("", "agent shutting down"));
   closeAfterFlush("agent shutting down, stopping its jobs");
 }
 
 void Session::stop(const std::string& reason) {
-  if (stopped_) return;
+  if (stopped_) {
+    if (orphaned_) abandon(strCat(reason.empty() ? "stopped" : reason, " while job ", treeJob_, " waited for an adopter"));
+    return;
+  }
+  if (adoptable_ && !released_ && !treeJob_.empty() && table_.ownerOf(treeJob_) == id_) {
+    orphan(reason.empty() ? "connection closed" : reason);
+    return;
+  }
   auto self = shared_from_this();  // manager_.remove() may drop the last owner
   stopped_ = true;
   if (!reason.empty()) {
@@ -374,8 +523,9 @@ void Session::stop(const std::string& reason) {
   queuedBytes_ = 0;
   windowed_ = false;  // nobody reads any more: paused pumps resume and their output is dropped
   table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
-  // The parent is gone or silent: the children hear it as their parent's disconnect and stop their ranks too.
-  if (relay_) relay_->closeAll();
+  // The job ends here: the children stop theirs at once. A node given up by its parent (released) leaves its
+  // children to that parent instead, which adopts them.
+  if (relay_) relay_->closeAll(!released_);
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
 }

@@ -41,6 +41,11 @@ bool SessionManager::congested(uint64_t owner) const {
   return it != sessions_.end() && it->second->congested();
 }
 
+std::shared_ptr<Session> SessionManager::find(uint64_t id) const {
+  const auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
 void SessionManager::whenDrained(uint64_t owner, std::function<void()> resume) {
   auto it = sessions_.find(owner);
   if (it == sessions_.end()) {

@@ -24,6 +24,8 @@ class SessionManager : public JobEvents {
   /// Closes every session at once.
   void stopAll(const std::string& reason);
   size_t size() const { return sessions_.size(); }
+  /// The live (or orphaned, awaiting adoption) session `id`; null if it has gone.
+  std::shared_ptr<Session> find(uint64_t id) const;
 
   void deliver(uint64_t owner, JobEvent event) override;
   bool congested(uint64_t owner) const override;

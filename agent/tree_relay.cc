@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "common/error.h"
 #include "common/logging.h"
+#include "tls/tree_signature.h"
 
 namespace dsrun::agent {
 namespace {
@@ -30,6 +32,12 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
                         ChildLink::Timing timing) {
   if (children.empty()) return;
   timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / children.size());
+  DSRUN_LOG(INFO) << "job " << jobId << ": dialing " << children.size() << " tree child(ren)";
+  dial(jobId, std::move(children), timing, false);
+}
+
+void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children,
+                     ChildLink::Timing timing, bool adopt) {
   std::vector<std::shared_ptr<ChildLink>> started;
   for (auto& child : children) {
     const uint64_t source = nextSource_++;
@@ -38,20 +46,48 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
     callbacks.onEvent = [this, source](const wire::Envelope& event) { relay(source, event); };
     callbacks.onLost = [this, source, jobId, host](const std::string& cause) {
       ledger_.forget(source);
-      children_.erase(source);
-      wire::Envelope lost;
-      lost.mutable_node_lost()->set_job_id(jobId);
-      lost.mutable_node_lost()->set_host(host);
-      lost.mutable_node_lost()->set_cause(cause);
-      up(lost);
+      auto it = children_.find(source);
+      if (it == children_.end()) return;
+      const Child lost = std::move(it->second);
+      children_.erase(it);
+      wire::Envelope e;
+      e.mutable_node_lost()->set_job_id(jobId);
+      e.mutable_node_lost()->set_host(host);
+      e.mutable_node_lost()->set_cause(cause);
+      up(e);
+      refan(jobId, host, lost.link->launch(), lost.timing);
     };
     auto link = ChildLink::create(io_, dial_, std::move(child), clientName_, timing, std::move(callbacks));
-    children_[source] = Child{jobId, link};
+    if (adopt) link->adopt();
+    children_[source] = Child{jobId, link, timing};
     started.push_back(link);
   }
-  DSRUN_LOG(INFO) << "job " << jobId << ": dialing " << started.size() << " tree child(ren)";
   // All at once: the handshakes overlap, so a node's children cost one round of connect + TLS, not width.
   for (auto& link : started) link->start();
+}
+
+void TreeRelay::refan(const std::string& jobId, const std::string& lostHost, const wire::TreeLaunch& lost,
+                      ChildLink::Timing timing) {
+  // This node forwarded the lost child's subtree, so it holds what the child would have sent each of its
+  // children, signed by dsrun: the same cut (childTreeLaunches) gives them the same bytes.
+  std::vector<proto::ChildTreeLaunch> orphans;
+  try {
+    const proto::Sha256 sha = [](std::string_view data) { return tls::sha256(data); };
+    orphans = proto::childTreeLaunches(lost, proto::readTreeLaunch(lost, sha));
+  } catch (const Error& e) {
+    DSRUN_LOG(WARN) << "job " << jobId << ": cannot re-fan the children of " << lostHost << ": " << e.what();
+    return;
+  }
+  if (orphans.empty()) return;
+  DSRUN_LOG(INFO) << "job " << jobId << ": adopting " << orphans.size() << " child(ren) of the lost " << lostHost;
+  // Each keeps the window it had below the lost node's share: the subtree's output in flight stays bounded.
+  timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / orphans.size());
+  dial(jobId, std::move(orphans), timing, true);
+}
+
+void TreeRelay::rebind(Upstream upstream) {
+  upstream_ = std::move(upstream);
+  credited(ledger_.outstanding());
 }
 
 void TreeRelay::relay(uint64_t source, const wire::Envelope& event) {
@@ -91,9 +127,9 @@ void TreeRelay::credited(uint64_t bytes) {
   }
 }
 
-void TreeRelay::closeAll() {
+void TreeRelay::closeAll(bool release) {
   auto all = std::exchange(children_, {});
-  for (auto& [source, child] : all) child.link->close();
+  for (auto& [source, child] : all) child.link->close(release);
 }
 
 }  // namespace dsrun::agent

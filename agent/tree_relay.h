@@ -4,7 +4,9 @@
 // parent in batches (EventBatcher), reports a child that is lost as NodeLost{job, host, cause}, sends signals
 // to every child of a job in the same pass as this node's own ranks get them, and returns output credit to a
 // child only as the parent returns it for that child's bytes (CreditLedger), so that a child's output is read
-// no faster than the parent passes it up. Owned by its Session. Loop-thread only.
+// no faster than the parent passes it up. A lost child costs only itself: its children are re-fanned from here
+// (adopted with the slices the child would have sent them), so only its own ranks are lost. Owned by its
+// Session (handed to the adopter's Session when this node is adopted). Loop-thread only.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -37,21 +39,32 @@ class TreeRelay {
   /// is an equal share of `window` (at least 64 KiB), so the whole subtree has at most about one window of
   /// output in flight towards this node.
   void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing);
+  /// This node was adopted: events go to `upstream` from now on. Output credit the lost parent owed for the
+  /// children's bytes is returned to them (those bytes reached it or died with it; either way it is spent).
+  void rebind(Upstream upstream);
   /// Queues one event for the parent; what is queued in one turn of the loop leaves as one batch.
   void up(const wire::Envelope& event);
   /// Sends `signal` to every child of `jobId` (none: nothing).
   void signal(const std::string& jobId, int signal);
   /// The parent returned `bytes` of output credit.
   void credited(uint64_t bytes);
-  /// Closes every child link without reporting losses (the parent is gone or this node is shutting down).
-  void closeAll();
+  /// Closes every child link without reporting losses. `release`: the job ends here, the children stop at
+  /// once; otherwise (this node was given up or is shutting down) they wait for an adopter.
+  void closeAll(bool release = true);
 
  private:
   struct Child {
     std::string jobId;
     std::shared_ptr<ChildLink> link;
+    ChildLink::Timing timing;  ///< its edge's; its children get the same if it is lost
   };
   void relay(uint64_t source, const wire::Envelope& event);
+  /// Dials `children` (an adoption when `adopt`); each child's window is `timing`'s.
+  void dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
+            bool adopt);
+  /// `lost`'s children, adopted from here with the launches it would have sent them.
+  void refan(const std::string& jobId, const std::string& lostHost, const wire::TreeLaunch& lost,
+             ChildLink::Timing timing);
   void flush();
 
   boost::asio::io_context& io_;      ///< the agent's loop

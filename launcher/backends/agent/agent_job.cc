@@ -320,8 +320,9 @@ void AgentJob::onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost) {
   const auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->host == lost.host(); });
   if (it == nodes_.end()) return;
   const size_t index = static_cast<size_t>(it - nodes_.begin());
-  const std::string reason = strCat("agent ", lost.host(), " (via ", nodes_[rootIndex]->host, "): ", lost.cause());
-  for (size_t i = index; i < subtreeEnd_[index]; ++i) onNodeLost(i, reason);
+  // Only that node: its parent adopts its children (agent/tree_relay.h), and reports any it cannot reach on
+  // its own, so every other host of its subtree is still supervised.
+  onNodeLost(index, strCat("agent ", lost.host(), " (via ", nodes_[rootIndex]->host, "): ", lost.cause()));
 }
 
 void AgentJob::launchAll() {
