@@ -332,7 +332,9 @@ void Session::orphan(const std::string& reason) {
   stopped_ = true;
   orphaned_ = true;
   const auto wait = orphanWait();
-  DSRUN_LOG(WARN) << peer_ << ": " << reason << "; job " << treeJob_ << " waits up to " << wait.count()
+  std::string why = reason;
+  if (const size_t at = why.find(", stopping its jobs"); at != std::string::npos) why.erase(at);  // not yet
+  DSRUN_LOG(WARN) << peer_ << ": " << why << "; job " << treeJob_ << " waits up to " << wait.count()
                   << " ms for an ancestor to adopt it";
   transition(MemberEvent::Disconnected);
   deadline_.cancel();

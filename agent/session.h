@@ -143,7 +143,6 @@ class Session : public std::enable_shared_from_this<Session> {
   bool released_ = false;                ///< the parent said nobody adopts the job: no wait
   bool orphaned_ = false;                ///< the connection is gone, the job waits for an adopter
   std::vector<wire::Envelope> orphanQueue_;  ///< what would have gone up while orphaned
-  boost::asio::steady_timer orphanWait_;  ///< how long an adopter may take
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written
@@ -158,6 +157,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool windowed_ = false;                ///< the peer asked for output flow control
   int64_t outputCredit_ = 0;             ///< output bytes the peer still accepts (windowed_ only)
   boost::asio::steady_timer heartbeat_;  ///< our own Heartbeat to the peer, if it asked for them
+  boost::asio::steady_timer orphanWait_;  ///< how long an adopter may take
   std::chrono::milliseconds beatInterval_{500};  ///< their interval (agentBeatIntervalMs)
   MemberState state_ = MemberState::Joining;  ///< membership lifecycle
   ThreadChecker thread_;                 ///< loop-thread confinement
