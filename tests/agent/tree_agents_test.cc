@@ -273,31 +273,66 @@ TEST_CASE("one Ctrl-C reaches every rank of every node of the tree exactly once"
   CHECK(tree.events.lost.empty());
 }
 
-TEST_CASE("a killed interior agent is reported as lost, naming its host, and nothing of its subtree is left "
-          "running",
-          "[agent][tree][integration]") {
+TEST_CASE("a killed interior agent costs only its own ranks: its parent adopts its children, whose ranks stay "
+          "supervised and are stopped through the re-attached edges, and nothing is left",
+          "[agent][tree][integration][adopt]") {
   Tree tree;
   tree.launch("job-kill", "echo ready; exec sleep 600");
   tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
-  tree.agents[1]->kill9();  // tree-1: its own ranks die with it, tree-2 and tree-3 lose their parent
+  tree.agents[1]->kill9();  // tree-1: its own ranks die with it (PDEATHSIG); tree-2 and tree-3 lose their parent
   tree.events.until(*tree.client, [&] { return !tree.events.lost.empty(); }, "NodeLost");
   CHECK(tree.events.lost[0].job_id() == "job-kill");
   CHECK(tree.events.lost[0].host() == "tree-1");
   CHECK_FALSE(tree.events.lost[0].cause().empty());
-  for (int r = 2; r < 8; ++r) {
-    INFO("rank " << r << " on " << kHosts[r] << " pid " << tree.events.pid[r]);
-    CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+  for (int r : {2, 3}) {
+    INFO("rank " << r << " pid " << tree.events.pid[r]);
+    CHECK(waitStepping(tree.io, [&] { return gone(tree.events.pid[r]); }, 30s));
   }
-  // The survivors are still supervised and stoppable through the tree.
+  // tree-0 re-fans tree-1's children: they re-attach and keep their ranks running.
+  CHECK(waitStepping(tree.io, [&] {
+    return tree.agents[2]->log().find("re-attached here") != std::string::npos &&
+           tree.agents[3]->log().find("re-attached here") != std::string::npos;
+  }, 30s));
+  CHECK_THAT(tree.agents[0]->log(), Contains("adopting 2 child(ren) of the lost tree-1"));
+  for (int r = 4; r < 8; ++r) {
+    INFO("rank " << r << " on " << kHosts[r] << " pid " << tree.events.pid[r]);
+    CHECK_FALSE(gone(tree.events.pid[r]));
+  }
+  for (const auto& e : tree.client->arrived()) tree.events.take(*tree.client, e);
+  // The launcher ends the job (as dsrun does for a lost host): one pass down the tree, adopted edges included.
   tree.signal("job-kill", SIGTERM);
-  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 4; }, "the 4 surviving ranks");
-  for (int r : {0, 1, 8, 9}) {
-    INFO("rank " << r);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8; }, "the 8 surviving ranks");
+  for (int r : {0, 1, 4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
     CHECK(tree.events.exited[r].signal() == SIGTERM);
     CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
   }
   CHECK(tree.events.lost.size() == 1);
-  CHECK_THAT(tree.agents[2]->log(), Contains("stopping its jobs"));
+  CHECK(tree.events.exited.count(2) == 0);
+  CHECK(tree.events.exited.count(3) == 0);
+}
+
+TEST_CASE("an interior agent dead before it could forward the launch costs only its own ranks: its parent starts "
+          "its children itself",
+          "[agent][tree][integration][adopt]") {
+  Tree tree;
+  tree.agents[1]->kill9();  // tree-1 is gone before the launch reaches it
+  tree.launch("job-early", "echo started-$RANK");
+  // Every rank but tree-1's runs and succeeds; the launcher hears of tree-1 alone.
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8 && !tree.events.lost.empty(); },
+                    "8 RankExited and NodeLost");
+  REQUIRE(tree.events.lost.size() == 1);
+  CHECK(tree.events.lost[0].host() == "tree-1");
+  CHECK_THAT(tree.events.lost[0].cause(), Contains("connect"));
+  for (int r : {0, 1, 4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
+    CHECK(tree.events.out[r] == "started-" + std::to_string(r) + "\n");
+    CHECK(tree.events.exited[r].exit_code() == 0);
+  }
+  CHECK(tree.events.pid.count(2) == 0);
+  CHECK(tree.events.pid.count(3) == 0);
+  CHECK_THAT(tree.agents[2]->log(), Contains("adopted before its parent forwarded the launch"));
+  CHECK(tree.events.errors.empty());
 }
 
 TEST_CASE("a leaf's output is read no faster than the launcher takes it: each edge of the tree holds it back",
