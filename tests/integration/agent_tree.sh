@@ -3,8 +3,9 @@
 # (scripts/test_cluster.sh) with four real dsrun-agents and width 2: dsrun dials only the roots (dsn1, dsn3),
 # each forwards the signed launch to its child (dsn2, dsn4). A job's ranks all run on their own hosts with
 # their output tagged once; a failing rank on a leaf decides the exit code and is named; a Ctrl-C reaches every
-# rank and ends with 130; a leaf's agent killed mid-job is reported by its root as lost, naming the host. No
-# process of any job is left anywhere. Needs root; run under the integration lock. Sharness style.
+# rank and ends with 130; a leaf's agent killed mid-job is reported by its root as lost, naming the host; a
+# root's agent killed mid-job costs only its own rank (dsrun adopts its child). No process of any job is left
+# anywhere. Needs root; run under the integration lock. Sharness style.
 # usage: agent_tree.sh DSRUN DSRUN_AGENT
 set -u
 DSRUN=$(readlink -f "${1:?usage: agent_tree.sh DSRUN DSRUN_AGENT}")
@@ -112,4 +113,23 @@ check "the failure names dsn2, relayed by dsn1, and its lost rank" \
 # The killed agent's rank dies with it (PR_SET_PDEATHSIG), the others are stopped through the tree.
 check "nothing of the job is left anywhere" nothing_left lost
 [ "$rc" = 1 ] || show lost
+
+# 6. A root's agent (dsn1, dsn2's parent) killed -9 mid-job: only dsn1's rank is lost. dsrun adopts dsn2
+# itself (TreeAdopt; dsn2 waits for an adopter instead of stopping), names dsn1 alone and stops dsn2's rank
+# through the adopted edge.
+# dsn2's agent, killed in 5, comes back first (its pid file goes: the killed one may linger as this shell's zombie).
+rm -f "$ST/agent_dsn2.pid"
+"$CLUSTER" agents 4 "$AGENT" "$WORK/tls" >>"$WORK/agents.log" 2>&1 || { not_ok "dsn2's agent restarts"; cat "$WORK/agents.log"; }
+tree rootlost wait
+wait_for 30 sh -c "[ \$(ls $WORK/rootlost | grep -c jobid) -ge 4 ]" || not_ok "the lost-root job's 4 ranks start"
+kill -9 "$(cat "$ST/agent_dsn1.pid")"
+ended 60
+check "a root's agent lost mid-job fails the job (exit 1)" test "$rc" = 1
+check "the failure names dsn1 and its rank 0" grep -qE "agent dsn1.*lost rank 0 \(dsn1 pid [0-9]+\)" "$WORK/rootlost.err"
+check "dsn2, dsn1's child, is not counted lost" sh -c "! grep -qE 'lost rank [123]|dsn2' '$WORK/rootlost.err'"
+check "dsn2 re-attached to dsrun" grep -q "re-attached here" "$ST/agent_dsn2.log"
+check "dsn2's rank was stopped by the job (SIGTERM), not by its agent giving up" \
+  sh -c "! grep -q 'no ancestor adopted' '$ST/agent_dsn2.log'"
+check "nothing of the lost-root job is left anywhere" nothing_left rootlost
+[ "$rc" = 1 ] || show rootlost
 finish

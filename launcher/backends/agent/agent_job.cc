@@ -13,8 +13,10 @@
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/stack_dump.h"
+#include "proto/tree_launch_expander.h"
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
+#include "tls/tree_signature.h"
 
 namespace dsrun::launcher {
 
@@ -216,14 +218,32 @@ int AgentJob::finish() {
 
 void AgentJob::connectAll() {
   for (size_t nodeIndex = 0; nodeIndex < nodes_.size(); ++nodeIndex) {
-    if (!dialled_[nodeIndex]) continue;  // reached through its parent in the agent tree
+    if (dialled_[nodeIndex]) dial(nodeIndex, false);  // the others are reached through their parents
+  }
+  auto allAnswered = [this] {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (dialled_[i] && !nodes_[i]->channel->answered()) return false;
+    }
+    return true;
+  };
+  while (!allAnswered() && !job_->controller().firstSignal() && io_.run_one() > 0) {
+  }
+  pacer_.clear();  // a signal came first: the rest are never started
+}
+
+void AgentJob::dial(size_t nodeIndex, bool adoption) {
+  {
     Node* node = nodes_[nodeIndex].get();
     AgentChannel* channel = node->channel.get();
     AgentClient::Callbacks cb;
-    cb.onReady = [this, node, channel](const wire::Welcome& w) {
+    cb.onReady = [this, node, channel, adoption](const wire::Welcome& w) {
       channel->welcomed(w);
       DSRUN_LOG(DEBUG) << "agent " << node->client->address() << " (" << w.agent_host() << ") ready";
-      pacer_.finished();
+      if (adoption) {
+        channel->start();  // the driver started the others long ago
+      } else {
+        pacer_.finished();
+      }
     };
     cb.onRankStarted = [this](const wire::RankStarted& s) { job_->onRankStarted(s.rank(), s.pid()); };
     cb.onOutput = [this, nodeIndex](const wire::OutputChunk& chunk) { onOutput(nodeIndex, chunk); };
@@ -254,15 +274,14 @@ void AgentJob::connectAll() {
       // They report no exit: without this the job would wait for them forever.
       job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, now());
     };
-    cb.onClosed = [this, channel, nodeIndex](const std::string& reason) {
+    cb.onClosed = [this, channel, nodeIndex, adoption](const std::string& reason) {
       const bool welcomed = channel->ready();
       channel->closed(reason);
-      if (!welcomed) {
-        pacer_.finished();  // a connection that never came up
+      if (!welcomed && !adoption) {
+        pacer_.finished();  // a connection that never came up: the job does not start (run())
         return;
       }
-      // A root takes its subtree with it: nothing of it is supervised any more.
-      for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
+      onRootLost(nodeIndex, reason);
     };
     cb.onNodeLost = [this, nodeIndex](const wire::NodeLost& lost) { onTreeNodeLost(nodeIndex, lost); };
     node->client = AgentClient::create(io_, ssl_, node->host, settings_.port, settings_.clientName, std::move(cb));
@@ -276,17 +295,37 @@ void AgentJob::connectAll() {
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
     // Paced (connect_pacer.h): an agent's handshake deadline runs from our TCP connect, so a connection
     // waits its turn here, on no one's clock, instead of on the agent's.
-    pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
-  }
-  auto allAnswered = [this] {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (dialled_[i] && !nodes_[i]->channel->answered()) return false;
+    if (adoption) {
+      node->client->connect(settings_.connectTimeout);  // a few at a time: nothing to pace
+    } else {
+      pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
     }
-    return true;
-  };
-  while (!allAnswered() && !job_->controller().firstSignal() && io_.run_one() > 0) {
   }
-  pacer_.clear();  // a signal came first: the rest are never started
+}
+
+void AgentJob::onRootLost(size_t nodeIndex, const std::string& reason) {
+  onNodeLost(nodeIndex, reason);
+  if (!tree_ || job_->done()) return;
+  const wire::Envelope& sent = nodes_[nodeIndex]->channel->launch();
+  const wire::TreeLaunch& launch = sent.has_tree_adopt() ? sent.tree_adopt().launch() : sent.tree_launch();
+  std::vector<proto::ChildTreeLaunch> children;
+  try {
+    const proto::Sha256 sha = [](std::string_view data) { return tls::sha256(data); };
+    children = proto::childTreeLaunches(launch, proto::readTreeLaunch(launch, sha));
+  } catch (const Error& e) {
+    DSRUN_CHECK(false, "dsrun cannot read the tree launch it signed: ", e.what());
+  }
+  for (auto& child : children) {
+    const auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->host == child.host; });
+    DSRUN_CHECK(it != nodes_.end(), "a tree child '", child.host, "' that is not in the plan");
+    const size_t index = static_cast<size_t>(it - nodes_.begin());
+    DSRUN_LOG(DEBUG) << "adopting " << child.host << " (child of the lost " << nodes_[nodeIndex]->host << ")";
+    wire::Envelope adopt;
+    *adopt.mutable_tree_adopt()->mutable_launch() = std::move(child.launch);
+    nodes_[index]->channel->setLaunch(std::move(adopt));
+    dialled_[index] = true;
+    dial(index, true);
+  }
 }
 
 void AgentJob::prepareLaunches() {
@@ -366,7 +405,7 @@ void AgentJob::onTimer(Seconds deadline) {
   const Seconds at = std::max(now(), deadline);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (const std::optional<std::string> reason = nodes_[i]->channel->silentAt(steadyTimeOf(at), nodes_[i]->host)) {
-      onNodeLost(i, *reason);
+      onRootLost(i, *reason);  // a star's host, or a tree's root: its children are then adopted by dsrun
     }
   }
   job_->onTime(at);

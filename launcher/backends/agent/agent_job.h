@@ -109,9 +109,15 @@ class AgentJob {
   void prepareLaunches();
   /// Closes every connection dsrun opened.
   void closeAll();
-  /// A root relayed NodeLost: that host and its subtree are lost.
+  /// A root relayed NodeLost: that host is lost (its parent adopts its children).
   void onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost);
   void connectAll();
+  /// Opens the connection of `nodeIndex` (a root, or with `adoption` a lost root's child that dsrun now
+  /// dials itself: its TreeAdopt goes out as soon as it welcomes us, since the driver has started).
+  void dial(size_t nodeIndex, bool adoption);
+  /// A root dsrun dialled is lost: only its own ranks are; dsrun adopts its children, as an agent adopts a
+  /// lost child's (docs/agent.md "An interior agent dies").
+  void onRootLost(size_t nodeIndex, const std::string& reason);
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
   /// Returns 128+signal, also kept in outcome_.
   int nothingStarted(const std::string& during);
