@@ -304,7 +304,12 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
 }
 
 void AgentJob::onRootLost(size_t nodeIndex, const std::string& reason) {
+  // Its children are attached first: the driver's answer to the loss (a stop) must reach their ranks too.
+  adoptChildren(nodeIndex);
   onNodeLost(nodeIndex, reason);
+}
+
+void AgentJob::adoptChildren(size_t nodeIndex) {
   if (!tree_ || job_->done()) return;
   const wire::Envelope& sent = nodes_[nodeIndex]->channel->launch();
   const wire::TreeLaunch& launch = sent.has_tree_adopt() ? sent.tree_adopt().launch() : sent.tree_launch();

@@ -118,6 +118,8 @@ class AgentJob {
   /// A root dsrun dialled is lost: only its own ranks are; dsrun adopts its children, as an agent adopts a
   /// lost child's (docs/agent.md "An interior agent dies").
   void onRootLost(size_t nodeIndex, const std::string& reason);
+  /// Dials the tree children of `nodeIndex` with TreeAdopt (their launches cut from the one it was sent).
+  void adoptChildren(size_t nodeIndex);
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
   /// Returns 128+signal, also kept in outcome_.
   int nothingStarted(const std::string& during);
