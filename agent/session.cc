@@ -225,6 +225,10 @@ void Session::startTree(const wire::TreeLaunch& launch) {
     refuseTree(launch, e.what());
     return;
   }
+  if (tree_.testHold) {
+    DSRUN_LOG(WARN) << peer_ << ": --test_hold_tree_launches: holding job " << admitted.own.job_id() << " (a straggler)";
+    return;
+  }
   runTree(std::move(admitted));
 }
 

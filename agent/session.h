@@ -34,6 +34,7 @@ class SessionManager;
 struct TreeServices {
   TreeGate* gate = nullptr;                   ///< admits launches (shared by the agent's sessions)
   boost::asio::ssl::context* dial = nullptr;  ///< this node's certificate as a client (tls::Role::TreeClient)
+  bool testHold = false;  ///< AgentOptions::testHoldTreeLaunches: admitted launches are then ignored
 };
 
 class Session : public std::enable_shared_from_this<Session> {

@@ -50,13 +50,15 @@ bool gone(int pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 /// One dsrun-agent process; SIGTERM (then SIGKILL) and reaped when destroyed.
 class AgentProcess {
  public:
-  AgentProcess(const std::string& tlsDir, const std::string& logDir) : logDir_(logDir) {
+  /// `straggler`: the agent admits tree launches and then ignores them (its hidden test option).
+  AgentProcess(const std::string& tlsDir, const std::string& logDir, bool straggler = false) : logDir_(logDir) {
     ::mkdir(logDir.c_str(), 0755);
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       const char* argv[] = {DSRUN_AGENT_BIN, "--listen", "127.0.0.1:0", "--tls_dir", tlsDir.c_str(), "--log_dir",
-                            logDir.c_str(), "--heartbeat_timeout_s", "30", "--kill_grace_s", "2", nullptr};
+                            logDir.c_str(), "--heartbeat_timeout_s", "30", "--kill_grace_s", "2",
+                            straggler ? "--test_hold_tree_launches" : nullptr, nullptr};
       ::execv(argv[0], const_cast<char* const*>(argv));
       ::_exit(127);
     }
@@ -169,11 +171,13 @@ bool waitStepping(boost::asio::io_context& io, const std::function<bool()>& done
 struct Tree {
   /// With `beatMs`, the launcher asks for heartbeats every `beatMs` and gives each agent up after `silenceMs`
   /// (as dsrun's --agent_heartbeat_ms and its misses), and beats the root itself every `beatMs`.
-  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0) : beat(io) {
+  /// `straggler`: the index of an agent that holds its launch (-1: none).
+  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0, int straggler = -1)
+      : beat(io) {
     for (int i = 0; i < 5; ++i) {
       const std::string host = "tree-" + std::to_string(i);
       dirs.push_back(pki.node(host, {"127.0.0.1"}));
-      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host));
+      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host, i == straggler));
     }
     const int parents[] = {-1, 0, 1, 1, 0};
     for (int i = 0; i < 5; ++i) {
@@ -333,6 +337,26 @@ TEST_CASE("an interior agent dead before it could forward the launch costs only 
   CHECK(tree.events.pid.count(3) == 0);
   CHECK_THAT(tree.agents[2]->log(), Contains("adopted before its parent forwarded the launch"));
   CHECK(tree.events.errors.empty());
+}
+
+TEST_CASE("a straggler that welcomes its parent but never acknowledges its launch is given up after the edge's "
+          "budget, and its children are started by its parent",
+          "[agent][tree][integration][adopt]") {
+  // Every edge beats every 150 ms; 2 s without an answer to the launch is a straggler.
+  Tree tree(1u << 20, 150, 2000, /*straggler=*/1);
+  tree.launch("job-slow", "echo started-$RANK");
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8 && !tree.events.lost.empty(); },
+                    "8 RankExited and NodeLost");
+  REQUIRE(tree.events.lost.size() == 1);
+  CHECK(tree.events.lost[0].host() == "tree-1");
+  CHECK_THAT(tree.events.lost[0].cause(), Contains("did not acknowledge its launch within 2000 ms"));
+  for (int r : {0, 1, 4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
+    CHECK(tree.events.exited[r].exit_code() == 0);
+  }
+  CHECK(tree.events.pid.count(2) == 0);
+  CHECK_THAT(tree.agents[3]->log(), Contains("adopted before its parent forwarded the launch"));
+  CHECK_THAT(tree.agents[1]->log(), Contains("holding job job-slow"));
 }
 
 TEST_CASE("a leaf's output is read no faster than the launcher takes it: each edge of the tree holds it back",
