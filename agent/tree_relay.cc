@@ -88,6 +88,24 @@ void TreeRelay::refan(const std::string& jobId, const std::string& lostHost, con
 void TreeRelay::rebind(Upstream upstream) {
   upstream_ = std::move(upstream);
   credited(ledger_.outstanding());
+  bool queued = false;
+  for (const auto& end : ends_) queued = batcher_.add(end) || queued;
+  if (queued) {
+    boost::asio::post(io_, [this, alive = alive_] {
+      if (*alive) flush();
+    });
+  }
+}
+
+void TreeRelay::rememberEnds(const wire::Envelope& event) {
+  if (event.has_event_batch()) {
+    for (const auto& inner : event.event_batch().events()) rememberEnds(inner);
+    return;
+  }
+  if (event.has_rank_exited() || event.has_node_lost() ||
+      (event.has_error() && event.error().unstarted_ranks_size() > 0)) {
+    ends_.push_back(event);
+  }
 }
 
 void TreeRelay::relay(uint64_t source, const wire::Envelope& event) {
@@ -104,6 +122,7 @@ void TreeRelay::relay(uint64_t source, const wire::Envelope& event) {
 }
 
 void TreeRelay::up(const wire::Envelope& event) {
+  rememberEnds(event);
   if (!batcher_.add(event)) return;
   boost::asio::post(io_, [this, alive = alive_] {
     if (*alive) flush();

@@ -39,7 +39,9 @@ class TreeRelay {
   /// is an equal share of `window` (at least 64 KiB), so the whole subtree has at most about one window of
   /// output in flight towards this node.
   void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing);
-  /// This node was adopted: events go to `upstream` from now on. Output credit the lost parent owed for the
+  /// This node was adopted: events go to `upstream` from now on, starting with every end already passed up
+  /// (RankExited, a spawn failure's unstarted ranks, NodeLost), since those in flight through the lost parent
+  /// died with it and the launcher ignores an end it already has. Output credit the lost parent owed for the
   /// children's bytes is returned to them (those bytes reached it or died with it; either way it is spent).
   void rebind(Upstream upstream);
   /// Queues one event for the parent; what is queued in one turn of the loop leaves as one batch.
@@ -59,6 +61,8 @@ class TreeRelay {
     ChildLink::Timing timing;  ///< its edge's; its children get the same if it is lost
   };
   void relay(uint64_t source, const wire::Envelope& event);
+  /// Keeps a copy of the ends in `event` (or in the batch it is) for rebind().
+  void rememberEnds(const wire::Envelope& event);
   /// Dials `children` (an adoption when `adopt`); each child's window is `timing`'s.
   void dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
             bool adopt);
@@ -75,6 +79,7 @@ class TreeRelay {
   uint64_t nextSource_ = 1;          ///< never reused
   CreditLedger ledger_;              ///< whose output the parent's credit returns
   EventBatcher batcher_;             ///< events waiting for the end of this turn of the loop
+  std::vector<wire::Envelope> ends_;  ///< every end passed up (one small message per rank of the subtree)
   std::shared_ptr<bool> alive_;      ///< cleared on destruction: a posted flush then does nothing
 };
 

@@ -361,3 +361,24 @@ TEST_CASE("a node its parent releases stops at once, without waiting for an adop
   runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the rank to be stopped");
   CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
 }
+
+TEST_CASE("an adopted node passes up again the ends it had passed to its lost parent, which may have died with "
+          "them",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  std::vector<testing::TreeTestNode> nodes = chain();
+  nodes[2].ranks = 2;  // ranks 2 and 3
+  const auto root = testing::signedRootLaunch(agent.signer, "job-e", nodes, kScript);
+  auto parent = agent.connect({"mid-1"});
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 2; }, "the leaf's ranks");
+  agent.table.onReaped(agent.spawner.spawned[0].pid, 0);  // rank 2 ends; its exit goes to mid-1
+  runUntil(agent.io, [&] { return has(*parent, &Envelope::has_rank_exited); }, "rank 2's exit at mid-1");
+  parent->hangUp();  // mid-1 dies, maybe before passing it on
+  runUntil(agent.io, [&] { return parent->closed; }, "the session to notice its parent gone");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_rank_exited); }, "rank 2's exit again, at tree-0");
+  CHECK(has(*adopter, &Envelope::has_tree_adopted));
+  CHECK(agent.spawner.spawned.size() == 2);
+}
