@@ -248,11 +248,12 @@ void Session::adoptTree(const wire::TreeLaunch& launch) {
     if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
     if (relay_) throw Error("this connection already carries a tree job");
     admitted = tree_.gate->adopt(launch, peerIdentity(), nowUnixUs(), [&](const std::string& job) -> const std::string* {
-      const std::optional<uint64_t> owner = table_.ownerOf(job);
-      carrier = owner ? manager_.find(*owner) : nullptr;
-      if (!carrier || carrier.get() == this || carrier->treeRoot().empty()) {
+      // By the session that carries it, not the job table: its ranks here may have ended while its children's
+      // run, or while it waited (their ends are held for the adopter).
+      carrier = manager_.treeCarrier(job);
+      if (!carrier || carrier.get() == this) {
         // Running here, but not as a tree job of another connection: nothing to adopt, and not to start again.
-        if (owner) throw Error(strCat("job '", job, "' runs on this agent, but not as an adoptable tree job"));
+        if (table_.ownerOf(job)) throw Error(strCat("job '", job, "' runs on this agent, but not as an adoptable tree job"));
         return nullptr;
       }
       return &carrier->treeRoot();
@@ -263,14 +264,16 @@ void Session::adoptTree(const wire::TreeLaunch& launch) {
   }
   wire::Envelope ack;
   if (admitted.rebind) {
+    // The answer first, then what the node held and the ends it passes up again.
+    ack.mutable_tree_adopted()->set_job_id(carrier->treeJob());
+    send(ack);
     takeOver(*carrier);
-    ack.mutable_tree_adopted()->set_job_id(treeJob_);
-  } else {
-    DSRUN_LOG(INFO) << peer_ << ": adopted before its parent forwarded the launch";
-    ack.mutable_tree_adopted()->set_job_id(admitted.own.job_id());
-    runTree(std::move(admitted));
+    return;
   }
+  DSRUN_LOG(INFO) << peer_ << ": adopted before its parent forwarded the launch";
+  ack.mutable_tree_adopted()->set_job_id(admitted.own.job_id());
   send(ack);
+  runTree(std::move(admitted));
 }
 
 void Session::takeOver(Session& from) {
@@ -506,7 +509,8 @@ void Session::stop(const std::string& reason) {
     if (orphaned_) abandon(strCat(reason.empty() ? "stopped" : reason, " while job ", treeJob_, " waited for an adopter"));
     return;
   }
-  if (adoptable_ && !released_ && !treeJob_.empty() && table_.ownerOf(treeJob_) == id_) {
+  const bool running = table_.ownerOf(treeJob_) == id_ || (relay_ && relay_->active());
+  if (adoptable_ && !released_ && !treeJob_.empty() && running) {
     orphan(reason.empty() ? "connection closed" : reason);
     return;
   }

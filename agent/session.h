@@ -81,6 +81,8 @@ class Session : public std::enable_shared_from_this<Session> {
   MemberState state() const { return state_; }
   /// The signed root of the tree job this session carries (empty: none).
   const std::string& treeRoot() const { return treeRoot_; }
+  /// The tree job this session carries (empty: none).
+  const std::string& treeJob() const { return treeJob_; }
 
  private:
   void onHandshake(const std::string& failure, const std::string& peerIdentity);

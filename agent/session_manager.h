@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "agent/job_events.h"
 #include "agent/thread_checker.h"
@@ -26,6 +27,8 @@ class SessionManager : public JobEvents {
   size_t size() const { return sessions_.size(); }
   /// The live (or orphaned, awaiting adoption) session `id`; null if it has gone.
   std::shared_ptr<Session> find(uint64_t id) const;
+  /// The session (live, or orphaned awaiting adoption) carrying tree job `jobId`; null if none.
+  std::shared_ptr<Session> treeCarrier(const std::string& jobId) const;
 
   void deliver(uint64_t owner, JobEvent event) override;
   bool congested(uint64_t owner) const override;

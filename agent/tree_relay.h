@@ -48,6 +48,8 @@ class TreeRelay {
   void up(const wire::Envelope& event);
   /// Sends `signal` to every child of `jobId` (none: nothing).
   void signal(const std::string& jobId, int signal);
+  /// Some child link is open: part of the subtree may still run below this node.
+  bool active() const { return !children_.empty(); }
   /// The parent returned `bytes` of output credit.
   void credited(uint64_t bytes);
   /// Closes every child link without reporting losses. `release`: the job ends here, the children stop at

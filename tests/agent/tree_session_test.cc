@@ -310,14 +310,39 @@ TEST_CASE("an adoption or a launch of a job id this node ran is refused from any
     grandparent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
     CHECK_THAT(TreeAgent::errorOn(agent.io, *grandparent).message(), Contains("names mid-1 as leaf-2's parent"));
   }
-  SECTION("an adoption by the grandparent once the job has ended here") {
-    agent.table.onReaped(agent.spawner.spawned[0].pid, 0);
-    runUntil(agent.io, [&] { return agent.table.jobIds().empty(); }, "the job to end");
-    auto grandparent = agent.connect({"tree-0"});
-    grandparent->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
-    CHECK_THAT(TreeAgent::errorOn(agent.io, *grandparent).message(), Contains("already ran that job id (a replay)"));
-  }
   agent.io.poll();
+  CHECK(agent.spawner.spawned.size() == 1);
+}
+
+TEST_CASE("once an orphan has given up, an adoption of its job is refused as a replay and starts nothing",
+          "[agent][tree][adopt][security]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-y", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 60);  // lost after 60 ms of silence, given up 120 ms later
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the orphan to give up");
+  agent.table.onReaped(pid, SIGTERM);
+  runUntil(agent.io, [&] { return agent.table.jobIds().empty(); }, "the job to end");
+  auto grandparent = agent.connect({"tree-0"});
+  grandparent->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  CHECK_THAT(TreeAgent::errorOn(agent.io, *grandparent).message(), Contains("already ran that job id (a replay)"));
+  agent.io.poll();
+  CHECK(agent.spawner.spawned.size() == 1);
+}
+
+TEST_CASE("a rank that ends while its node waits for an adopter is reported to the adopter",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-w", chain(), kScript);
+  orphanedLeaf(agent, root);
+  agent.table.onReaped(agent.spawner.spawned[0].pid, 0);
+  runUntil(agent.io, [&] { return agent.table.jobIds().empty(); }, "the job's last rank to end");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_rank_exited); }, "the held exit at the adopter");
+  CHECK(has(*adopter, &Envelope::has_tree_adopted));
   CHECK(agent.spawner.spawned.size() == 1);
 }
 
