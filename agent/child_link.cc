@@ -92,6 +92,13 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (envelope.has_heartbeat()) return;
   acknowledged();
   if (envelope.has_tree_adopted()) return;  // for this edge only
+  if (envelope.has_error() && startsWith(envelope.error().message(), "adopted:")) {
+    // An ancestor (or dsrun) adopted the child while this edge still stood (this node was cut off above):
+    // the subtree is supervised from there, so this is no loss and nothing to re-fan.
+    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << envelope.error().message();
+    close(false);
+    return;
+  }
   if (envelope.has_error() && envelope.error().job_id().empty()) {
     // Connection-level: the child's agent closes after it ("agent shutting down", a protocol error).
     lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));

@@ -291,23 +291,19 @@ void Session::takeOver(Session& from) {
 std::vector<wire::Envelope> Session::handOver() {
   auto self = shared_from_this();  // manager_.remove() drops the manager's reference
   auto held = std::exchange(orphanQueue_, {});
-  treeJob_.clear();
+  const std::string job = std::exchange(treeJob_, {});
   treeRoot_.clear();
   adoptable_ = false;
   orphaned_ = false;
   orphanWait_.cancel();
-  if (!stopped_) {
-    // A parent given up by an ancestor while still connected: it is cut off, the job lives on with the adopter.
-    stopped_ = true;
-    transition(MemberEvent::Disconnected);
-    deadline_.cancel();
-    heartbeat_.cancel();
-    monitor_->stop();
-    connection_->close();
-    writeQueue_.clear();
-    queuedBytes_ = 0;
-  }
   runDrainedCallbacks();  // paused pumps ask their (new) owner again
+  if (!stopped_) {
+    // A parent given up by an ancestor (or cut off from dsrun) while still connected: told, so that it neither
+    // reports this node lost nor re-fans below it; the job lives on with the adopter.
+    send(makeError("", strCat("adopted: job ", job, " re-attached to an ancestor")));
+    closeAfterFlush(strCat("closing: job ", job, " was adopted by an ancestor"));
+    return held;
+  }
   manager_.remove(id_);
   return held;
 }

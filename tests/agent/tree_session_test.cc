@@ -407,3 +407,20 @@ TEST_CASE("an adopted node passes up again the ends it had passed to its lost pa
   CHECK(has(*adopter, &Envelope::has_tree_adopted));
   CHECK(agent.spawner.spawned.size() == 2);
 }
+
+TEST_CASE("a node adopted while its parent is still connected tells that parent, which then neither reports it "
+          "lost nor re-fans below it, and keeps its ranks",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-l", chain(), kScript);
+  auto parent = agent.connect({"mid-1"});  // mid-1 is alive, but its own parent gave it up
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_tree_adopted) && parent->closed; },
+           "TreeAdopted, and the old parent's connection closed");
+  CHECK_THAT(TreeAgent::errorOn(agent.io, *parent).message(), Contains("adopted: job job-l re-attached"));
+  CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
+  CHECK(agent.table.jobIds().count("job-l") == 1);
+}
