@@ -304,6 +304,11 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
 }
 
 void AgentJob::onRootLost(size_t nodeIndex, const std::string& reason) {
+  if (tree_ && !launched_) {
+    // Lost between its Welcome and the launch: nothing below it was started, and nothing will be.
+    for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
+    return;
+  }
   // Its children are attached first: the driver's answer to the loss (a stop) must reach their ranks too.
   adoptChildren(nodeIndex);
   onNodeLost(nodeIndex, reason);
@@ -385,6 +390,7 @@ void AgentJob::launchAll() {
     if (node->client->agentBeatMs() > 0) tick = std::min(tick, node->client->agentBeatMs());
   }
   job_->setHeartbeat(std::chrono::milliseconds(std::max<uint32_t>(tick, 10)));
+  launched_ = true;
   job_->start(now());
   armTimer();
 }

@@ -162,6 +162,7 @@ class AgentJob {
   std::vector<size_t> subtreeEnd_;
   std::optional<AgentTreePlan> tree_;              ///< --tree_width: the tree, planned once; nullopt: the star
   std::vector<bool> dialled_;
+  bool launched_ = false;  ///< launchAll() has run: the driver started and the launches went out
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
   ConnectPacer pacer_;                             ///< how many connections connectAll has under way
