@@ -26,6 +26,13 @@ po::options_description describe() {
   return d;
 }
 
+/// Not in --help: a test's way to make this agent a straggler (AgentOptions::testHoldTreeLaunches).
+po::options_description hidden() {
+  po::options_description d;
+  d.add_options()("test_hold_tree_launches", "admit tree launches and then ignore them (tests only)");
+  return d;
+}
+
 double seconds(const po::variables_map& vm, const char* flag, double min, double max) {
   const double v = vm[flag].as<double>();
   if (!std::isfinite(v) || v < min || (v <= 0 && min > 0) || v > max) {
@@ -80,7 +87,9 @@ void parseListenAddress(const std::string& text, const std::string& flag, std::s
 AgentOptions parseAgentOptions(int argc, const char* const* argv) {
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(describe()).run(), vm);
+    po::options_description all;
+    all.add(describe()).add(hidden());
+    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw ParseError("dsrun-agent", 0, strCat(e.what(), "\n  hint: dsrun-agent --help"));
@@ -98,6 +107,7 @@ AgentOptions parseAgentOptions(int argc, const char* const* argv) {
                      "--make_node_cert DIR --host NAME --out NODEDIR' for this node; copy NODEDIR here");
   }
   o.tlsDir = vm["tls_dir"].as<std::string>();
+  o.testHoldTreeLaunches = vm.count("test_hold_tree_launches") > 0;
   if (vm.count("log_dir")) o.logDir = vm["log_dir"].as<std::string>();
   if (vm.count("heartbeat_timeout_s")) o.heartbeatTimeoutS = seconds(vm, "heartbeat_timeout_s", 0.001, 86400);
   if (vm.count("kill_grace_s")) o.killGraceS = seconds(vm, "kill_grace_s", 0, 3600);

@@ -14,6 +14,9 @@ struct AgentOptions {
   double heartbeatTimeoutS = 10;            ///< a launcher silent this long is lost (its jobs stopped)
   double killGraceS = 30;                   ///< SIGTERM -> SIGKILL delay when stopping ranks
   bool help = false;                        ///< --help was given
+  /// Hidden, for tests only (tests/agent/tree_agents_test.cc): admit tree launches and then do nothing with
+  /// them (neither acknowledge, forward nor start), as a straggler that welcomed its parent and hung would.
+  bool testHoldTreeLaunches = false;
 };
 
 /// Parses argv (argv[0] skipped). Throws ParseError "--flag: what, got 'x'" for bad values.

@@ -110,7 +110,7 @@ void AgentServer::onFirstByte(uint64_t id, const std::string& peer, ProbeSieve::
   if (crl_) crl_->refresh(ssl_);
   if (dialCrl_) dialCrl_->refresh(*dial_);  // a revoked child is refused by the next tree launch's dial
   TreeServices tree;
-  if (gate_) tree = {&*gate_, &*dial_};
+  if (gate_) tree = {&*gate_, &*dial_, options_.testHoldTreeLaunches};
   auto session = std::make_shared<Session>(
       id, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer, sessions_,
       table_, handler_, sessionTiming(options_), tree);

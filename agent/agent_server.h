@@ -41,6 +41,7 @@ class AgentServer {
     /// Where `ssl` came from: its crl.pem is reloaded when it changes, and tree launches are served with it
     /// (its node certificate dials the children; empty: neither).
     std::string tlsDir;
+    bool testHoldTreeLaunches = false;  ///< AgentOptions::testHoldTreeLaunches (tests only)
   };
 
   /// `ssl` must be a server context from tls::makeSslContext. `spawner` must outlive the server.

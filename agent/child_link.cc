@@ -18,6 +18,18 @@ void countRanks(const wire::TreeLaunch& launch, int& ranks) {
   }
 }
 
+/// How many levels the subtree has (1: the child alone): the deepest part's ancestors, less the child's own.
+uint32_t countLevels(const wire::TreeLaunch& launch) {
+  wire::TreeNodePart part;
+  int top = -1, deepest = 0;
+  for (const auto& node : launch.subtree()) {
+    if (!part.ParseFromString(node.part())) continue;
+    if (top < 0) top = part.ancestors_size();
+    deepest = std::max(deepest, part.ancestors_size());
+  }
+  return top < 0 ? 1 : static_cast<uint32_t>(deepest - top + 1);
+}
+
 }  // namespace
 
 std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost::asio::ssl::context& dial,
@@ -43,11 +55,12 @@ std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost:
 }
 
 ChildLink::ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks)
-    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), beat_(io) {
+    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), beat_(io), ack_(io) {
   wire::TreeLaunchHeader header;
   header.ParseFromString(child_.launch.header());
   jobId_ = header.job_id();
   countRanks(child_.launch, expectedRanks_);
+  levels_ = countLevels(child_.launch);
 }
 
 void ChildLink::start() { client_->connect(timing_.connectTimeout); }
@@ -78,11 +91,24 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
 }
 
 void ChildLink::sendLaunch(bool probe) {
-  wire::Envelope launch;
-  *launch.mutable_tree_launch() = child_.launch;
-  if (probe) launch.mutable_tree_launch()->mutable_probe()->set_timeout_ms(probeTimeoutMs_);
-  client_->send(launch);
+  wire::Envelope envelope;
+  wire::TreeLaunch* launch =
+      adopt_ ? envelope.mutable_tree_adopt()->mutable_launch() : envelope.mutable_tree_launch();
+  *launch = child_.launch;
+  if (probe) launch->mutable_probe()->set_timeout_ms(probeTimeoutMs_);
+  client_->send(envelope);
   launched_ = true;
+  // The silence budget again: a child that beats but never answers its launch is as lost as a silent one. A
+  // probed launch is answered by the probe report, which waits for every level's probe below the child.
+  const uint64_t ackMs = timing_.silenceMs + (probe ? uint64_t{probeTimeoutMs_} * levels_ : 0);
+  ack_.expires_after(std::chrono::milliseconds(ackMs));
+  ack_.async_wait([weak = weak_from_this(), ackMs](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->done_ || self->acknowledged_) return;
+    self->lose(strCat("agent ", self->client_->address(), ": did not acknowledge its ",
+                      self->adopt_ ? "adoption" : "launch", " within ", ackMs,
+                      " ms (a straggler; heartbeat budget)"));
+  });
   for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
 }
 
@@ -104,6 +130,15 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (done_) return;
   if (monitor_) monitor_->beat();
   if (envelope.has_heartbeat()) return;
+  acknowledged();
+  if (envelope.has_tree_adopted()) return;  // for this edge only
+  if (envelope.has_error() && startsWith(envelope.error().message(), "adopted:")) {
+    // An ancestor (or dsrun) adopted the child while this edge still stood (this node was cut off above):
+    // the subtree is supervised from there, so this is no loss and nothing to re-fan.
+    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << envelope.error().message();
+    close(false);
+    return;
+  }
   if (envelope.has_tree_probe_report()) {
     if (callbacks_.onProbe) callbacks_.onProbe(&envelope.tree_probe_report(), 0);
     return;
@@ -161,11 +196,26 @@ void ChildLink::credit(uint64_t bytes) {
   client_->sendCredit(bytes);
 }
 
-void ChildLink::close() {
+void ChildLink::acknowledged() {
+  if (acknowledged_) return;
+  acknowledged_ = true;
+  ack_.cancel();
+}
+
+void ChildLink::close(bool release) {
   if (done_) return;
   done_ = true;
   if (monitor_) monitor_->stop();
   beat_.cancel();
+  ack_.cancel();
+  if (release && launched_) {
+    // Connection-level: the child's Session ends at once, without waiting for an adopter.
+    wire::Envelope released;
+    released.mutable_error()->set_message(strCat("released: job ", jobId_, " ends here, nobody adopts it"));
+    client_->send(released);
+    client_->closeAfterFlush();
+    return;
+  }
   client_->close();
 }
 

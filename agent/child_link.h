@@ -5,7 +5,10 @@
 // then passes the subtree's events to `onEvent` as they come (batches unopened), signals down, and output
 // credit down as the parent returns it. A child that cannot be reached, refuses, disconnects before its
 // subtree's ranks have all exited, or is silent for the silence budget is reported once through `onLost`
-// with one line, and the link closes (the child then stops its ranks, as for a lost launcher).
+// with one line, and the link closes (the child then stops its ranks, as for a lost launcher). So is a child
+// that does not acknowledge its launch (its first event, or TreeAdopted) within the silence budget: a
+// straggler that welcomed us and then hung. In adoption mode (adopt()) the link re-attaches an orphaned node
+// with TreeAdopt instead of starting it with TreeLaunch (docs/agent.md "An interior agent dies").
 // Loop-thread only; handlers hold weak references, so dropping the last shared_ptr after close() is safe.
 
 #include <boost/asio/io_context.hpp>
@@ -45,6 +48,8 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
                                            proto::ChildTreeLaunch child, std::string clientName, Timing timing,
                                            Callbacks callbacks);
 
+  /// Sends the launch as a TreeAdopt (this agent adopts the node after its parent was lost). Before start().
+  void adopt() { adopt_ = true; }
   /// Dials the child; the subtree launch goes out once it has welcomed us.
   void start();
   /// Before start(): the launch goes out with TreeLaunch.probe (the child holds its ranks until go()); a child
@@ -56,11 +61,14 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   void signal(int signal);
   /// Returns `bytes` of the child's output window (the parent passed that much of its output on).
   void credit(uint64_t bytes);
-  /// Closes without reporting a loss (the child stops the job's ranks on the disconnect).
-  void close();
+  /// Closes without reporting a loss. `release`: tells the child first that nobody will adopt it (the job
+  /// ends here), so it stops the job's ranks at once; otherwise it waits a while for an adopter.
+  void close(bool release = true);
 
   const std::string& host() const { return child_.host; }
   const std::string& jobId() const { return jobId_; }
+  /// The child's subtree launch: what its children's launches are cut from if the child is lost.
+  const wire::TreeLaunch& launch() const { return child_.launch; }
 
  private:
   ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks);
@@ -70,6 +78,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   void onClosed(const std::string& reason);
   void lose(const std::string& cause);
   void armBeat();
+  void acknowledged();
 
   boost::asio::io_context& io_;             ///< the agent's loop
   proto::ChildTreeLaunch child_;            ///< where to dial, what to send
@@ -81,10 +90,14 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   std::shared_ptr<AgentClient> client_;     ///< the connection to the child's agent
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< the child's silence, from its Welcome on
   boost::asio::steady_timer beat_;          ///< our heartbeat to the child
+  boost::asio::steady_timer ack_;           ///< the child's deadline to acknowledge its launch
   std::vector<int> pendingSignals_;         ///< signals asked for before the launch went out
   bool launched_ = false;                   ///< the subtree launch was sent
   uint32_t probeTimeoutMs_ = 0;             ///< holdForProbe's; 0: no probe
   bool heldBack_ = false;                   ///< an older child's plain launch waits for go()
+  uint32_t levels_ = 1;                     ///< the child's subtree's depth (its probe reports wait for all)
+  bool acknowledged_ = false;               ///< the child answered the launch (an event, or TreeAdopted)
+  bool adopt_ = false;                      ///< the launch goes as a TreeAdopt
   bool done_ = false;                       ///< closed or lost: nothing more is reported
 };
 

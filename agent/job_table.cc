@@ -88,8 +88,8 @@ void JobTable::launch(uint64_t owner, const JobSpec& spec) {
   if (spec.progressIntervalS > 0) {
     const auto interval =
         std::chrono::milliseconds(std::max(10LL, static_cast<long long>(spec.progressIntervalS * 1000)));
-    job->progress = std::make_unique<ProgressWatch>(io_, spec.id, interval, [this, owner, id = spec.id](int rank, int64_t step) {
-      events_.deliver(owner, event::Progress{id, rank, step});
+    job->progress = std::make_unique<ProgressWatch>(io_, spec.id, interval, [this, id = spec.id](int rank, int64_t step) {
+      if (const auto owner = ownerOf(id)) events_.deliver(*owner, event::Progress{id, rank, step});
     });
   }
   Job& ref = *job;
@@ -121,13 +121,23 @@ void JobTable::launch(uint64_t owner, const JobSpec& spec) {
 void JobTable::startRank(Job& job, size_t slot) {
   const RankSpec& spec = job.spec.ranks[slot];
   const std::string jobId = job.spec.id;
-  const uint64_t owner = job.owner;
   const int rankId = spec.rank;
   OutputSink sink;
-  sink.gate = FlowGate{[this, owner] { return events_.congested(owner); },
-                       [this, owner](std::function<void()> resume) { events_.whenDrained(owner, std::move(resume)); }};
-  sink.onChunk = [this, owner, jobId, rankId](OutputStream stream, std::string_view data) {
-    events_.deliver(owner, event::Output{jobId, rankId, stream, std::string(data)});
+  // The owner is looked up each time: an adopted tree job changes hands while its ranks run (reassign).
+  sink.gate = FlowGate{[this, jobId] {
+                         const auto owner = ownerOf(jobId);
+                         return owner && events_.congested(*owner);
+                       },
+                       [this, jobId](std::function<void()> resume) {
+                         const auto owner = ownerOf(jobId);
+                         if (owner) {
+                           events_.whenDrained(*owner, std::move(resume));
+                         } else {
+                           resume();
+                         }
+                       }};
+  sink.onChunk = [this, jobId, rankId](OutputStream stream, std::string_view data) {
+    if (const auto owner = ownerOf(jobId)) events_.deliver(*owner, event::Output{jobId, rankId, stream, std::string(data)});
   };
   sink.onStreamDone = [this, jobId, rankId] {
     auto it = jobs_.find(jobId);
@@ -343,6 +353,18 @@ std::set<std::string> JobTable::jobIds() const {
   std::set<std::string> out;
   for (const auto& [id, job] : jobs_) out.insert(id);
   return out;
+}
+
+std::optional<uint64_t> JobTable::ownerOf(const std::string& jobId) const {
+  const auto it = jobs_.find(jobId);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second->owner;
+}
+
+void JobTable::reassign(const std::string& jobId, uint64_t owner) {
+  DSRUN_CHECK_THREAD(thread_);
+  const auto it = jobs_.find(jobId);
+  if (it != jobs_.end()) it->second->owner = owner;
 }
 
 std::set<std::string> JobTable::jobIdsOf(uint64_t owner) const {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -61,6 +62,11 @@ class JobTable {
 
   /// The Reaper collected `pid` with `waitStatus`; a pid that is not a rank is ignored.
   void onReaped(pid_t pid, int waitStatus);
+
+  /// The session that owns `jobId` (none: not running here).
+  std::optional<uint64_t> ownerOf(const std::string& jobId) const;
+  /// Hands `jobId` to `owner` (an adopted tree job: its events go to the adopter's session from now on).
+  void reassign(const std::string& jobId, uint64_t owner);
 
   /// Ids of running jobs, all or those of one owner.
   std::set<std::string> jobIds() const;

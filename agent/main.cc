@@ -60,6 +60,7 @@ int run(int argc, char** argv) {
   serverOptions.hostName = host;
   serverOptions.logDir = options.logDir;
   serverOptions.tlsDir = options.tlsDir;
+  serverOptions.testHoldTreeLaunches = options.testHoldTreeLaunches;
   serverOptions.heartbeatTimeout = millis(options.heartbeatTimeoutS);
   serverOptions.killGrace = millis(options.killGraceS);
   for (char** e = environ; *e != nullptr; ++e) {

@@ -40,8 +40,8 @@ std::vector<Action> refuse(const std::string& message) { return {send(makeError(
 bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 bool allowedFromNode(const wire::Envelope& in) {
-  return in.has_hello() || in.has_tree_launch() || in.has_tree_go() || in.has_signal() || in.has_heartbeat() ||
-         in.has_output_credit() || in.has_error();
+  return in.has_hello() || in.has_tree_launch() || in.has_tree_go() || in.has_tree_adopt() || in.has_signal() ||
+         in.has_heartbeat() || in.has_output_credit() || in.has_error();
 }
 
 }  // namespace
@@ -68,6 +68,8 @@ const char* messageName(const wire::Envelope& envelope) {
     case wire::Envelope::kTreeProbeReport: return "tree_probe_report";
     case wire::Envelope::kEventBatch: return "event_batch";
     case wire::Envelope::kNodeLost: return "node_lost";
+    case wire::Envelope::kTreeAdopt: return "tree_adopt";
+    case wire::Envelope::kTreeAdopted: return "tree_adopted";
     case wire::Envelope::MSG_NOT_SET: return "empty envelope";
   }
   return "unknown";
@@ -101,6 +103,11 @@ std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const Sessi
     case wire::Envelope::kTreeGo: {
       if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
       Action a{Action::Kind::TreeGo, {}, {}, in.tree_go().job_id(), 0, {}, 0};
+      return {std::move(a)};
+    }
+    case wire::Envelope::kTreeAdopt: {
+      if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
+      Action a{Action::Kind::TreeAdopt, in, {}, {}, 0, {}, 0};
       return {std::move(a)};
     }
     case wire::Envelope::kLaunch: return handleLaunch(in.launch(), session);

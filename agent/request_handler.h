@@ -30,6 +30,7 @@ struct Action {
     ProbeMesh,     ///< run `probe` and answer with its MeshProbeReply (agent/mesh_probe.h)
     TreeLaunch,    ///< admit `envelope.tree_launch()` (agent/tree_gate.h), start its ranks, forward it
     TreeGo,        ///< start the probed tree launch of `jobId` held since its TreeLaunch, and pass it on
+    TreeAdopt,     ///< admit `envelope.tree_adopt()`: re-attach the running job to this peer, or start it
   };
   Kind kind;
   wire::Envelope envelope;     ///< Send

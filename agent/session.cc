@@ -9,7 +9,6 @@
 #include "agent/job_table.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
-#include "agent/tree_gate.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -35,7 +34,8 @@ Session::Session(uint64_t id, std::unique_ptr<Connection> connection, std::strin
       tree_(tree),
       decoder_(peer_),
       readBuffer_(kReadBufferBytes),
-      heartbeat_(connection_->executor()) {}
+      heartbeat_(connection_->executor()),
+      orphanWait_(connection_->executor()) {}
 
 std::unique_ptr<HeartbeatMonitor> Session::makeMonitor(std::chrono::milliseconds period, int threshold,
                                                        int64_t budgetMs) {
@@ -118,11 +118,13 @@ void Session::dispatch(const wire::Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
-    // A probed tree launch starts nothing before TreeGo; dsrun beats from then on.
+    // A probed tree launch (or adoption) starts nothing before TreeGo; dsrun beats from then on.
     if (envelope.has_launch() || (envelope.has_tree_launch() && !envelope.tree_launch().has_probe()) ||
-        envelope.has_tree_go()) {
+        (envelope.has_tree_adopt() && !envelope.tree_adopt().launch().has_probe()) || envelope.has_tree_go()) {
       useLauncherBudget();
     }
+    // The parent ends the job here and will adopt nobody: stop at once instead of waiting for an adopter.
+    if (envelope.has_error() && startsWith(envelope.error().message(), "released:")) released_ = true;
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -157,6 +159,9 @@ void Session::dispatch(const wire::Envelope& envelope) {
         break;
       case Action::Kind::TreeGo:
         goTree(action.jobId);
+        break;
+      case Action::Kind::TreeAdopt:
+        adoptTree(action.envelope.tree_adopt().launch());
         break;
       case Action::Kind::Close:
         closeAfterFlush(strCat("closing: ", action.reason));
@@ -196,59 +201,6 @@ void Session::useLauncherBudget() {
   launcherSilenceMs_ = 0;  // once
 }
 
-void Session::startTree(const wire::TreeLaunch& launch) {
-  const bool fromNode = peerIsNode_;
-  proto::TreeIdentity peer;
-  peer.launcher = !fromNode;
-  peer.names = [this](const std::string& host) { return connection_->peerNames(host); };
-  peer.description = strCat(peer_, " (", peerIdentity_, ")");
-  AdmittedTree admitted;
-  try {
-    if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
-    admitted = tree_.gate->admit(launch, peer, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                   std::chrono::system_clock::now().time_since_epoch())
-                                                   .count());
-    if (table_.jobIds().count(admitted.own.job_id()) > 0) {
-      throw Error(strCat("job '", admitted.own.job_id(), "' is already running on this agent"));
-    }
-  } catch (const Error& e) {
-    DSRUN_LOG(WARN) << peer_ << ": refused: " << e.what();
-    wire::TreeLaunchHeader header;
-    header.ParseFromString(launch.header());
-    send(makeError(header.job_id(), strCat("tree launch refused: ", e.what())));
-    // A parent agent that forwards what this node refuses is broken or not the parent: it gets nothing more.
-    if (fromNode) closeAfterFlush("closing: tree launch refused");
-    return;
-  }
-  const std::string& job = admitted.own.job_id();
-  DSRUN_LOG(INFO) << peer_ << ": tree launch of job " << job << " signed by '" << admitted.launcher << "': "
-                  << admitted.own.ranks_size() << " rank(s) here, " << admitted.children.size() << " child(ren)";
-  if (!relay_) {
-    TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
-    relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
-                                         *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
-                                         std::move(up));
-  }
-  if (launch.has_probe()) {
-    holdTree(launch, std::move(admitted));  // session_tree_probe.cc
-    return;
-  }
-  // The children first: their connections and handshakes proceed while this node forks its own ranks.
-  relay_->forward(job, std::move(admitted.children), childTiming());
-  table_.launch(id_, toJobSpec(admitted.own));
-}
-
-ChildLink::Timing Session::childTiming() const {
-  ChildLink::Timing t;
-  t.connectTimeout = timing_.handshakeTimeout;
-  const auto period = static_cast<uint32_t>(timing_.heartbeatPeriod.count());
-  t.beatMs = hello_.agent_heartbeat_ms() > 0 ? agentBeatIntervalMs(hello_.agent_heartbeat_ms(), period)
-                                             : std::max<uint32_t>(1, period / 2);
-  t.silenceMs = hello_.launcher_silence_ms() > 0 ? hello_.launcher_silence_ms()
-                                                 : period * static_cast<uint32_t>(timing_.heartbeatThreshold);
-  if (hello_.output_window_bytes() > 0) t.outputWindowBytes = hello_.output_window_bytes();
-  return t;
-}
 
 void Session::onWelcomed(const wire::Hello& hello) {
   welcomed_ = true;
@@ -281,6 +233,11 @@ void Session::armHeartbeat() {
 }
 
 void Session::send(const wire::Envelope& envelope) {
+  if (orphaned_) {
+    // Kept for the adopter; output is paused meanwhile (congested()), so this holds events and in-flight output.
+    orphanQueue_.push_back(envelope);
+    return;
+  }
   if (stopped_ || closing_ || overflowed_) return;
   outputCredit_ -= static_cast<int64_t>(outputBytes(envelope));
   std::string frame = proto::encodeFrame(envelope);
@@ -299,7 +256,7 @@ void Session::send(const wire::Envelope& envelope) {
 }
 
 void Session::deliver(JobEvent event) {
-  if (stopped_ || closing_ || overflowed_) return;
+  if ((stopped_ && !orphaned_) || closing_ || overflowed_) return;
   if (relay_) {
     relay_->up(toEnvelope(std::move(event)));  // batched with the subtree's events
   } else {
@@ -333,7 +290,7 @@ void Session::writeNext() {
 
 void Session::whenDrained(std::function<void()> resume) {
   drainedCallbacks_.push_back(std::move(resume));
-  if (stopped_ || !congested()) runDrainedCallbacks();
+  if ((stopped_ && !orphaned_) || !congested()) runDrainedCallbacks();
 }
 
 void Session::runDrainedCallbacks() {
@@ -352,6 +309,10 @@ void Session::closeAfterFlush(const std::string& reason) {
 }
 
 void Session::drain() {
+  if (orphaned_) {
+    abandon(strCat("agent shutting down, stopping job ", treeJob_, " (it waited for an adopter)"));
+    return;
+  }
   if (stopped_) return;
   if (!welcomed_) {
     stop("refused: agent shutting down");  // mid-handshake: nothing may be written yet
@@ -359,13 +320,21 @@ void Session::drain() {
   }
   transition(MemberEvent::Shutdown);
   monitor_->stop();  // a draining peer is closed by us, not judged by its heartbeats
-  if (relay_) relay_->closeAll();  // each child stops its part of the job on the disconnect
+  if (relay_) relay_->closeAll(false);  // this node goes away: its parent adopts the children
   send(makeError("", "agent shutting down"));
   closeAfterFlush("agent shutting down, stopping its jobs");
 }
 
 void Session::stop(const std::string& reason) {
-  if (stopped_) return;
+  if (stopped_) {
+    if (orphaned_) abandon(strCat(reason.empty() ? "stopped" : reason, " while job ", treeJob_, " waited for an adopter"));
+    return;
+  }
+  const bool running = table_.ownerOf(treeJob_) == id_ || (relay_ && relay_->active());
+  if (adoptable_ && !released_ && !treeJob_.empty() && running) {
+    orphan(reason.empty() ? "connection closed" : reason);
+    return;
+  }
   auto self = shared_from_this();  // manager_.remove() may drop the last owner
   stopped_ = true;
   if (!reason.empty()) {
@@ -385,8 +354,9 @@ void Session::stop(const std::string& reason) {
   queuedBytes_ = 0;
   windowed_ = false;  // nobody reads any more: paused pumps resume and their output is dropped
   table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
-  // The parent is gone or silent: the children hear it as their parent's disconnect and stop their ranks too.
-  if (relay_) relay_->closeAll();
+  // The job ends here: the children stop theirs at once. A node given up by its parent (released) leaves its
+  // children to that parent instead, which adopts them.
+  if (relay_) relay_->closeAll(!released_);
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
 }

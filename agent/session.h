@@ -22,6 +22,7 @@
 #include "agent/member_state.h"
 #include "agent/request_handler.h"
 #include "agent/thread_checker.h"
+#include "agent/tree_gate.h"
 #include "agent/tree_relay.h"
 #include "proto/frame_codec.h"
 
@@ -31,12 +32,12 @@ struct AdmittedTree;  // agent/tree_gate.h
 
 class JobTable;
 class SessionManager;
-class TreeGate;
 
 /// What a session needs to serve tree launches (docs/agent.md "Tree launch"); both null: it refuses them.
 struct TreeServices {
   TreeGate* gate = nullptr;                   ///< admits launches (shared by the agent's sessions)
   boost::asio::ssl::context* dial = nullptr;  ///< this node's certificate as a client (tls::Role::TreeClient)
+  bool testHold = false;  ///< AgentOptions::testHoldTreeLaunches: admitted launches are then ignored
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -72,7 +73,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void deliver(JobEvent event);
   /// True while the write queue is above kHighWaterBytes or the peer's output window is spent.
   bool congested() const {
-    return queuedBytes_ > kHighWaterBytes || (windowed_ && outputCredit_ <= 0);
+    return orphaned_ || queuedBytes_ > kHighWaterBytes || (windowed_ && outputCredit_ <= 0);
   }
   /// Runs `resume` (posted, never from inside this call) once the queue falls below kLowWaterBytes and
   /// the peer has returned output credit, or once the session stops.
@@ -81,6 +82,10 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t id() const { return id_; }
   const std::string& peer() const { return peer_; }
   MemberState state() const { return state_; }
+  /// The signed root of the tree job this session carries (empty: none).
+  const std::string& treeRoot() const { return treeRoot_; }
+  /// The tree job this session carries (empty: none).
+  const std::string& treeJob() const { return treeJob_; }
 
  private:
   void onHandshake(const std::string& failure, const std::string& peerIdentity);
@@ -101,6 +106,26 @@ class Session : public std::enable_shared_from_this<Session> {
   void holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted);
   /// TreeGo: starts the held job's ranks here and passes the go to the children. An unknown job id is refused.
   void goTree(const std::string& jobId);
+  /// Admits a TreeAdopt: takes the running job over from the session that carried it (orphaned, or still
+  /// connected to a parent that was given up), or starts it if it never came; acknowledges with TreeAdopted.
+  void adoptTree(const wire::TreeLaunch& launch);
+  /// Refuses a tree launch or adoption with one logged line and a job-scoped Error; a node peer is cut off.
+  void refuseTree(const wire::TreeLaunch& launch, const std::string& why);
+  /// Forwards an admitted tree launch to the children and starts this node's ranks (a probed `launch`: holds
+  /// them until TreeGo, holdTree).
+  void runTree(const wire::TreeLaunch& launch, AdmittedTree admitted);
+  /// Takes over `from`'s tree job: its ranks, its children (TreeRelay) and the events it held meanwhile.
+  void takeOver(Session& from);
+  /// What `from` hands over: its events held while orphaned; it then closes without stopping the job.
+  std::vector<wire::Envelope> handOver();
+  /// The parent is gone and this node may be adopted: close the connection, keep the job and the children,
+  /// hold the events, and stop the job only if no ancestor adopts it within orphanWait().
+  void orphan(const std::string& reason);
+  /// Nobody adopted the job in time: stop it, release the children, end this session.
+  void abandon(const std::string& reason);
+  /// How long an orphaned job waits for an adopter (docs/agent.md "An interior agent dies").
+  std::chrono::milliseconds orphanWait() const;
+  proto::TreeIdentity peerIdentity() const;
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
@@ -126,6 +151,12 @@ class Session : public std::enable_shared_from_this<Session> {
   TreeServices tree_;                    ///< null: tree launches are refused
   std::unique_ptr<TreeRelay> relay_;     ///< once a tree launch was accepted: children, batching, credit
   std::map<std::string, wire::LaunchRequest> heldTrees_;  ///< probed tree launches waiting for TreeGo, by job
+  std::string treeJob_;                  ///< the tree job this connection carries (one per parent edge)
+  std::string treeRoot_;                 ///< its signed root: an adoption must carry the same
+  bool adoptable_ = false;               ///< the job's node has ancestors: losing the parent starts a wait
+  bool released_ = false;                ///< the parent said nobody adopts the job: no wait
+  bool orphaned_ = false;                ///< the connection is gone, the job waits for an adopter
+  std::vector<wire::Envelope> orphanQueue_;  ///< what would have gone up while orphaned
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written
@@ -140,6 +171,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool windowed_ = false;                ///< the peer asked for output flow control
   int64_t outputCredit_ = 0;             ///< output bytes the peer still accepts (windowed_ only)
   boost::asio::steady_timer heartbeat_;  ///< our own Heartbeat to the peer, if it asked for them
+  boost::asio::steady_timer orphanWait_;  ///< how long an adopter may take
   std::chrono::milliseconds beatInterval_{500};  ///< their interval (agentBeatIntervalMs)
   MemberState state_ = MemberState::Joining;  ///< membership lifecycle
   ThreadChecker thread_;                 ///< loop-thread confinement

@@ -1,5 +1,7 @@
 #include "agent/session_manager.h"
 
+#include <string>
+
 #include <boost/asio/post.hpp>
 #include <vector>
 
@@ -39,6 +41,18 @@ void SessionManager::deliver(uint64_t owner, JobEvent event) {
 bool SessionManager::congested(uint64_t owner) const {
   auto it = sessions_.find(owner);
   return it != sessions_.end() && it->second->congested();
+}
+
+std::shared_ptr<Session> SessionManager::find(uint64_t id) const {
+  const auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Session> SessionManager::treeCarrier(const std::string& jobId) const {
+  for (const auto& [id, session] : sessions_) {
+    if (session->treeJob() == jobId) return session;
+  }
+  return nullptr;
 }
 
 void SessionManager::whenDrained(uint64_t owner, std::function<void()> resume) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "agent/job_events.h"
 #include "agent/thread_checker.h"
@@ -24,6 +25,10 @@ class SessionManager : public JobEvents {
   /// Closes every session at once.
   void stopAll(const std::string& reason);
   size_t size() const { return sessions_.size(); }
+  /// The live (or orphaned, awaiting adoption) session `id`; null if it has gone.
+  std::shared_ptr<Session> find(uint64_t id) const;
+  /// The session (live, or orphaned awaiting adoption) carrying tree job `jobId`; null if none.
+  std::shared_ptr<Session> treeCarrier(const std::string& jobId) const;
 
   void deliver(uint64_t owner, JobEvent event) override;
   bool congested(uint64_t owner) const override;

@@ -22,6 +22,17 @@ TreeGate::TreeGate(std::string tlsDir, int maxRanks, std::string flag)
       ownCertificate_(tls::readCertificate(tls::tlsFiles(tlsDir_).cert, strCat(flag_, " '", tlsDir_, "'"))) {}
 
 AdmittedTree TreeGate::admit(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs) {
+  return check(launch, peer, nowUnixUs, proto::TreeSender::Parent, nullptr);
+}
+
+AdmittedTree TreeGate::adopt(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs,
+                             const std::function<const std::string*(const std::string& jobId)>& runningRoot) {
+  return check(launch, peer, nowUnixUs, proto::TreeSender::Adopter, runningRoot);
+}
+
+AdmittedTree TreeGate::check(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs,
+                             proto::TreeSender sender,
+                             const std::function<const std::string*(const std::string&)>& runningRoot) {
   const proto::Sha256 sha = [](std::string_view data) { return tls::sha256(data); };
   proto::ReceivedTreeLaunch received;
   try {
@@ -40,13 +51,25 @@ AdmittedTree TreeGate::admit(const wire::TreeLaunch& launch, const proto::TreeId
   proto::TreeIdentity self;
   self.names = [this](const std::string& host) { return tls::certificateNames(ownCertificate_.get(), host); };
   self.description = tls::describeCertificate(ownCertificate_.get());
-  proto::checkTreeLaunchFor(received, self, peer, nowUnixUs);
+  const std::string* running = runningRoot ? runningRoot(job) : nullptr;
+  proto::checkTreeLaunchFor(received, self, peer, nowUnixUs, running ? proto::TreeSender::Rebind : sender);
   AdmittedTree admitted;
+  admitted.root = received.root;
+  admitted.adoptable = !received.parts.at(0).ancestors().empty();
+  admitted.launcher = received.header.launcher();
+  if (running) {
+    // The same job id with another signed content is not this job: dsrun never reuses an id, so it is forged.
+    if (*running != received.root) {
+      throw Error(strCat("adoption of job ", job, " from ", peer.description,
+                         ": it is not the launch this node runs under that id (another signed root)"));
+    }
+    admitted.rebind = true;
+    return admitted;
+  }
   admitted.own = proto::ownLaunchRequest(received);
   const std::string why = RequestHandler::validateLaunch(admitted.own, maxRanks_);
   if (!why.empty()) throw Error(strCat("tree launch of job ", job, " from ", peer.description, ": ", why));
   admitted.children = proto::childTreeLaunches(launch, received);
-  admitted.launcher = received.header.launcher();
   seen_.admit(received.header, nowUnixUs);
   return admitted;
 }

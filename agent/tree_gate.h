@@ -7,6 +7,7 @@
 // every byte a node runs or forwards was signed by a launcher. Owned by the AgentServer. Loop-thread only.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct AdmittedTree {
   wire::LaunchRequest own;
   std::vector<proto::ChildTreeLaunch> children;
   std::string launcher;  ///< TreeLaunchHeader.launcher, for the log
+  std::string root;      ///< the signed root: an adoption of this job must carry the same
+  bool rebind = false;   ///< an adoption of a job running here: re-attach it, start and forward nothing
+  bool adoptable = false;  ///< this node has ancestors: if its parent is lost, one of them may adopt it
 };
 
 class TreeGate {
@@ -34,6 +38,13 @@ class TreeGate {
   /// Admits `launch` from `peer` at `nowUnixUs`, recording its job id (a second launch of it is a replay).
   /// Throws dsrun::Error with one line naming the job, the peer and what failed; nothing is recorded then.
   AdmittedTree admit(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs);
+  /// Admits the launch of a TreeAdopt from `peer`, which must be a listed ancestor of this node or a launcher.
+  /// `runningRoot(jobId)` gives the signed root of that job if it runs here (else null): then the launch must
+  /// carry the same root, and the result is a `rebind` (nothing recorded, started or forwarded). Otherwise the
+  /// node never got its launch (its parent died first) and it is admitted as admit() would, its job id recorded,
+  /// so a second adoption of a job that has ended here is refused as a replay. Throws as admit().
+  AdmittedTree adopt(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs,
+                     const std::function<const std::string*(const std::string& jobId)>& runningRoot);
 
  private:
   std::string tlsDir_;           ///< where the trust material is read from
@@ -41,6 +52,9 @@ class TreeGate {
   std::string flag_;             ///< names the directory in errors
   tls::X509Ptr ownCertificate_;  ///< names the hosts this agent answers for
   proto::TreeJobIds seen_;       ///< job ids admitted within their launches' validity
+
+  AdmittedTree check(const wire::TreeLaunch& launch, const proto::TreeIdentity& peer, int64_t nowUnixUs,
+                     proto::TreeSender sender, const std::function<const std::string*(const std::string&)>& runningRoot);
 };
 
 }  // namespace dsrun::agent

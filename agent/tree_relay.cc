@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "common/error.h"
 #include "common/logging.h"
+#include "tls/tree_signature.h"
 
 namespace dsrun::agent {
 namespace {
@@ -30,6 +32,12 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
                         ChildLink::Timing timing, std::optional<ChildProbe> probe) {
   if (children.empty()) return;
   timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / children.size());
+  DSRUN_LOG(INFO) << "job " << jobId << ": dialing " << children.size() << " tree child(ren)";
+  dial(jobId, std::move(children), timing, false, std::move(probe));
+}
+
+void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children,
+                     ChildLink::Timing timing, bool adopt, std::optional<ChildProbe> probe) {
   std::vector<std::shared_ptr<ChildLink>> started;
   for (size_t index = 0; index < children.size(); ++index) {
     proto::ChildTreeLaunch& child = children[index];
@@ -40,13 +48,17 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
     auto onChildProbe = probe ? probe->onChild : nullptr;
     callbacks.onLost = [this, source, jobId, host, index, onChildProbe](const std::string& cause) {
       ledger_.forget(source);
-      children_.erase(source);
-      wire::Envelope lost;
-      lost.mutable_node_lost()->set_job_id(jobId);
-      lost.mutable_node_lost()->set_host(host);
-      lost.mutable_node_lost()->set_cause(cause);
-      up(lost);
+      auto it = children_.find(source);
+      if (it == children_.end()) return;
+      const Child lost = std::move(it->second);
+      children_.erase(it);
+      wire::Envelope e;
+      e.mutable_node_lost()->set_job_id(jobId);
+      e.mutable_node_lost()->set_host(host);
+      e.mutable_node_lost()->set_cause(cause);
+      up(e);
       if (onChildProbe) onChildProbe(index, nullptr, 0);  // after the NodeLost: a report then follows it
+      refan(jobId, host, lost);
     };
     if (onChildProbe) {
       callbacks.onProbe = [onChildProbe, index](const wire::TreeProbeReport* report, uint64_t unprobed) {
@@ -54,13 +66,61 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
       };
     }
     auto link = ChildLink::create(io_, dial_, std::move(child), clientName_, timing, std::move(callbacks));
-    if (probe) link->holdForProbe(probe->timeoutMs);
-    children_[source] = Child{jobId, link};
+    if (adopt) link->adopt();
+    const uint32_t probeTimeoutMs = probe ? probe->timeoutMs : 0;
+    if (probe) link->holdForProbe(probeTimeoutMs);
+    children_[source] = Child{jobId, link, timing, probeTimeoutMs};
     started.push_back(link);
   }
-  DSRUN_LOG(INFO) << "job " << jobId << ": dialing " << started.size() << " tree child(ren)";
   // All at once: the handshakes overlap, so a node's children cost one round of connect + TLS, not width.
   for (auto& link : started) link->start();
+}
+
+void TreeRelay::refan(const std::string& jobId, const std::string& lostHost, const Child& lost) {
+  // This node forwarded the lost child's subtree, so it holds what the child would have sent each of its
+  // children, signed by dsrun: the same cut (childTreeLaunches) gives them the same bytes.
+  std::vector<proto::ChildTreeLaunch> orphans;
+  const wire::TreeLaunch& launch = lost.link->launch();
+  try {
+    const proto::Sha256 sha = [](std::string_view data) { return tls::sha256(data); };
+    orphans = proto::childTreeLaunches(launch, proto::readTreeLaunch(launch, sha));
+  } catch (const Error& e) {
+    DSRUN_LOG(WARN) << "job " << jobId << ": cannot re-fan the children of " << lostHost << ": " << e.what();
+    return;
+  }
+  if (orphans.empty()) return;
+  DSRUN_LOG(INFO) << "job " << jobId << ": adopting " << orphans.size() << " child(ren) of the lost " << lostHost;
+  // Each keeps the window it had below the lost node's share: the subtree's output in flight stays bounded.
+  ChildLink::Timing timing = lost.timing;
+  timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / orphans.size());
+  // Lost while its probe was under way: the orphans hold their ranks too (the loss already answered for the
+  // subtree's probe; dsrun ends or re-forms the launch, or goes, and they follow).
+  std::optional<ChildProbe> held;
+  if (lost.probeTimeoutMs > 0 && went_.count(jobId) == 0) held = ChildProbe{lost.probeTimeoutMs, nullptr};
+  dial(jobId, std::move(orphans), timing, true, std::move(held));
+}
+
+void TreeRelay::rebind(Upstream upstream) {
+  upstream_ = std::move(upstream);
+  credited(ledger_.outstanding());
+  bool queued = false;
+  for (const auto& end : ends_) queued = batcher_.add(end) || queued;
+  if (queued) {
+    boost::asio::post(io_, [this, alive = alive_] {
+      if (*alive) flush();
+    });
+  }
+}
+
+void TreeRelay::rememberEnds(const wire::Envelope& event) {
+  if (event.has_event_batch()) {
+    for (const auto& inner : event.event_batch().events()) rememberEnds(inner);
+    return;
+  }
+  if (event.has_rank_exited() || event.has_node_lost() ||
+      (event.has_error() && event.error().unstarted_ranks_size() > 0)) {
+    ends_.push_back(event);
+  }
 }
 
 void TreeRelay::relay(uint64_t source, const wire::Envelope& event) {
@@ -77,6 +137,7 @@ void TreeRelay::relay(uint64_t source, const wire::Envelope& event) {
 }
 
 void TreeRelay::up(const wire::Envelope& event) {
+  rememberEnds(event);
   if (!batcher_.add(event)) return;
   boost::asio::post(io_, [this, alive = alive_] {
     if (*alive) flush();
@@ -88,6 +149,7 @@ void TreeRelay::flush() {
 }
 
 void TreeRelay::go(const std::string& jobId) {
+  went_.insert(jobId);
   for (auto& [source, child] : children_) {
     if (child.jobId == jobId) child.link->go();
   }
@@ -106,9 +168,9 @@ void TreeRelay::credited(uint64_t bytes) {
   }
 }
 
-void TreeRelay::closeAll() {
+void TreeRelay::closeAll(bool release) {
   auto all = std::exchange(children_, {});
-  for (auto& [source, child] : all) child.link->close();
+  for (auto& [source, child] : all) child.link->close(release);
 }
 
 }  // namespace dsrun::agent

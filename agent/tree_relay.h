@@ -4,7 +4,9 @@
 // parent in batches (EventBatcher), reports a child that is lost as NodeLost{job, host, cause}, sends signals
 // to every child of a job in the same pass as this node's own ranks get them, and returns output credit to a
 // child only as the parent returns it for that child's bytes (CreditLedger), so that a child's output is read
-// no faster than the parent passes it up. Owned by its Session. Loop-thread only.
+// no faster than the parent passes it up. A lost child costs only itself: its children are re-fanned from here
+// (adopted with the slices the child would have sent them), so only its own ranks are lost. Owned by its
+// Session (handed to the adopter's Session when this node is adopted). Loop-thread only.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -13,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,30 +54,50 @@ class TreeRelay {
   void go(const std::string& jobId);
   /// Sends what is queued for the parent now (a probe report must follow the NodeLost events before it).
   void flush();
+  /// This node was adopted: events go to `upstream` from now on, starting with every end already passed up
+  /// (RankExited, a spawn failure's unstarted ranks, NodeLost), since those in flight through the lost parent
+  /// died with it and the launcher ignores an end it already has. Output credit the lost parent owed for the
+  /// children's bytes is returned to them (those bytes reached it or died with it; either way it is spent).
+  void rebind(Upstream upstream);
   /// Queues one event for the parent; what is queued in one turn of the loop leaves as one batch.
   void up(const wire::Envelope& event);
   /// Sends `signal` to every child of `jobId` (none: nothing).
   void signal(const std::string& jobId, int signal);
+  /// Some child link is open: part of the subtree may still run below this node.
+  bool active() const { return !children_.empty(); }
   /// The parent returned `bytes` of output credit.
   void credited(uint64_t bytes);
-  /// Closes every child link without reporting losses (the parent is gone or this node is shutting down).
-  void closeAll();
+  /// Closes every child link without reporting losses. `release`: the job ends here, the children stop at
+  /// once; otherwise (this node was given up or is shutting down) they wait for an adopter.
+  void closeAll(bool release = true);
 
  private:
   struct Child {
     std::string jobId;
     std::shared_ptr<ChildLink> link;
+    ChildLink::Timing timing;  ///< its edge's; its children get the same if it is lost
+    uint32_t probeTimeoutMs = 0;  ///< held for a probe (0: not); its children are held too if it is lost
   };
   void relay(uint64_t source, const wire::Envelope& event);
+  /// Keeps a copy of the ends in `event` (or in the batch it is) for rebind().
+  void rememberEnds(const wire::Envelope& event);
+  /// Dials `children` (an adoption when `adopt`; held for a probe with `probe`); each child's window is
+  /// `timing`'s.
+  void dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
+            bool adopt, std::optional<ChildProbe> probe);
+  /// `lost`'s children, adopted from here with the launches it would have sent them.
+  void refan(const std::string& jobId, const std::string& lostHost, const Child& lost);
 
   boost::asio::io_context& io_;      ///< the agent's loop
   boost::asio::ssl::context& dial_;  ///< this node's certificate as a client
   std::string clientName_;           ///< in the children's logs
   Upstream upstream_;                ///< the parent
   std::map<uint64_t, Child> children_;  ///< by source id (CreditLedger), ids from 1
+  std::set<std::string> went_;          ///< jobs whose probe passed (TreeGo): a re-fanned child is not held
   uint64_t nextSource_ = 1;          ///< never reused
   CreditLedger ledger_;              ///< whose output the parent's credit returns
   EventBatcher batcher_;             ///< events waiting for the end of this turn of the loop
+  std::vector<wire::Envelope> ends_;  ///< every end passed up (one small message per rank of the subtree)
   std::shared_ptr<bool> alive_;      ///< cleared on destruction: a posted flush then does nothing
 };
 

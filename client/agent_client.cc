@@ -209,6 +209,8 @@ void AgentClient::onFrame(const wire::Envelope& e) {
     case wire::Envelope::kRankProgress:
       if (callbacks_.onRankProgress) callbacks_.onRankProgress(e.rank_progress());
       break;
+    case wire::Envelope::kTreeAdopted:
+      break;  // dsrun re-fanned a lost root's child: its events follow as any node's
     case wire::Envelope::kHeartbeat:
       break;  // liveness only: lastHeard_ is updated for every read
     case wire::Envelope::kPortCheckReply:
@@ -260,7 +262,14 @@ void AgentClient::sendCredit(uint64_t bytes) {
   send(e);
 }
 
+void AgentClient::closeAfterFlush() {
+  closeWhenFlushed_ = true;
+  if (!handshakeDone_) close();
+  writeNext();
+}
+
 void AgentClient::writeNext() {
+  if (closeWhenFlushed_ && !writing_ && writeQueue_.empty()) close();
   if (writing_ || writeQueue_.empty() || closed_) return;
   writing_ = true;
   asio::async_write(stream_, asio::buffer(writeQueue_.front()),

@@ -79,6 +79,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   void send(const wire::Envelope& envelope);
   /// Closes the connection without calling onClosed (the agent then stops this client's jobs).
   void close();
+  /// Closes once what is queued has been written (at once if the TLS session is not up: nothing could be).
+  void closeAfterFlush();
 
   /// "HOST:PORT" as given.
   const std::string& address() const { return address_; }
@@ -128,6 +130,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::string readBuffer_;                                         ///< async_read_some target
   std::deque<std::string> writeQueue_;                             ///< encoded frames to send
   bool writing_ = false;                                           ///< an async_write is in flight
+  bool closeWhenFlushed_ = false;                                  ///< closeAfterFlush() was asked
   bool handshakeDone_ = false;                                     ///< TLS established
   bool ready_ = false;                                             ///< Welcome received
   bool closed_ = false;                                            ///< no more callbacks

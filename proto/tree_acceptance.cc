@@ -14,7 +14,8 @@ int64_t windowUs(const wire::TreeLaunchHeader& header) {
 }  // namespace
 
 void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const TreeIdentity& self, const TreeIdentity& peer,
-                        int64_t nowUnixUs, bool acceptAncestors) {
+                        int64_t nowUnixUs, TreeSender sender) {
+  const bool adopter = sender != TreeSender::Parent;
   const wire::TreeNodePart& own = received.parts.at(0);
   const std::string job = received.header.job_id();
   const std::string& ownHost = own.host();
@@ -28,15 +29,17 @@ void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const TreeIdentity& 
                          " is a root of the tree, so only a launcher may send it its launch"));
     }
   } else {
-    const int accepted = acceptAncestors ? own.ancestors_size() : 1;
-    bool named = false;
+    const int accepted = adopter ? own.ancestors_size() : 1;
+    // dsrun signed the launch and holds the whole plan: it is every node's ancestor.
+    bool named = adopter && peer.launcher;
     for (int a = 0; !named && a < accepted; ++a) named = !peer.launcher && peer.names && peer.names(own.ancestors(a));
     if (!named) {
       throw Error(strCat("tree launch of job ", job, " from ", peer.description, ": the launch names ",
-                         own.ancestors(0), " as ", ownHost, "'s parent", acceptAncestors ? " (or an ancestor)" : "",
+                         own.ancestors(0), " as ", ownHost, "'s parent", adopter ? " (or an ancestor)" : "",
                          ", and the peer is not it"));
     }
   }
+  if (sender == TreeSender::Rebind) return;
   const int64_t issued = received.header.issued_unix_us();
   if (nowUnixUs < issued - windowUs(received.header) || nowUnixUs > issued + windowUs(received.header)) {
     throw Error(strCat("tree launch of job ", job, " from ", peer.description, ": issued ",

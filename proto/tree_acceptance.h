@@ -20,13 +20,18 @@ struct TreeIdentity {
   std::string description;  ///< for messages: "10.0.0.3:41234 (CN=dsrun node n3 ...)"
 };
 
+/// Who hands this node its launch: its parent (TreeLaunch), or an adopter after the parent was lost
+/// (TreeAdopt) — for a job that never started here (`Adopter`), or one already running here (`Rebind`).
+enum class TreeSender { Parent, Adopter, Rebind };
+
 /// Throws dsrun::Error (one line naming the peer and the hosts) unless: `self`'s certificate names the host
 /// of parts[0] (the launch is for this agent); a root (no ancestors) came from a launcher and any other node
-/// from a node certificate naming its parent, ancestors[0] (or, with `acceptAncestors`, any of its ancestors:
-/// re-attaching after the parent was lost); and `nowUnixUs` lies within the header's issued time
+/// from a node certificate naming its parent, ancestors[0] (an adopter: any of its ancestors, or a launcher,
+/// which re-fans a lost root's children); and, except for a Rebind (the job passed this check when it
+/// started here, and may run for longer than the window), `nowUnixUs` lies within the header's issued time
 /// +- valid_for_s.
 void checkTreeLaunchFor(const ReceivedTreeLaunch& received, const TreeIdentity& self, const TreeIdentity& peer,
-                        int64_t nowUnixUs, bool acceptAncestors = false);
+                        int64_t nowUnixUs, TreeSender sender = TreeSender::Parent);
 
 /// The job ids of the tree launches this agent accepted, each kept until its launch could no longer be fresh
 /// (issued + valid_for_s), so that a replayed launch is refused and the list stays as short as the window.

@@ -50,13 +50,15 @@ bool gone(int pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 /// One dsrun-agent process; SIGTERM (then SIGKILL) and reaped when destroyed.
 class AgentProcess {
  public:
-  AgentProcess(const std::string& tlsDir, const std::string& logDir) : logDir_(logDir) {
+  /// `straggler`: the agent admits tree launches and then ignores them (its hidden test option).
+  AgentProcess(const std::string& tlsDir, const std::string& logDir, bool straggler = false) : logDir_(logDir) {
     ::mkdir(logDir.c_str(), 0755);
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       const char* argv[] = {DSRUN_AGENT_BIN, "--listen", "127.0.0.1:0", "--tls_dir", tlsDir.c_str(), "--log_dir",
-                            logDir.c_str(), "--heartbeat_timeout_s", "30", "--kill_grace_s", "2", nullptr};
+                            logDir.c_str(), "--heartbeat_timeout_s", "30", "--kill_grace_s", "2",
+                            straggler ? "--test_hold_tree_launches" : nullptr, nullptr};
       ::execv(argv[0], const_cast<char* const*>(argv));
       ::_exit(127);
     }
@@ -169,11 +171,13 @@ bool waitStepping(boost::asio::io_context& io, const std::function<bool()>& done
 struct Tree {
   /// With `beatMs`, the launcher asks for heartbeats every `beatMs` and gives each agent up after `silenceMs`
   /// (as dsrun's --agent_heartbeat_ms and its misses), and beats the root itself every `beatMs`.
-  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0) : beat(io) {
+  /// `straggler`: the index of an agent that holds its launch (-1: none).
+  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0, int straggler = -1)
+      : beat(io) {
     for (int i = 0; i < 5; ++i) {
       const std::string host = "tree-" + std::to_string(i);
       dirs.push_back(pki.node(host, {"127.0.0.1"}));
-      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host));
+      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host, i == straggler));
     }
     const int parents[] = {-1, 0, 1, 1, 0};
     for (int i = 0; i < 5; ++i) {
@@ -273,31 +277,86 @@ TEST_CASE("one Ctrl-C reaches every rank of every node of the tree exactly once"
   CHECK(tree.events.lost.empty());
 }
 
-TEST_CASE("a killed interior agent is reported as lost, naming its host, and nothing of its subtree is left "
-          "running",
-          "[agent][tree][integration]") {
+TEST_CASE("a killed interior agent costs only its own ranks: its parent adopts its children, whose ranks stay "
+          "supervised and are stopped through the re-attached edges, and nothing is left",
+          "[agent][tree][integration][adopt]") {
   Tree tree;
   tree.launch("job-kill", "echo ready; exec sleep 600");
   tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
-  tree.agents[1]->kill9();  // tree-1: its own ranks die with it, tree-2 and tree-3 lose their parent
+  tree.agents[1]->kill9();  // tree-1: its own ranks die with it (PDEATHSIG); tree-2 and tree-3 lose their parent
   tree.events.until(*tree.client, [&] { return !tree.events.lost.empty(); }, "NodeLost");
   CHECK(tree.events.lost[0].job_id() == "job-kill");
   CHECK(tree.events.lost[0].host() == "tree-1");
   CHECK_FALSE(tree.events.lost[0].cause().empty());
-  for (int r = 2; r < 8; ++r) {
-    INFO("rank " << r << " on " << kHosts[r] << " pid " << tree.events.pid[r]);
-    CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+  for (int r : {2, 3}) {
+    INFO("rank " << r << " pid " << tree.events.pid[r]);
+    CHECK(waitStepping(tree.io, [&] { return gone(tree.events.pid[r]); }, 30s));
   }
-  // The survivors are still supervised and stoppable through the tree.
+  // tree-0 re-fans tree-1's children: they re-attach and keep their ranks running.
+  CHECK(waitStepping(tree.io, [&] {
+    return tree.agents[2]->log().find("re-attached here") != std::string::npos &&
+           tree.agents[3]->log().find("re-attached here") != std::string::npos;
+  }, 30s));
+  CHECK_THAT(tree.agents[0]->log(), Contains("adopting 2 child(ren) of the lost tree-1"));
+  for (int r = 4; r < 8; ++r) {
+    INFO("rank " << r << " on " << kHosts[r] << " pid " << tree.events.pid[r]);
+    CHECK_FALSE(gone(tree.events.pid[r]));
+  }
+  for (const auto& e : tree.client->arrived()) tree.events.take(*tree.client, e);
+  // The launcher ends the job (as dsrun does for a lost host): one pass down the tree, adopted edges included.
   tree.signal("job-kill", SIGTERM);
-  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 4; }, "the 4 surviving ranks");
-  for (int r : {0, 1, 8, 9}) {
-    INFO("rank " << r);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8; }, "the 8 surviving ranks");
+  for (int r : {0, 1, 4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
     CHECK(tree.events.exited[r].signal() == SIGTERM);
     CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
   }
   CHECK(tree.events.lost.size() == 1);
-  CHECK_THAT(tree.agents[2]->log(), Contains("stopping its jobs"));
+  CHECK(tree.events.exited.count(2) == 0);
+  CHECK(tree.events.exited.count(3) == 0);
+}
+
+TEST_CASE("an interior agent dead before it could forward the launch costs only its own ranks: its parent starts "
+          "its children itself",
+          "[agent][tree][integration][adopt]") {
+  Tree tree;
+  tree.agents[1]->kill9();  // tree-1 is gone before the launch reaches it
+  tree.launch("job-early", "echo started-$RANK");
+  // Every rank but tree-1's runs and succeeds; the launcher hears of tree-1 alone.
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8 && !tree.events.lost.empty(); },
+                    "8 RankExited and NodeLost");
+  REQUIRE(tree.events.lost.size() == 1);
+  CHECK(tree.events.lost[0].host() == "tree-1");
+  CHECK_THAT(tree.events.lost[0].cause(), Contains("connect"));
+  for (int r : {0, 1, 4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
+    CHECK(tree.events.out[r] == "started-" + std::to_string(r) + "\n");
+    CHECK(tree.events.exited[r].exit_code() == 0);
+  }
+  CHECK(tree.events.pid.count(2) == 0);
+  CHECK(tree.events.pid.count(3) == 0);
+  CHECK_THAT(tree.agents[2]->log(), Contains("adopted before its parent forwarded the launch"));
+  CHECK(tree.events.errors.empty());
+}
+
+TEST_CASE("a straggler that welcomes its parent but never acknowledges its launch is given up after the edge's "
+          "budget, and its children are started by its parent",
+          "[agent][tree][integration][adopt]") {
+  // Every edge beats every 150 ms; 2 s without an answer to the launch is a straggler.
+  Tree tree(1u << 20, 150, 2000, /*straggler=*/1);
+  tree.launch("job-slow", "echo started-$RANK");
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8 && !tree.events.lost.empty(); },
+                    "8 RankExited and NodeLost");
+  REQUIRE(tree.events.lost.size() == 1);
+  CHECK(tree.events.lost[0].host() == "tree-1");
+  CHECK_THAT(tree.events.lost[0].cause(), Contains("did not acknowledge its launch within 2000 ms"));
+  for (int r : {0, 1, 4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
+    CHECK(tree.events.exited[r].exit_code() == 0);
+  }
+  CHECK(tree.events.pid.count(2) == 0);
+  CHECK_THAT(tree.agents[3]->log(), Contains("adopted before its parent forwarded the launch"));
+  CHECK_THAT(tree.agents[1]->log(), Contains("holding job job-slow"));
 }
 
 TEST_CASE("a leaf's output is read no faster than the launcher takes it: each edge of the tree holds it back",

@@ -57,7 +57,8 @@ struct TreeAgent {
 
   /// A new connection from a peer holding a launcher certificate (`nodeHosts` empty) or a node certificate
   /// naming `nodeHosts`; welcomed.
-  std::shared_ptr<FakeWire> connect(std::vector<std::string> nodeHosts = {}) {
+  /// `silenceMs`: the budget the peer's Hello gives this edge (0: the session's own, 30 s here).
+  std::shared_ptr<FakeWire> connect(std::vector<std::string> nodeHosts = {}, uint32_t silenceMs = 0) {
     auto wire = std::make_shared<FakeWire>();
     wire->peerNode = !nodeHosts.empty();
     wire->peerHosts = std::move(nodeHosts);
@@ -71,6 +72,7 @@ struct TreeAgent {
     Envelope hello;
     hello.mutable_hello()->set_protocol_version(dsrun::proto::kProtocolVersion);
     hello.mutable_hello()->set_client_name("tree_session_test");
+    hello.mutable_hello()->set_launcher_silence_ms(silenceMs);
     wire->send(hello);
     return wire;
   }
@@ -103,6 +105,39 @@ Envelope wrap(const dsrun::wire::TreeLaunch& launch) {
   Envelope e;
   *e.mutable_tree_launch() = launch;
   return e;
+}
+
+Envelope adoption(const dsrun::wire::TreeLaunch& launch) {
+  Envelope e;
+  *e.mutable_tree_adopt()->mutable_launch() = launch;
+  return e;
+}
+
+/// tree-0 -> mid-1 -> leaf-2, one rank each: this agent is leaf-2, tree-0 its grandparent.
+std::vector<testing::TreeTestNode> chain() {
+  return {{"tree-0", "127.0.0.1", 29600, -1, 1}, {"mid-1", "127.0.0.1", 29601, 0, 1}, {"leaf-2", "127.0.0.1", 29602, 1, 1}};
+}
+
+bool has(const FakeWire& wire, bool (Envelope::*what)() const) {
+  for (const auto& e : wire.frames()) {
+    if ((e.*what)()) return true;
+    if (e.has_event_batch()) {
+      for (const auto& inner : e.event_batch().events()) {
+        if ((inner.*what)()) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// leaf-2 runs its rank of `job`, launched by mid-1, and mid-1's connection has dropped: the job is orphaned.
+std::shared_ptr<FakeWire> orphanedLeaf(TreeAgent& agent, const dsrun::wire::TreeLaunch& root) {
+  auto parent = agent.connect({"mid-1"});
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  parent->hangUp();  // mid-1's agent died
+  runUntil(agent.io, [&] { return parent->closed; }, "the session to notice its parent gone");
+  return parent;
 }
 
 }  // namespace
@@ -260,4 +295,165 @@ TEST_CASE("a probed tree launch is held: its report names the broken target, not
   wire->send(go);
   runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 2; }, "the two ranks after go");
   CHECK(agent.spawner.spawned[1].command.env.at("RANK") == "1");
+TEST_CASE("an orphaned node is adopted by its grandparent: its running job is re-bound, nothing is started "
+          "again, and its ranks are stoppable and reported through the adopter",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-a", chain(), kScript);
+  orphanedLeaf(agent, root);
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  CHECK(agent.spawner.signalsTo(pid).empty());  // waiting for an adopter, not stopping
+  // tree-0 lost mid-1 and re-fans: it sends leaf-2 the slice mid-1 would have sent.
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_tree_adopted); }, "TreeAdopted");
+  CHECK(agent.spawner.spawned.size() == 1);
+  CHECK_FALSE(has(*adopter, &Envelope::has_error));
+  Envelope interrupt;
+  interrupt.mutable_signal()->set_job_id("job-a");
+  interrupt.mutable_signal()->set_signal(SIGINT);
+  adopter->send(interrupt);
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the SIGINT through the adopter");
+  CHECK(agent.spawner.signalsTo(pid).front() == SIGINT);
+  agent.table.onReaped(pid, 0);
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_rank_exited); }, "the rank's exit at the adopter");
+}
+
+TEST_CASE("an adoption or a launch of a job id this node ran is refused from anyone but a signed ancestor, and "
+          "a finished job is not started again by an adoption",
+          "[agent][tree][adopt][security]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-x", chain(), kScript);
+  auto parent = orphanedLeaf(agent, root);
+  SECTION("an adoption from a node certificate that is no ancestor") {
+    auto stranger = agent.connect({"tree-9"});
+    stranger->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+    CHECK_THAT(TreeAgent::errorOn(agent.io, *stranger).message(),
+               Contains("adoption") && Contains("names mid-1 as leaf-2's parent (or an ancestor), and the peer is not it"));
+    runUntil(agent.io, [&] { return stranger->closed; }, "the stranger to be cut off");
+    CHECK_FALSE(has(*stranger, &Envelope::has_tree_adopted));
+  }
+  SECTION("the same launch replayed by a node certificate that is no ancestor") {
+    auto stranger = agent.connect({"tree-9"});
+    stranger->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+    CHECK_THAT(TreeAgent::errorOn(agent.io, *stranger).message(), Contains("and the peer is not it"));
+  }
+  SECTION("the same launch replayed by the grandparent as a launch rather than an adoption") {
+    auto grandparent = agent.connect({"tree-0"});
+    grandparent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+    CHECK_THAT(TreeAgent::errorOn(agent.io, *grandparent).message(), Contains("names mid-1 as leaf-2's parent"));
+  }
+  agent.io.poll();
+  CHECK(agent.spawner.spawned.size() == 1);
+}
+
+TEST_CASE("once an orphan has given up, an adoption of its job is refused as a replay and starts nothing",
+          "[agent][tree][adopt][security]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-y", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 60);  // lost after 60 ms of silence, given up 120 ms later
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the orphan to give up");
+  agent.table.onReaped(pid, SIGTERM);
+  runUntil(agent.io, [&] { return agent.table.jobIds().empty(); }, "the job to end");
+  auto grandparent = agent.connect({"tree-0"});
+  grandparent->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  CHECK_THAT(TreeAgent::errorOn(agent.io, *grandparent).message(), Contains("already ran that job id (a replay)"));
+  agent.io.poll();
+  CHECK(agent.spawner.spawned.size() == 1);
+}
+
+TEST_CASE("a rank that ends while its node waits for an adopter is reported to the adopter",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-w", chain(), kScript);
+  orphanedLeaf(agent, root);
+  agent.table.onReaped(agent.spawner.spawned[0].pid, 0);
+  runUntil(agent.io, [&] { return agent.table.jobIds().empty(); }, "the job's last rank to end");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_rank_exited); }, "the held exit at the adopter");
+  CHECK(has(*adopter, &Envelope::has_tree_adopted));
+  CHECK(agent.spawner.spawned.size() == 1);
+}
+
+TEST_CASE("a node whose parent died before forwarding its launch starts it from the ancestor that adopts it",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-m", chain(), kScript);
+  auto grandparent = agent.connect({"tree-0"});
+  grandparent->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  CHECK(agent.spawner.spawned[0].command.env.at("RANK") == "2");
+  runUntil(agent.io, [&] { return has(*grandparent, &Envelope::has_tree_adopted); }, "TreeAdopted");
+}
+
+TEST_CASE("an orphan that no ancestor adopts within its wait stops its ranks", "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-o", chain(), kScript);
+  // mid-1 gives this edge a 60 ms budget and then says nothing: lost after 60 ms, abandoned 120 ms later.
+  auto parent = agent.connect({"mid-1"}, 60);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return parent->closed; }, "the silent parent to be given up");
+  CHECK(agent.spawner.signalsTo(pid).empty());  // the wait has begun
+  CHECK(agent.sessions.size() == 1);
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the orphan to stop its rank");
+  CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
+  CHECK(agent.sessions.size() == 0);
+}
+
+TEST_CASE("a node its parent releases stops at once, without waiting for an adopter", "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-r", chain(), kScript);
+  auto parent = agent.connect({"mid-1"});
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  Envelope released;
+  released.mutable_error()->set_message("released: job job-r ends here, nobody adopts it");
+  parent->send(released);
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the rank to be stopped");
+  CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
+}
+
+TEST_CASE("an adopted node passes up again the ends it had passed to its lost parent, which may have died with "
+          "them",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  std::vector<testing::TreeTestNode> nodes = chain();
+  nodes[2].ranks = 2;  // ranks 2 and 3
+  const auto root = testing::signedRootLaunch(agent.signer, "job-e", nodes, kScript);
+  auto parent = agent.connect({"mid-1"});
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 2; }, "the leaf's ranks");
+  agent.table.onReaped(agent.spawner.spawned[0].pid, 0);  // rank 2 ends; its exit goes to mid-1
+  runUntil(agent.io, [&] { return has(*parent, &Envelope::has_rank_exited); }, "rank 2's exit at mid-1");
+  parent->hangUp();  // mid-1 dies, maybe before passing it on
+  runUntil(agent.io, [&] { return parent->closed; }, "the session to notice its parent gone");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_rank_exited); }, "rank 2's exit again, at tree-0");
+  CHECK(has(*adopter, &Envelope::has_tree_adopted));
+  CHECK(agent.spawner.spawned.size() == 2);
+}
+
+TEST_CASE("a node adopted while its parent is still connected tells that parent, which then neither reports it "
+          "lost nor re-fans below it, and keeps its ranks",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-l", chain(), kScript);
+  auto parent = agent.connect({"mid-1"});  // mid-1 is alive, but its own parent gave it up
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_tree_adopted) && parent->closed; },
+           "TreeAdopted, and the old parent's connection closed");
+  CHECK_THAT(TreeAgent::errorOn(agent.io, *parent).message(), Contains("adopted: job job-l re-attached"));
+  CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
+  CHECK(agent.table.jobIds().count("job-l") == 1);
 }

@@ -3,9 +3,11 @@
 # (scripts/test_cluster.sh) with four real dsrun-agents and width 2: dsrun dials only the roots (dsn1, dsn3),
 # each forwards the signed launch to its child (dsn2, dsn4). A job's ranks all run on their own hosts with
 # their output tagged once; a failing rank on a leaf decides the exit code and is named; a Ctrl-C reaches every
-# rank and ends with 130; a leaf's agent killed mid-job is reported by its root as lost, naming the host. The
-# mesh probe runs through the tree (on by default): a broken pair (exit 2) or an agent missing below a root
-# (exit 1) ends the launch with no rank started anywhere. No process of any job is left anywhere. Needs root; run under the integration lock. Sharness style.
+# rank and ends with 130; a leaf's agent killed mid-job is reported by its root as lost, naming the host; a
+# root's agent killed mid-job costs only its own rank (dsrun adopts its child). The mesh probe runs through the
+# tree (on by default): a broken pair (exit 2) or an agent missing below a root (exit 1) ends the launch with no
+# rank started anywhere. No process of any job is left anywhere. Needs root; run under the integration lock.
+# Sharness style.
 # usage: agent_tree.sh DSRUN DSRUN_AGENT
 set -u
 DSRUN=$(readlink -f "${1:?usage: agent_tree.sh DSRUN DSRUN_AGENT}")
@@ -141,4 +143,23 @@ check "the line names dsn2 via its parent dsn1" \
   grep -qE "cannot start the job, nothing was started: agent dsn2 \(via dsn1\): " "$WORK/down.err"
 check "no rank ran anywhere" test -z "$(ls "$WORK/down")"
 [ "$rc" = 1 ] || show down
+
+# 8. A root's agent (dsn1, dsn2's parent) killed -9 mid-job: only dsn1's rank is lost. dsrun adopts dsn2
+# itself (TreeAdopt; dsn2 waits for an adopter instead of stopping), names dsn1 alone and stops dsn2's rank
+# through the adopted edge.
+# dsn2's agent, killed in 5, comes back first (its pid file goes: the killed one may linger as this shell's zombie).
+rm -f "$ST/agent_dsn2.pid"
+"$CLUSTER" agents 4 "$AGENT" "$WORK/tls" >>"$WORK/agents.log" 2>&1 || { not_ok "dsn2's agent restarts"; cat "$WORK/agents.log"; }
+tree rootlost wait
+wait_for 30 sh -c "[ \$(ls $WORK/rootlost | grep -c jobid) -ge 4 ]" || not_ok "the lost-root job's 4 ranks start"
+kill -9 "$(cat "$ST/agent_dsn1.pid")"
+ended 30  # the ranks sleep 60 s: only the job's stop ends them sooner
+check "a root's agent lost mid-job fails the job (exit 1)" test "$rc" = 1
+check "the failure names dsn1 and its rank 0" grep -qE "agent dsn1.*lost rank 0 \(dsn1 pid [0-9]+\)" "$WORK/rootlost.err"
+check "dsn2, dsn1's child, is not counted lost" sh -c "! grep -qE 'lost rank [123]|dsn2' '$WORK/rootlost.err'"
+check "dsn2 re-attached to dsrun" grep -q "re-attached here" "$ST/agent_dsn2.log"
+check "dsn2's rank was stopped by the job through dsrun (SIGTERM), not by its agent giving up" \
+  sh -c "grep -q 'rank 1: pid [0-9]* killed by signal 15' '$ST/agent_dsn2.log' && ! grep -q 'no ancestor adopted' '$ST/agent_dsn2.log'"
+check "nothing of the lost-root job is left anywhere" nothing_left rootlost
+[ "$rc" = 1 ] || show rootlost
 finish

@@ -263,7 +263,10 @@ TEST_CASE("a node accepts its launch only from the parent it names, and a root o
   CHECK_NOTHROW(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-1"), kNow));
   CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-0"), kNow),
                     Contains("the launch names node-1 as node-2's parent, and the peer is not it"));
-  CHECK_NOTHROW(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-0"), kNow, true));  // re-attached to its grandparent
+  CHECK_NOTHROW(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-0"), kNow, TreeSender::Adopter));  // re-attached to its grandparent
+  CHECK_NOTHROW(checkTreeLaunchFor(leaf, nodePeer("node-2"), launcherPeer(), kNow, TreeSender::Adopter));  // dsrun re-fans
+  CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-2"), nodePeer("node-3"), kNow, TreeSender::Rebind),
+                    Contains("(or an ancestor), and the peer is not it"));
   CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-2"), launcherPeer(), kNow), Contains("and the peer is not it"));
   CHECK_THROWS_WITH(checkTreeLaunchFor(leaf, nodePeer("node-1"), nodePeer("node-1"), kNow),
                     Contains("it is for host 'node-2', which this agent's certificate does not name (agent node-1)"));
@@ -284,6 +287,8 @@ TEST_CASE("a replayed or stale tree launch is refused") {
                     Contains("outside its 300 s window"));
   CHECK_THROWS_WITH(checkTreeLaunchFor(r, nodePeer("node-0"), launcherPeer(), kNow - 301 * second),
                     Contains("outside its 300 s window"));
+  // Re-binding a job that runs here: it passed the window when it started, and may run for days.
+  CHECK_NOTHROW(checkTreeLaunchFor(r, nodePeer("node-0"), launcherPeer(), kNow + 3600 * second, TreeSender::Rebind));
 
   TreeJobIds seen;
   seen.admit(r.header, kNow);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <utility>
 
 #include "common/logging.h"
 #include "common/strings.h"
@@ -21,10 +22,16 @@ void AgentChannel::closed(const std::string& reason) {
 std::optional<std::string> AgentChannel::start() {
   // A tree member's launch travels inside its root's; its parent starts it.
   if (client_) client_->send(launch_);
+  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
   return std::nullopt;  // a refused launch comes back as an Error (RemoteJob::onSpawnFailed)
 }
 
 void AgentChannel::signal(int signal) {
+  if (client_ && !ready_ && !done_) {
+    // dsrun adopting a lost root's child (agent_job.cc onRootLost): the stop must reach it once it is attached.
+    pendingSignals_.push_back(signal);
+    return;
+  }
   if (!live()) return;
   wire::Envelope e;
   e.mutable_signal()->set_job_id(jobId_);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "client/agent_client.h"
 #include "launcher/remote_job/node_channel.h"
@@ -34,6 +35,7 @@ class AgentChannel : public NodeChannel {
   void closed(const std::string& reason);
   /// The LaunchRequest start() sends.
   void setLaunch(wire::Envelope launch) { launch_ = std::move(launch); }
+  const wire::Envelope& launch() const { return launch_; }
 
   std::optional<std::string> start() override;
   void signal(int signal) override;
@@ -70,6 +72,7 @@ class AgentChannel : public NodeChannel {
   std::string error_;                    ///< why it ended
   uint32_t heartbeatMs_ = 1000;          ///< the agent's requested period
   uint64_t uncredited_ = 0;              ///< output written out, not yet returned to the agent
+  std::vector<int> pendingSignals_;      ///< asked for while a re-fanned connection comes up; sent after start()
 };
 
 }  // namespace dsrun::launcher

@@ -14,8 +14,10 @@
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/agent_tree_probe.h"
 #include "launcher/backends/agent/stack_dump.h"
+#include "proto/tree_launch_expander.h"
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
+#include "tls/tree_signature.h"
 
 namespace dsrun::launcher {
 
@@ -227,14 +229,32 @@ int AgentJob::finish() {
 
 void AgentJob::connectAll() {
   for (size_t nodeIndex = 0; nodeIndex < nodes_.size(); ++nodeIndex) {
-    if (!dialled_[nodeIndex]) continue;  // reached through its parent in the agent tree
+    if (dialled_[nodeIndex]) dial(nodeIndex, false);  // the others are reached through their parents
+  }
+  auto allAnswered = [this] {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (dialled_[i] && !nodes_[i]->channel->answered()) return false;
+    }
+    return true;
+  };
+  while (!allAnswered() && !job_->controller().firstSignal() && io_.run_one() > 0) {
+  }
+  pacer_.clear();  // a signal came first: the rest are never started
+}
+
+void AgentJob::dial(size_t nodeIndex, bool adoption) {
+  {
     Node* node = nodes_[nodeIndex].get();
     AgentChannel* channel = node->channel.get();
     AgentClient::Callbacks cb;
-    cb.onReady = [this, node, channel](const wire::Welcome& w) {
+    cb.onReady = [this, node, channel, adoption](const wire::Welcome& w) {
       channel->welcomed(w);
       DSRUN_LOG(DEBUG) << "agent " << node->client->address() << " (" << w.agent_host() << ") ready";
-      pacer_.finished();
+      if (adoption) {
+        channel->start();  // the driver started the others long ago
+      } else {
+        pacer_.finished();
+      }
     };
     cb.onRankStarted = [this](const wire::RankStarted& s) { job_->onRankStarted(s.rank(), s.pid()); };
     cb.onOutput = [this, nodeIndex](const wire::OutputChunk& chunk) { onOutput(nodeIndex, chunk); };
@@ -265,16 +285,15 @@ void AgentJob::connectAll() {
       // They report no exit: without this the job would wait for them forever.
       job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, now());
     };
-    cb.onClosed = [this, channel, nodeIndex](const std::string& reason) {
+    cb.onClosed = [this, channel, nodeIndex, adoption](const std::string& reason) {
       const bool welcomed = channel->ready();
       channel->closed(reason);
-      if (!welcomed) {
-        pacer_.finished();  // a connection that never came up
+      if (!welcomed && !adoption) {
+        pacer_.finished();  // a connection that never came up: the job does not start (run())
         return;
       }
-      if (probing_) return onProbeLost(nodeIndex, reason);
-      // A root takes its subtree with it: nothing of it is supervised any more.
-      for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
+      if (probing_) return onProbeLost(nodeIndex, reason);  // nothing started: no child to adopt
+      onRootLost(nodeIndex, reason);
     };
     cb.onNodeLost = [this, nodeIndex](const wire::NodeLost& lost) { onTreeNodeLost(nodeIndex, lost); };
     cb.onTreeProbeReport = [this, nodeIndex](const wire::TreeProbeReport& r) { onTreeProbeReport(nodeIndex, r); };
@@ -289,17 +308,49 @@ void AgentJob::connectAll() {
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
     // Paced (connect_pacer.h): an agent's handshake deadline runs from our TCP connect, so a connection
     // waits its turn here, on no one's clock, instead of on the agent's.
-    pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
-  }
-  auto allAnswered = [this] {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (dialled_[i] && !nodes_[i]->channel->answered()) return false;
+    if (adoption) {
+      node->client->connect(settings_.connectTimeout);  // a few at a time: nothing to pace
+    } else {
+      pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
     }
-    return true;
-  };
-  while (!allAnswered() && !job_->controller().firstSignal() && io_.run_one() > 0) {
   }
-  pacer_.clear();  // a signal came first: the rest are never started
+}
+
+void AgentJob::onRootLost(size_t nodeIndex, const std::string& reason) {
+  if (tree_ && !launched_) {
+    // Lost between its Welcome and the launch: nothing below it was started, and nothing will be.
+    for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) onNodeLost(i, reason);
+    return;
+  }
+  // Its children are attached first: the driver's answer to the loss (a stop) must reach their ranks too.
+  adoptChildren(nodeIndex);
+  onNodeLost(nodeIndex, reason);
+}
+
+void AgentJob::adoptChildren(size_t nodeIndex) {
+  if (!tree_ || job_->done()) return;
+  // A root's own signed launch (after a probe its channel's launch is the TreeGo), or what adopted it.
+  const auto root = rootLaunches_.find(nodeIndex);
+  const wire::Envelope& sent = root != rootLaunches_.end() ? root->second : nodes_[nodeIndex]->channel->launch();
+  const wire::TreeLaunch& launch = sent.has_tree_adopt() ? sent.tree_adopt().launch() : sent.tree_launch();
+  std::vector<proto::ChildTreeLaunch> children;
+  try {
+    const proto::Sha256 sha = [](std::string_view data) { return tls::sha256(data); };
+    children = proto::childTreeLaunches(launch, proto::readTreeLaunch(launch, sha));
+  } catch (const Error& e) {
+    DSRUN_CHECK(false, "dsrun cannot read the tree launch it signed: ", e.what());
+  }
+  for (auto& child : children) {
+    const auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->host == child.host; });
+    DSRUN_CHECK(it != nodes_.end(), "a tree child '", child.host, "' that is not in the plan");
+    const size_t index = static_cast<size_t>(it - nodes_.begin());
+    DSRUN_LOG(DEBUG) << "adopting " << child.host << " (child of the lost " << nodes_[nodeIndex]->host << ")";
+    wire::Envelope adopt;
+    *adopt.mutable_tree_adopt()->mutable_launch() = std::move(child.launch);
+    nodes_[index]->channel->setLaunch(std::move(adopt));
+    dialled_[index] = true;
+    dial(index, true);
+  }
 }
 
 void AgentJob::prepareLaunches() {
@@ -344,7 +395,9 @@ void AgentJob::onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost) {
   const size_t index = static_cast<size_t>(it - nodes_.begin());
   const std::string reason = strCat("agent ", lost.host(), " (via ", nodes_[rootIndex]->host, "): ", lost.cause());
   if (probing_) return onProbeLost(index, reason);  // its subtree was never launched: the host alone is named
-  for (size_t i = index; i < subtreeEnd_[index]; ++i) onNodeLost(i, reason);
+  // Only that node: its parent adopts its children (agent/tree_relay.h), and reports any it cannot reach on
+  // its own, so every other host of its subtree is still supervised.
+  onNodeLost(index, reason);
 }
 
 void AgentJob::launchAll() {
@@ -363,6 +416,7 @@ void AgentJob::launchAll() {
     if (node->client->agentBeatMs() > 0) tick = std::min(tick, node->client->agentBeatMs());
   }
   job_->setHeartbeat(std::chrono::milliseconds(std::max<uint32_t>(tick, 10)));
+  launched_ = true;
   job_->start(now());
   armTimer();
 }
@@ -388,7 +442,7 @@ void AgentJob::onTimer(Seconds deadline) {
   const Seconds at = std::max(now(), deadline);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (const std::optional<std::string> reason = nodes_[i]->channel->silentAt(steadyTimeOf(at), nodes_[i]->host)) {
-      onNodeLost(i, *reason);
+      onRootLost(i, *reason);  // a star's host, or a tree's root: its children are then adopted by dsrun
     }
   }
   job_->onTime(at);

@@ -112,9 +112,17 @@ class AgentJob {
   void prepareLaunches();
   /// Closes every connection dsrun opened.
   void closeAll();
-  /// A root relayed NodeLost: that host and its subtree are lost.
+  /// A root relayed NodeLost: that host is lost (its parent adopts its children).
   void onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost);
   void connectAll();
+  /// Opens the connection of `nodeIndex` (a root, or with `adoption` a lost root's child that dsrun now
+  /// dials itself: its TreeAdopt goes out as soon as it welcomes us, since the driver has started).
+  void dial(size_t nodeIndex, bool adoption);
+  /// A root dsrun dialled is lost: only its own ranks are; dsrun adopts its children, as an agent adopts a
+  /// lost child's (docs/agent.md "An interior agent dies").
+  void onRootLost(size_t nodeIndex, const std::string& reason);
+  /// Dials the tree children of `nodeIndex` with TreeAdopt (their launches cut from the one it was sent).
+  void adoptChildren(size_t nodeIndex);
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
   /// Returns 128+signal, also kept in outcome_.
   int nothingStarted(const std::string& during);
@@ -170,6 +178,7 @@ class AgentJob {
   std::set<size_t> probeWaiting_;                  ///< roots whose probe report has not come
   std::vector<wire::TreeProbeReport> probeReports_;  ///< the roots' reports
   std::map<std::string, std::string> probeLost_;   ///< hosts lost while probing, with the line naming each
+  bool launched_ = false;  ///< launchAll() has run: the driver started and the launches went out
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
   ConnectPacer pacer_;                             ///< how many connections connectAll has under way

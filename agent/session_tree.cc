@@ -1,0 +1,203 @@
+// Session's side of tree launches (docs/agent.md "Tree launch", "An interior agent dies"): admitting a launch
+// or an adoption, running it, and a parent's loss — the wait for an adopter, the hand-over to it, or the stop.
+// Split from session.cc, which keeps the connection, its reads and writes, heartbeats and the star protocol.
+#include <chrono>
+#include <utility>
+
+#include "agent/job_table.h"
+#include "agent/session.h"
+#include "agent/session_manager.h"
+#include "agent/session_wire.h"
+#include "agent/tree_gate.h"
+#include "common/error.h"
+#include "common/logging.h"
+
+namespace dsrun::agent {
+
+proto::TreeIdentity Session::peerIdentity() const {
+  proto::TreeIdentity peer;
+  peer.launcher = !peerIsNode_;
+  peer.names = [this](const std::string& host) { return connection_->peerNames(host); };
+  peer.description = strCat(peer_, " (", peerIdentity_, ")");
+  return peer;
+}
+
+namespace {
+
+int64_t nowUnixUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Session::startTree(const wire::TreeLaunch& launch) {
+  AdmittedTree admitted;
+  try {
+    if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
+    if (relay_) throw Error("this connection already carries a tree job");
+    admitted = tree_.gate->admit(launch, peerIdentity(), nowUnixUs());
+    if (table_.jobIds().count(admitted.own.job_id()) > 0) {
+      throw Error(strCat("job '", admitted.own.job_id(), "' is already running on this agent"));
+    }
+  } catch (const Error& e) {
+    refuseTree(launch, e.what());
+    return;
+  }
+  if (tree_.testHold) {
+    DSRUN_LOG(WARN) << peer_ << ": --test_hold_tree_launches: holding job " << admitted.own.job_id() << " (a straggler)";
+    return;
+  }
+  runTree(launch, std::move(admitted));
+}
+
+void Session::refuseTree(const wire::TreeLaunch& launch, const std::string& why) {
+  DSRUN_LOG(WARN) << peer_ << ": refused: " << why;
+  wire::TreeLaunchHeader header;
+  header.ParseFromString(launch.header());
+  send(makeError(header.job_id(), strCat("tree launch refused: ", why)));
+  // A parent agent that forwards what this node refuses is broken or not the parent: it gets nothing more.
+  if (peerIsNode_) closeAfterFlush("closing: tree launch refused");
+}
+
+void Session::adoptTree(const wire::TreeLaunch& launch) {
+  std::shared_ptr<Session> carrier;
+  AdmittedTree admitted;
+  try {
+    if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
+    if (relay_) throw Error("this connection already carries a tree job");
+    admitted = tree_.gate->adopt(launch, peerIdentity(), nowUnixUs(), [&](const std::string& job) -> const std::string* {
+      // By the session that carries it, not the job table: its ranks here may have ended while its children's
+      // run, or while it waited (their ends are held for the adopter).
+      carrier = manager_.treeCarrier(job);
+      if (!carrier || carrier.get() == this) {
+        // Running here, but not as a tree job of another connection: nothing to adopt, and not to start again.
+        if (table_.ownerOf(job)) throw Error(strCat("job '", job, "' runs on this agent, but not as an adoptable tree job"));
+        return nullptr;
+      }
+      return &carrier->treeRoot();
+    });
+  } catch (const Error& e) {
+    refuseTree(launch, strCat("adoption: ", e.what()));
+    return;
+  }
+  wire::Envelope ack;
+  if (admitted.rebind) {
+    // The answer first, then what the node held and the ends it passes up again.
+    ack.mutable_tree_adopted()->set_job_id(carrier->treeJob());
+    send(ack);
+    takeOver(*carrier);
+    return;
+  }
+  DSRUN_LOG(INFO) << peer_ << ": adopted before its parent forwarded the launch";
+  ack.mutable_tree_adopted()->set_job_id(admitted.own.job_id());
+  send(ack);
+  runTree(launch, std::move(admitted));
+}
+
+void Session::takeOver(Session& from) {
+  treeJob_ = from.treeJob_;
+  treeRoot_ = from.treeRoot_;
+  adoptable_ = from.adoptable_;
+  relay_ = std::move(from.relay_);
+  if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
+  table_.reassign(treeJob_, id_);
+  DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
+                  << (from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
+  for (auto& e : from.handOver()) send(e);
+}
+
+std::vector<wire::Envelope> Session::handOver() {
+  auto self = shared_from_this();  // manager_.remove() drops the manager's reference
+  auto held = std::exchange(orphanQueue_, {});
+  const std::string job = std::exchange(treeJob_, {});
+  treeRoot_.clear();
+  adoptable_ = false;
+  orphaned_ = false;
+  orphanWait_.cancel();
+  runDrainedCallbacks();  // paused pumps ask their (new) owner again
+  if (!stopped_) {
+    // A parent given up by an ancestor (or cut off from dsrun) while still connected: told, so that it neither
+    // reports this node lost nor re-fans below it; the job lives on with the adopter.
+    send(makeError("", strCat("adopted: job ", job, " re-attached to an ancestor")));
+    closeAfterFlush(strCat("closing: job ", job, " was adopted by an ancestor"));
+    return held;
+  }
+  manager_.remove(id_);
+  return held;
+}
+
+void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
+  const std::string& job = admitted.own.job_id();
+  DSRUN_LOG(INFO) << peer_ << ": tree launch of job " << job << " signed by '" << admitted.launcher << "': "
+                  << admitted.own.ranks_size() << " rank(s) here, " << admitted.children.size() << " child(ren)";
+  treeJob_ = job;
+  treeRoot_ = admitted.root;
+  adoptable_ = admitted.adoptable;
+  TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
+  relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
+                                       *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
+                                       std::move(up));
+  if (launch.has_probe()) {
+    holdTree(launch, std::move(admitted));  // session_tree_probe.cc
+    return;
+  }
+  // The children first: their connections and handshakes proceed while this node forks its own ranks.
+  relay_->forward(job, std::move(admitted.children), childTiming());
+  table_.launch(id_, toJobSpec(admitted.own));
+}
+
+std::chrono::milliseconds Session::orphanWait() const {
+  // The adopter (an ancestor) notices the parent's death no later than one silence budget after this node
+  // does (both watch the same parent with the same budget; a reset is seen by both at once), then dials,
+  // shakes hands and sends within its connect timeout: a second budget covers that on any sane network.
+  return std::chrono::milliseconds(2 * static_cast<int64_t>(childTiming().silenceMs));
+}
+
+void Session::orphan(const std::string& reason) {
+  stopped_ = true;
+  orphaned_ = true;
+  const auto wait = orphanWait();
+  std::string why = reason;
+  if (const size_t at = why.find(", stopping its jobs"); at != std::string::npos) why.erase(at);  // not yet
+  DSRUN_LOG(WARN) << peer_ << ": " << why << "; job " << treeJob_ << " waits up to " << wait.count()
+                  << " ms for an ancestor to adopt it";
+  transition(MemberEvent::Disconnected);
+  deadline_.cancel();
+  heartbeat_.cancel();
+  monitor_->stop();
+  connection_->close();
+  writeQueue_.clear();
+  queuedBytes_ = 0;
+  orphanWait_.expires_after(wait);
+  orphanWait_.async_wait([self = shared_from_this(), wait](const boost::system::error_code& ec) {
+    if (ec || !self->orphaned_) return;
+    self->abandon(strCat("no ancestor adopted job ", self->treeJob_, " within ", wait.count(), " ms, stopping it"));
+  });
+}
+
+void Session::abandon(const std::string& reason) {
+  auto self = shared_from_this();
+  orphaned_ = false;
+  DSRUN_LOG(WARN) << peer_ << ": " << reason;
+  orphanQueue_.clear();
+  windowed_ = false;
+  table_.stopJobsOf(id_, reason);
+  if (relay_) relay_->closeAll(true);
+  runDrainedCallbacks();
+  manager_.remove(id_);
+}
+
+ChildLink::Timing Session::childTiming() const {
+  ChildLink::Timing t;
+  t.connectTimeout = timing_.handshakeTimeout;
+  const auto period = static_cast<uint32_t>(timing_.heartbeatPeriod.count());
+  t.beatMs = hello_.agent_heartbeat_ms() > 0 ? agentBeatIntervalMs(hello_.agent_heartbeat_ms(), period)
+                                             : std::max<uint32_t>(1, period / 2);
+  t.silenceMs = hello_.launcher_silence_ms() > 0 ? hello_.launcher_silence_ms()
+                                                 : period * static_cast<uint32_t>(timing_.heartbeatThreshold);
+  if (hello_.output_window_bytes() > 0) t.outputWindowBytes = hello_.output_window_bytes();
+  return t;
+}
+
+}  // namespace dsrun::agent
