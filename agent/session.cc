@@ -175,18 +175,21 @@ void Session::dispatch(const wire::Envelope& envelope) {
 
 void Session::useLauncherBudget() {
   const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
-  if (launcherSilenceMs_ == 0 || std::chrono::milliseconds(launcherSilenceMs_) >= ownBudget) return;
-  // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
-  // outlive that by our own longer timeout (a node cut off would keep training otherwise). From the
-  // launch on, not before: the launcher beats once its ranks run, not while it connects and probes the hosts.
-  const auto period = std::max(std::chrono::milliseconds(1),
-                               std::chrono::milliseconds(launcherSilenceMs_) / timing_.heartbeatThreshold);
-  monitor_->stop();
-  monitor_ = makeMonitor(period, timing_.heartbeatThreshold, launcherSilenceMs_);
-  monitor_->start();
-  DSRUN_LOG(INFO) << peer_ << ": the launcher gives this host up after " << launcherSilenceMs_
-                  << " ms of silence; its jobs stop after as long without a message from it";
+  const auto budget = std::chrono::milliseconds(
+      launcherSilenceBudgetMs(launcherSilenceMs_, static_cast<uint64_t>(ownBudget.count())));
+  const uint32_t launcherMs = launcherSilenceMs_;
   launcherSilenceMs_ = 0;  // once
+  if (budget == ownBudget) return;
+  // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
+  // outlive that by our own longer timeout (a node cut off would keep training otherwise), nor be stopped by
+  // our shorter one while the launcher still counts on them. From the launch on, not before: the agent's own
+  // timeout guards a launcher that connects and never launches.
+  const auto period = std::max(std::chrono::milliseconds(1), budget / timing_.heartbeatThreshold);
+  monitor_->stop();
+  monitor_ = makeMonitor(period, timing_.heartbeatThreshold, budget.count());
+  monitor_->start();
+  DSRUN_LOG(INFO) << peer_ << ": its jobs stop after " << budget.count()
+                  << " ms without a message from the launcher (its budget for this host: " << launcherMs << " ms)";
 }
 
 void Session::startTree(const wire::TreeLaunch& launch) {

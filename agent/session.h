@@ -95,7 +95,8 @@ class Session : public std::enable_shared_from_this<Session> {
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
-  /// From the first LaunchRequest on, judge the launcher by its own budget (Hello.launcher_silence_ms) when shorter.
+  /// From the first launch on, judge the launcher by its own budget (Hello.launcher_silence_ms, bounded:
+  /// launcherSilenceBudgetMs).
   void useLauncherBudget();
   /// A monitor that stops this session (and its jobs) after `threshold` periods of `period` without a message,
   /// logging `budgetMs` as the silence that did it.
