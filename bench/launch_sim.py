@@ -132,6 +132,28 @@ class Loop:
                 return
 
 
+def plan_tree(count, width):
+    """The agent tree dsrun builds (launcher/backends/agent/agent_tree_plan.cc, Slurm's split): the hosts are
+    cut into at most `width` contiguous spans of near-equal size, each headed by its first host, and each
+    span's rest is split the same way below its head. Returns (parent per host, -1 for a root; one past
+    the last host of each subtree)."""
+    parent, end = [-1] * count, [0] * count
+    stack = [(0, count, -1)]
+    while stack:
+        begin, stop, up = stack.pop()
+        n = stop - begin
+        if n <= 0:
+            continue
+        spans = min(n, width)
+        at = begin
+        for k in range(spans):
+            size = n // spans + (1 if k < n % spans else 0)
+            parent[at], end[at] = up, at + size
+            stack.append((at + 1, at + size, at))
+            at += size
+    return parent, end
+
+
 class Launch:
     """One simulated launch of `count` nodes x `ranks` ranks; width 0 is the star."""
 
@@ -151,20 +173,21 @@ class Launch:
         self.victim = 0 if (kill_ms is not None and width) else None
         self.c_msg = c["dsrun_per_rank_us"] / 3  # a small message: dsrun's per-rank cost is ~3 of them
         self.pending_acks = {}
+        self.t = c.get("tree", {})
+        if width:
+            self.parent, self.end = plan_tree(count, width)
+            self.kids = {None: []}
+            for i, p in enumerate(self.parent):
+                self.kids.setdefault(None if p < 0 else p, []).append(i)
 
-    # --- topology (nodes in breadth-first order; dsrun is the root) ---------------------------------------
+    # --- topology (the real plan's: contiguous spans in pre-order; dsrun dials the roots) --------------------
     def children(self, i):
         if self.width == 0:
             return list(range(self.count)) if i is None else []
-        first = 0 if i is None else self.width * (i + 1)
-        return list(range(first, min(first + self.width, self.count)))
+        return self.kids.get(i, [])
 
     def subtree_size(self, i):
-        size, level = 0, [i]
-        while level:
-            size += len(level)
-            level = [c for n in level for c in self.children(n)]
-        return size
+        return self.count + 1 if i is None else (self.end[i] - i if self.width else 1)
 
     def loop(self, i):
         return self.dsrun if i is None else self.agents[i]
@@ -207,11 +230,13 @@ class Launch:
             if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
                 self.killed_at = self.sim.now + self.kill
                 self.sim.at(self.killed_at, self.kill_victim)
-        self.dsrun.post(c["dsrun_startup_us"], started)
+        build = self.t.get("tree_build_us_per_node", 0) * self.count if self.width else 0
+        self.dsrun.post(c["dsrun_startup_us"] + build, started)
 
     def request_bytes(self, child):
-        common = 5000 + 330 * self.ranks  # the measured ~7.6 KB edge for 8 ranks, less the handshake
-        return common + (64 * (self.subtree_size(child) - 1) if self.width else 0)
+        if self.width:  # measured by bench/bench_tree_launch (launch_sim_tree_costs.py)
+            return self.t["tree_bytes_common"] + self.t["tree_bytes_per_node"] * self.subtree_size(child)
+        return 5000 + 330 * self.ranks  # the measured ~7.6 KB edge for 8 ranks, less the handshake
 
     def forward(self, parent, child):
         c = self.c
@@ -232,12 +257,21 @@ class Launch:
             kids = self.children(i)
             self.pending_acks = getattr(self, "pending_acks", {})
             self.pending_acks[i] = len(kids) + 1
+            if self.width:
+                # As the agent does (Session::startTree): the children's TCP connects start, then its own ranks
+                # are forked in one go on the loop, and only then do the children's TLS handshakes get the loop.
+                self.spawn(i, at_once=True)
             for k in kids:
                 self.connect(i, k, lambda k=k: self.forward(i, k))
-            self.spawn(i)
-        a.post((c["agent_per_node_us"] - c["tls_server_us"]) * 0.5 + self.request_bytes(i) * 0.001, handle, True)
+            if not self.width:
+                self.spawn(i)
+        read = (c["agent_per_node_us"] - c["tls_server_us"]) * 0.5 + self.request_bytes(i) * 0.001
+        if self.width:  # the signature, the Merkle digests of the subtree, the own ranks and the children's launches
+            read += (self.t["tree_verify_us"] + self.t["tree_parse_us_per_node"] * self.subtree_size(i)
+                     + self.t["tree_expand_us"])
+        a.post(read, handle, True)
 
-    def spawn(self, i):
+    def spawn(self, i, at_once=False):
         c, a = self.c, self.agents[i]
         per_rank = c["agent_per_rank_us"] + (c["dsrun_per_rank_us"] / 3 if self.width else 0)
         def one(r):
@@ -253,10 +287,14 @@ class Launch:
                         if len(self.rank_running[i]) == self.ranks:
                             self.ranks_running(i)
                     self.sim.run_cpu(exec_us, running)
-                if r + 1 < self.ranks:
+                if r + 1 < self.ranks and not at_once:
                     one(r + 1)
-            a.post(per_rank, spawned)
-        one(0)
+            a.post(per_rank, spawned, at_once)
+        if at_once:
+            for r in range(self.ranks):
+                one(r)
+        else:
+            one(0)
 
     def ranks_running(self, i):
         """Every rank of node i runs: the star's RankStarted events (one batch, costed per rank) or the
@@ -279,8 +317,13 @@ class Launch:
         if self.pending_acks[i] > 0:
             return
         parent = self.parent_of(i)
+        below = (self.subtree_size(i) - 1) * self.ranks
+        if below:  # the subtree's RankStarted and RankExited events relayed up, a small message's cost each
+            self.loop(i).post(2 * below * self.c_msg, lambda: None)
         def at_parent():
             if parent is None:
+                # dsrun reads the subtree's events (two per rank), as the star's dsrun does
+                self.dsrun.post(2 * self.subtree_size(i) * self.ranks * self.c_msg, lambda: None)
                 self.acked += 1
                 if self.acked == len(self.children(None)):
                     self.dsrun_knows = self.sim.now
@@ -293,7 +336,7 @@ class Launch:
         p = getattr(self, "reparent", {}).get(i)
         if p is not None:
             return p[0]
-        return None if i < self.width else i // self.width - 1
+        return None if self.parent[i] < 0 else self.parent[i]
 
     def kill_victim(self):
         v = self.victim
@@ -338,33 +381,43 @@ def pct(xs, q):
 
 
 def validate(args, c):
+    """Replays every successful --no_mesh_probe star run and every tree run of an agent_scale.py --json file."""
     with open(args.real) as f:
         real = json.load(f)
-    print("| nodes x 8 (star, cold, this machine) | real all running ms | simulated ms | error | cores given "
+    print("| nodes x 8 (cold, this machine) | shape | real all running ms | simulated ms | error | cores given "
           "| real dsrun CPU us/node | simulated | error | real agent CPU us/node | simulated | error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    errors = []
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    errors = {}
     for count, e in sorted(real["sizes"].items(), key=lambda kv: int(kv[0])):
-        for run in e.get("runs", {}).get("no_probe", []):
-            if run.get("rc") != 0 or "all_running_s" not in run:
+        for variant, runs in e.get("runs", {}).items():
+            if variant != "no_probe" and not variant.startswith("tree"):
                 continue
-            # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
-            used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
-            cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
-            sim = Launch(c, int(count), 8, 0, False, random.Random(int(count)), cores=cores, jitter=False).result()
-            r_ms = run["all_running_s"] * 1000
-            d_real = run["dsrun_cpu_us"] / int(count)
-            d_sim = sim["dsrun_cpu_us"] / int(count)
-            errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
-                    (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
-            errors.append(errs)
-            print(f"| {count} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | {d_real:,.0f} | "
-                  f"{d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
-                  f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
-    if errors:
+            width = int(variant[4:]) if variant.startswith("tree") else 0
+            for run in runs:
+                if run.get("rc") != 0 or "all_running_s" not in run:
+                    continue
+                # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
+                used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
+                cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
+                sim = Launch(c, int(count), 8, width, False, random.Random(int(count)), cores=cores,
+                             jitter=False).result()
+                r_ms = run["all_running_s"] * 1000
+                d_real = run["dsrun_cpu_us"] / int(count)
+                d_sim = sim["dsrun_cpu_us"] / int(count)
+                errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
+                        (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
+                errors.setdefault("star" if width == 0 else "tree", []).append(errs)
+                shape = "star" if width == 0 else f"tree {width}"
+                print(f"| {count} | {shape} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | "
+                      f"{d_real:,.0f} | {d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
+                      f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
+    for shape, errs in errors.items():
+        print(f"\n{shape}:", end="")
         for k, name in enumerate(("all running", "dsrun CPU/node", "agent CPU/node")):
-            xs = [abs(e[k]) for e in errors]
-            print(f"\n{name}: mean |error| {statistics.mean(xs):.0%}, max {max(xs):.0%} over {len(xs)} runs", end="")
+            xs = [abs(e[k]) for e in errs]
+            outside = sum(x > 0.2 for x in xs)
+            print(f" {name}: mean |error| {statistics.mean(xs):.0%}, max {max(xs):.0%}, {outside} of {len(xs)} "
+                  f"outside 20 %;", end="")
         print()
 
 
