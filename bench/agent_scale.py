@@ -238,8 +238,8 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
            "--no_local_rank"]
     if not probe:
         cmd.append("--no_mesh_probe")
-    if tree_width:
-        cmd += ["--tree_width", str(tree_width)]  # a tree launch skips the mesh probe
+    # 0 explicitly: the star whatever dsrun's default (--tree_width auto picks a tree above 16 hosts)
+    cmd += ["--tree_width", str(tree_width)]
     env = dict(os.environ, DSRUN_LOG_LEVEL="debug", DSRUN_JOB_ID=job_id)
     out_path = os.path.join(cluster.work, "out")
     err_path = os.path.join(cluster.work, "err")
