@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """A discrete-event simulation of dsrun's agent launch: the star it has today and a k-ary tree of agents
-that is NOT built yet (issue 21 items 1-4). Costs come from bench/launch_sim_costs.json, measured on this
+as dsrun builds it (--tree_width; issue 21). Costs come from bench/launch_sim_costs.json, measured on this
 machine by bench/launch_sim_calibrate.py; the model is validated against bench/agent_scale.py's real runs.
 
 Model (docs/benchmarks.md "Launch at scale" says what each number is and where it came from):
   * Every process (dsrun, each agent) is one event loop: a queue of work items, each taking a measured
-    amount of CPU; the tree's agents put forwarding before their own spawns (two queues).
+    amount of CPU (two queues: urgent items first).
+  * The tree is dsrun's (plan_tree = agent_tree_plan.cc). dsrun builds every host's request and the signed
+    tree launch before it dials the roots; an agent reads the launch (signature, Merkle digests per node of
+    its subtree, expansion: bench_tree_launch's figures, launch_sim_tree_costs.py), starts its children's
+    connections, forks its own ranks in one go and only then does the children's TLS handshakes, as
+    Session::startTree does (--forward_first: the other order, a what-if); interior agents relay 3 events per
+    rank of their subtree up, and dsrun reads 2 per rank.
   * A TLS 1.3 mutual handshake is 2 round trips split across both loops (client: ClientHello 30 %,
     verify + CertificateVerify 70 %; server: key share + sign 60 %, verify the client 40 %), then Hello /
     Welcome; dsrun sends the LaunchRequests once every agent is welcomed, as it does today.
@@ -41,6 +47,11 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# What an interior agent relays per rank of its subtree: RankStarted, one output chunk (agent_scale.py's ranks
+# print one line) and RankExited.
+RELAYED_EVENTS_PER_RANK = 3
 
 
 class Sim:
@@ -158,7 +169,8 @@ class Launch:
     """One simulated launch of `count` nodes x `ranks` ranks; width 0 is the star."""
 
     def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
-                 straggler_factor=10.0):
+                 straggler_factor=10.0, forward_first=False):
+        self.forward_first = forward_first  # what-if: an agent's children's handshakes before its own spawns
         self.c, self.count, self.ranks, self.width, self.warm = c, count, ranks, width, warm
         self.sim = Sim(rng, jitter, cores)
         self.latency = c["loopback_one_way_us"]
@@ -230,7 +242,9 @@ class Launch:
             if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
                 self.killed_at = self.sim.now + self.kill
                 self.sim.at(self.killed_at, self.kill_victim)
-        build = self.t.get("tree_build_us_per_node", 0) * self.count if self.width else 0
+        # dsrun builds every host's LaunchRequest as the star does (a rank's entry: a small message's cost), then
+        # the tree launch from them (build, sign, slice: measured per node)
+        build = (self.t["tree_build_us_per_node"] + self.ranks * self.c_msg) * self.count if self.width else 0
         self.dsrun.post(c["dsrun_startup_us"] + build, started)
 
     def request_bytes(self, child):
@@ -257,13 +271,13 @@ class Launch:
             kids = self.children(i)
             self.pending_acks = getattr(self, "pending_acks", {})
             self.pending_acks[i] = len(kids) + 1
-            if self.width:
+            if self.width and not self.forward_first:
                 # As the agent does (Session::startTree): the children's TCP connects start, then its own ranks
                 # are forked in one go on the loop, and only then do the children's TLS handshakes get the loop.
                 self.spawn(i, at_once=True)
             for k in kids:
                 self.connect(i, k, lambda k=k: self.forward(i, k))
-            if not self.width:
+            if not self.width or self.forward_first:
                 self.spawn(i)
         read = (c["agent_per_node_us"] - c["tls_server_us"]) * 0.5 + self.request_bytes(i) * 0.001
         if self.width:  # the signature, the Merkle digests of the subtree, the own ranks and the children's launches
@@ -318,8 +332,8 @@ class Launch:
             return
         parent = self.parent_of(i)
         below = (self.subtree_size(i) - 1) * self.ranks
-        if below:  # the subtree's RankStarted and RankExited events relayed up, a small message's cost each
-            self.loop(i).post(2 * below * self.c_msg, lambda: None)
+        if below:  # the subtree's RankStarted, output and RankExited events relayed up, a small message's cost each
+            self.loop(i).post(RELAYED_EVENTS_PER_RANK * below * self.c_msg, lambda: None)
         def at_parent():
             if parent is None:
                 # dsrun reads the subtree's events (two per rank), as the star's dsrun does
@@ -425,7 +439,7 @@ def project(args, c):
     rng = random.Random(args.seed)
     widths = [int(w) for w in args.widths.split(",")]
     out = {"targets": {}, "curve": {}}
-    print(f"{args.nodes:,}-node x 8-rank projection (simulated; the tree is not built): {args.runs} runs per cell "
+    print(f"{args.nodes:,}-node x 8-rank projection (simulated): {args.runs} runs per cell "
           f"({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for the star); 1 % stragglers "
           f"({args.straggler_factor:g}x slower agent and ranks); jitter sigma 0.2; one-way latency "
           f"{c['loopback_one_way_us']:.0f} us; t = 0 at dsrun's start (its start-up: {c['dsrun_startup_us'] / 1000:.0f} ms)")
@@ -433,7 +447,8 @@ def project(args, c):
           "agent killed 10 ms in: cold p99 after the kill | warm | dsrun CPU ms (cold) | sockets per process |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
-        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, **kw).result() for _ in range(runs)]
+        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, forward_first=args.forward_first,
+               **kw).result() for _ in range(runs)]
     for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
         row = {}
         runs = args.star_runs if width == 0 else args.runs
@@ -457,12 +472,12 @@ def project(args, c):
     sizes = [int(s) for s in args.curve_sizes.split(",")]
     widths = [int(w) for w in args.curve_widths.split(",")]
     print(f"\n| nodes x 8 ranks, {args.curve_stragglers:.0%} stragglers: all running, cold / warm, median of "
-          f"{args.curve_runs} ms | star | " +
+          f"{args.curve_runs} ms | {'star | ' if args.star_runs else ''}" +
           " | ".join(f"width {w}" for w in widths) + " |")
-    print("|---|---|" + "---|" * len(widths))
+    print("|---|---|" + "---|" * len(widths) if args.star_runs else "|---|" + "---|" * len(widths))
     for n in sizes:
         cells = []
-        for width in [0] + widths:
+        for width in ([0] if args.star_runs else []) + widths:
             cold = statistics.median(r["all_running_ms"] for r in sim(n, width, False, args.curve_runs,
                                                                       stragglers=args.curve_stragglers))
             warm = statistics.median(r["all_running_ms"] for r in sim(n, width, True, args.curve_runs,
@@ -486,7 +501,7 @@ def plot(out, sizes, widths, path):
         print("launch_sim.py: matplotlib not installed; no plot (pip install matplotlib in a venv)", file=sys.stderr)
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for width in [0] + widths:
+    for width in [w for w in [0] + widths if str(w) in out["curve"]]:
         curve = out["curve"][str(width)]
         label = "star (today)" if width == 0 else f"tree width {width}"
         ax.plot(sizes, [curve[n][0] for n in sizes], marker="o", label=label + " cold")
@@ -495,7 +510,7 @@ def plot(out, sizes, widths, path):
     ax.set_yscale("log")
     ax.set_xlabel("nodes (8 ranks each)")
     ax.set_ylabel("all ranks running, ms (simulated, median)")
-    ax.set_title("dsrun launch: star (built) vs k-ary tree (simulated, not built)")
+    ax.set_title("dsrun launch: star vs k-ary tree of agents (simulated)")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -518,6 +533,9 @@ def main():
     ap.add_argument("--curve_stragglers", type=float, default=0.01, help="fraction of stragglers in the curve")
     ap.add_argument("--curve_only", action="store_true", help="skip the 10,000-node table")
     ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument("--forward_first", action="store_true",
+                    help="what-if: agents do their children's handshakes before their own spawns (dsrun-agent "
+                         "today forks its ranks first, Session::startTree)")
     ap.add_argument("--json", default="")
     ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
     args = ap.parse_args()
