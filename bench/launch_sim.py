@@ -11,7 +11,7 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
     its subtree, expansion: bench_tree_launch's figures, launch_sim_tree_costs.py), starts its children's
     connections, forks its own ranks in one go and only then does the children's TLS handshakes, as
     Session::startTree does (--forward_first: the other order, a what-if); interior agents relay 3 events per
-    rank of their subtree up, and dsrun reads 2 per rank.
+    rank of their subtree up, and dsrun pays its whole per-rank cost as the events arrive.
   * A TLS 1.3 mutual handshake is 2 round trips split across both loops (client: ClientHello 30 %,
     verify + CertificateVerify 70 %; server: key share + sign 60 %, verify the client 40 %), then Hello /
     Welcome; dsrun sends the LaunchRequests once every agent is welcomed, as it does today.
@@ -242,9 +242,8 @@ class Launch:
             if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
                 self.killed_at = self.sim.now + self.kill
                 self.sim.at(self.killed_at, self.kill_victim)
-        # dsrun builds every host's LaunchRequest as the star does (a rank's entry: a small message's cost), then
-        # the tree launch from them (build, sign, slice: measured per node)
-        build = (self.t["tree_build_us_per_node"] + self.ranks * self.c_msg) * self.count if self.width else 0
+        # dsrun builds the signed tree launch (every host's request, sign, slice: measured per node by bench_tree_launch)
+        build = self.t["tree_build_us_per_node"] * self.count if self.width else 0
         self.dsrun.post(c["dsrun_startup_us"] + build, started)
 
     def request_bytes(self, child):
@@ -336,8 +335,8 @@ class Launch:
             self.loop(i).post(RELAYED_EVENTS_PER_RANK * below * self.c_msg, lambda: None)
         def at_parent():
             if parent is None:
-                # dsrun reads the subtree's events (two per rank), as the star's dsrun does
-                self.dsrun.post(2 * self.subtree_size(i) * self.ranks * self.c_msg, lambda: None)
+                # dsrun handles the subtree's events: its whole per-rank cost (dsrun_per_rank_us, ~3 small messages)
+                self.dsrun.post(3 * self.subtree_size(i) * self.ranks * self.c_msg, lambda: None)
                 self.acked += 1
                 if self.acked == len(self.children(None)):
                     self.dsrun_knows = self.sim.now
