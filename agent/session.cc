@@ -118,7 +118,7 @@ void Session::dispatch(const wire::Envelope& envelope) {
   if (welcomed_) {
     monitor_->beat();
     if (state_ == MemberState::Suspect) transition(MemberEvent::HeartbeatSeen);
-    if (envelope.has_launch() || envelope.has_tree_launch()) useLauncherBudget();
+    if (envelope.has_launch() || envelope.has_tree_launch()) useLauncherBudget(true);
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -173,17 +173,20 @@ void Session::dispatch(const wire::Envelope& envelope) {
   }
 }
 
-void Session::useLauncherBudget() {
+void Session::useLauncherBudget(bool launched) {
   const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
   const auto budget = std::chrono::milliseconds(
       launcherSilenceBudgetMs(launcherSilenceMs_, static_cast<uint64_t>(ownBudget.count())));
+  // A longer budget from the welcome on: dsrun beats from then on, but its loop, connecting to 1,000 agents on
+  // a loaded machine, left agents welcomed first without a beat for their own 10 s. A shorter one from the
+  // launch on: the agent's own timeout guards a launcher that connects and never launches.
+  if (budget < ownBudget && !launched) return;
   const uint32_t launcherMs = launcherSilenceMs_;
   launcherSilenceMs_ = 0;  // once
   if (budget == ownBudget) return;
   // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
   // outlive that by our own longer timeout (a node cut off would keep training otherwise), nor be stopped by
-  // our shorter one while the launcher still counts on them. From the launch on, not before: the agent's own
-  // timeout guards a launcher that connects and never launches.
+  // our shorter one while the launcher still counts on them.
   const auto period = std::max(std::chrono::milliseconds(1), budget / timing_.heartbeatThreshold);
   monitor_->stop();
   monitor_ = makeMonitor(period, timing_.heartbeatThreshold, budget.count());
@@ -249,6 +252,7 @@ void Session::onWelcomed(const wire::Hello& hello) {
   transition(MemberEvent::Welcomed);
   launcherSilenceMs_ = hello.launcher_silence_ms();
   monitor_->start();
+  useLauncherBudget(false);
   windowed_ = hello.output_window_bytes() > 0;
   outputCredit_ = static_cast<int64_t>(std::min<uint64_t>(hello.output_window_bytes(), uint64_t{1} << 40));
   DSRUN_LOG(INFO) << peer_ << ": hello from '" << hello.client_name() << "'"

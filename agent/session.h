@@ -95,9 +95,9 @@ class Session : public std::enable_shared_from_this<Session> {
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
-  /// From the first launch on, judge the launcher by its own budget (Hello.launcher_silence_ms, bounded:
-  /// launcherSilenceBudgetMs).
-  void useLauncherBudget();
+  /// Judge the launcher by its own budget (Hello.launcher_silence_ms, bounded: launcherSilenceBudgetMs): a
+  /// longer one from the welcome on, a shorter one once `launched` (its first launch arrived).
+  void useLauncherBudget(bool launched);
   /// A monitor that stops this session (and its jobs) after `threshold` periods of `period` without a message,
   /// logging `budgetMs` as the silence that did it.
   std::unique_ptr<HeartbeatMonitor> makeMonitor(std::chrono::milliseconds period, int threshold, int64_t budgetMs);
@@ -111,7 +111,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Timing timing_;                        ///< injected durations
   boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< started once welcomed (on the launcher's budget if shorter)
-  uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, applied at the first launch
+  uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, until applied (useLauncherBudget)
   wire::Hello hello_;                    ///< the peer's Hello, as received (its asks are passed down a tree)
   std::string peerIdentity_;             ///< the peer's certificate, for the log
   bool peerIsNode_ = false;              ///< the peer holds a node certificate (a tree parent)
