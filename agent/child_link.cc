@@ -60,6 +60,7 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
   *launch.mutable_tree_launch() = child_.launch;
   client_->send(launch);
   launched_ = true;
+  if (callbacks_.onLaunched) callbacks_.onLaunched();
   for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
   // Three periods per budget, as the Session judges its launcher: one late beat is tolerated.
   const auto period = std::chrono::milliseconds(std::max<uint32_t>(1, timing_.silenceMs / 3));

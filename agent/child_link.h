@@ -35,6 +35,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   struct Callbacks {
     std::function<void(const wire::Envelope&)> onEvent;   ///< an event (or EventBatch) of the subtree
     std::function<void(const std::string& cause)> onLost;  ///< at most once; never after close()
+    std::function<void()> onLaunched;  ///< once, when the subtree launch has been sent (optional)
   };
 
   /// `dial` is a TreeClient context that outlives the link; `clientName` goes into the child's log.

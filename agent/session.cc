@@ -17,6 +17,9 @@ namespace dsrun::agent {
 namespace {
 
 constexpr size_t kReadBufferBytes = 64 * 1024;
+/// The longest a tree node's own ranks wait for its children's launches to go out: a child that cannot be
+/// reached costs its parent's ranks this much, not the whole connect timeout.
+constexpr auto kOwnRanksWait = std::chrono::milliseconds(2000);
 
 }  // namespace
 
@@ -124,6 +127,10 @@ void Session::dispatch(const wire::Envelope& envelope) {
   view.welcomed = welcomed_;
   view.ownJobs = table_.jobIdsOf(id_);
   view.agentJobs = table_.jobIds();
+  for (const auto& [job, signals] : pendingOwn_) {  // admitted tree launches whose own ranks wait (startTree)
+    view.ownJobs.insert(job);
+    view.agentJobs.insert(job);
+  }
   if (!welcomed_) view.localAddress = connection_->localAddress();
   view.peerIsNode = peerIsNode_;
   for (auto& action : handler_.handle(envelope, view)) {
@@ -145,7 +152,11 @@ void Session::dispatch(const wire::Envelope& envelope) {
         break;
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
-        table_.signalJob(action.jobId, action.signal);
+        if (auto pending = pendingOwn_.find(action.jobId); pending != pendingOwn_.end()) {
+          pending->second.push_back(action.signal);  // delivered once the ranks here are started
+        } else {
+          table_.signalJob(action.jobId, action.signal);
+        }
         if (relay_) relay_->signal(action.jobId, action.signal);  // the same pass: the subtree gets it now
         break;
       case Action::Kind::TreeLaunch:
@@ -207,7 +218,7 @@ void Session::startTree(const wire::TreeLaunch& launch) {
     admitted = tree_.gate->admit(launch, peer, std::chrono::duration_cast<std::chrono::microseconds>(
                                                    std::chrono::system_clock::now().time_since_epoch())
                                                    .count());
-    if (table_.jobIds().count(admitted.own.job_id()) > 0) {
+    if (table_.jobIds().count(admitted.own.job_id()) > 0 || pendingOwn_.count(admitted.own.job_id()) > 0) {
       throw Error(strCat("job '", admitted.own.job_id(), "' is already running on this agent"));
     }
   } catch (const Error& e) {
@@ -228,9 +239,34 @@ void Session::startTree(const wire::TreeLaunch& launch) {
                                          *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
                                          std::move(up));
   }
-  // The children first: their connections and handshakes proceed while this node forks its own ranks.
-  relay_->forward(job, std::move(admitted.children), childTiming());
-  table_.launch(id_, toJobSpec(admitted.own));
+  // The children first, this node's own ranks once every child has its launch (or is lost), or after
+  // kOwnRanksWait at most: forking a rank holds this loop until the rank has exec'd, and the children's
+  // handshakes need it. Forked first, every level's spawns delayed the next level's launch (~7 ms a level on a
+  // cluster), and on one 2-core machine running 1,000 agents the handshakes met 8,000 spawns and timed out
+  // (docs/benchmarks.md "Launch at scale").
+  pendingOwn_[job];
+  auto started = std::make_shared<bool>(false);
+  auto wait = std::make_shared<boost::asio::steady_timer>(connection_->executor(), kOwnRanksWait);
+  auto startOwn = [weak = weak_from_this(), job, spec = toJobSpec(admitted.own), started, wait]() {
+    if (std::exchange(*started, true)) return;
+    wait->cancel();
+    auto self = weak.lock();
+    if (self) self->startOwnRanks(job, spec);
+  };
+  wait->async_wait([startOwn](const boost::system::error_code& ec) {
+    if (!ec) startOwn();
+  });
+  relay_->forward(job, std::move(admitted.children), childTiming(), startOwn);
+}
+
+void Session::startOwnRanks(const std::string& job, const JobSpec& spec) {
+  auto pending = pendingOwn_.find(job);
+  if (pending == pendingOwn_.end()) return;
+  const std::vector<int> signals = std::move(pending->second);
+  pendingOwn_.erase(pending);
+  if (stopped_ || closing_) return;
+  table_.launch(id_, spec);
+  for (int signal : signals) table_.signalJob(job, signal);  // asked for while the children were dialled
 }
 
 ChildLink::Timing Session::childTiming() const {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "agent/connection.h"
 #include "agent/heartbeat_monitor.h"
 #include "agent/job_events.h"
+#include "agent/job_spec.h"
 #include "agent/member_state.h"
 #include "agent/request_handler.h"
 #include "agent/thread_checker.h"
@@ -92,6 +94,8 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Admits a tree launch (refusing it with one logged line naming the peer), forwards it to the children and
   /// starts this node's ranks.
   void startTree(const wire::TreeLaunch& launch);
+  /// Starts this node's ranks of an admitted tree launch (startTree), then the signals asked for meanwhile.
+  void startOwnRanks(const std::string& job, const JobSpec& spec);
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
@@ -117,6 +121,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool peerIsNode_ = false;              ///< the peer holds a node certificate (a tree parent)
   TreeServices tree_;                    ///< null: tree launches are refused
   std::unique_ptr<TreeRelay> relay_;     ///< once a tree launch was accepted: children, batching, credit
+  /// Admitted tree launches whose own ranks wait for the children's launches to go out, with the signals
+  /// asked for meanwhile.
+  std::map<std::string, std::vector<int>> pendingOwn_;
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

@@ -1,6 +1,7 @@
 #include "agent/tree_relay.h"
 
 #include <algorithm>
+#include <set>
 #include <boost/asio/post.hpp>
 
 #include "common/logging.h"
@@ -27,8 +28,21 @@ TreeRelay::~TreeRelay() {
 }
 
 void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children,
-                        ChildLink::Timing timing) {
-  if (children.empty()) return;
+                        ChildLink::Timing timing, std::function<void()> forwarded) {
+  auto left = std::make_shared<size_t>(children.size());
+  auto settled = std::make_shared<std::set<uint64_t>>();
+  auto settle = [this, left, settled, forwarded, alive = alive_](uint64_t source) {
+    if (!settled->insert(source).second || --*left > 0 || !forwarded) return;
+    boost::asio::post(io_, [alive, forwarded] {
+      if (*alive) forwarded();
+    });
+  };
+  if (children.empty()) {
+    if (forwarded) boost::asio::post(io_, [alive = alive_, forwarded] {
+      if (*alive) forwarded();
+    });
+    return;
+  }
   timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / children.size());
   std::vector<std::shared_ptr<ChildLink>> started;
   for (auto& child : children) {
@@ -36,7 +50,9 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
     const std::string host = child.host;
     ChildLink::Callbacks callbacks;
     callbacks.onEvent = [this, source](const wire::Envelope& event) { relay(source, event); };
-    callbacks.onLost = [this, source, jobId, host](const std::string& cause) {
+    callbacks.onLaunched = [settle, source] { settle(source); };
+    callbacks.onLost = [this, source, jobId, host, settle](const std::string& cause) {
+      settle(source);
       ledger_.forget(source);
       children_.erase(source);
       wire::Envelope lost;

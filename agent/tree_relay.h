@@ -35,8 +35,10 @@ class TreeRelay {
 
   /// Dials each of `children` of job `jobId` at once and sends each its subtree launch. Each child's window
   /// is an equal share of `window` (at least 64 KiB), so the whole subtree has at most about one window of
-  /// output in flight towards this node.
-  void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing);
+  /// output in flight towards this node. `forwarded` runs once (posted) when every child has been sent its
+  /// launch or is lost; at once without children.
+  void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
+               std::function<void()> forwarded = {});
   /// Queues one event for the parent; what is queued in one turn of the loop leaves as one batch.
   void up(const wire::Envelope& event);
   /// Sends `signal` to every child of `jobId` (none: nothing).
