@@ -256,6 +256,10 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
                     reaped = (status, usage)
                     break
                 dsrun_pid = child_running(p.pid, dsrun)
+                if dsrun_pid and time.time() - t0 > args.job_timeout:
+                    # A hung dsrun ends the bench's job, not the bench (its agents then stop its ranks).
+                    os.kill(dsrun_pid, signal.SIGKILL)
+                    peaks["hung"] = f"dsrun killed after {args.job_timeout} s"
                 if dsrun_pid:
                     peaks["dsrun_sockets"] = max(peaks["dsrun_sockets"], sockets(dsrun_pid))
                     peaks["dsrun_rss_kb"] = max(peaks["dsrun_rss_kb"], memory_kb(dsrun_pid)[0])
