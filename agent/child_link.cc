@@ -85,6 +85,12 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
     if (!self) return;
     self->lose(strCat("agent ", self->client_->address(), ": silent for ", self->timing_.silenceMs,
                       " ms (heartbeat budget; network down or host hung)"));
+  }, [weak = weak_from_this()](int) {
+    // The child's bytes waiting unread in our socket: this loop is behind (spawning, other children's
+    // handshakes, a starved CPU), not the child silent -- as dsrun judges its agents (AgentChannel::silentAt).
+    // At 256 agents on 2 loaded cores a parent gave a live child up (docs/benchmarks.md "Launch at scale").
+    auto self = weak.lock();
+    if (self && self->client_->bytesWaiting() > 0) self->monitor_->beat();
   });
   monitor_->start();
   armBeat();
@@ -98,6 +104,7 @@ void ChildLink::sendLaunch(bool probe) {
   if (probe) launch->mutable_probe()->set_timeout_ms(probeTimeoutMs_);
   client_->send(envelope);
   launched_ = true;
+  if (callbacks_.onLaunched) callbacks_.onLaunched();
   // The silence budget again: a child that beats but never answers its launch is as lost as a silent one. A
   // probed launch is answered by the probe report, which waits for every level's probe below the child.
   const uint64_t ackMs = timing_.silenceMs + (probe ? uint64_t{probeTimeoutMs_} * levels_ : 0);

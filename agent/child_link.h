@@ -41,6 +41,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
     /// After holdForProbe: the child's TreeProbeReport, or nullptr (once) when its agent predates the tree
     /// probe and holds `unprobedNodes` nodes that are only probed. Not called for a child that is lost.
     std::function<void(const wire::TreeProbeReport* report, uint64_t unprobedNodes)> onProbe;
+    std::function<void()> onLaunched;  ///< once, when the subtree launch has been sent (optional)
   };
 
   /// `dial` is a TreeClient context that outlives the link; `clientName` goes into the child's log.

@@ -17,6 +17,13 @@ uint32_t agentBeatIntervalMs(uint32_t requestedMs, uint32_t periodMs) {
   if (requestedMs == 0) return std::max<uint32_t>(1, periodMs / 2);
   return std::clamp(requestedMs, kFastestBeatMs, half);
 }
+
+uint64_t launcherSilenceBudgetMs(uint32_t launcherMs, uint64_t ownMs) {
+  if (launcherMs == 0) return ownMs;
+  // Longer too: an agent stricter than its launcher stops ranks the launcher still counts as alive, and
+  // on a loaded launcher host (1,000 agents' spawns on 2 cores) that ended every job (docs/benchmarks.md).
+  return std::min<uint64_t>(launcherMs, std::max<uint64_t>(ownMs, kLongestLauncherSilenceMs));
+}
 namespace {
 
 constexpr size_t kMaxJobIdBytes = 128;

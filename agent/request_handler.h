@@ -17,6 +17,17 @@ namespace dsrun::agent {
 /// when the client asked for no particular interval.
 uint32_t agentBeatIntervalMs(uint32_t requestedMs, uint32_t periodMs);
 
+/// The longest launcher budget an agent takes over its own: dsrun's budget grows with the job
+/// (launcher/backends/agent/silence_budget.h: 15 s at 1,000 nodes x 8 ranks, ~60 s at 4,000), but a cut-off
+/// host's ranks must still stop within minutes of their launcher going away.
+constexpr uint32_t kLongestLauncherSilenceMs = 120000;
+
+/// The silence after which the agent gives a launcher up, from its first launch on: the launcher's own
+/// budget (Hello.launcher_silence_ms), which its host is given up after, shorter or longer than the agent's
+/// `ownMs` (--heartbeat_timeout_s); a longer one only up to kLongestLauncherSilenceMs (or `ownMs` if that is
+/// longer still). 0 (no budget sent): `ownMs`.
+uint64_t launcherSilenceBudgetMs(uint32_t launcherMs, uint64_t ownMs);
+
 /// What the Session must do, in order.
 struct Action {
   enum class Kind {

@@ -121,7 +121,7 @@ void Session::dispatch(const wire::Envelope& envelope) {
     // A probed tree launch (or adoption) starts nothing before TreeGo; dsrun beats from then on.
     if (envelope.has_launch() || (envelope.has_tree_launch() && !envelope.tree_launch().has_probe()) ||
         (envelope.has_tree_adopt() && !envelope.tree_adopt().launch().has_probe()) || envelope.has_tree_go()) {
-      useLauncherBudget();
+      useLauncherBudget(true);
     }
     // The parent ends the job here and will adopt nobody: stop at once instead of waiting for an adopter.
     if (envelope.has_error() && startsWith(envelope.error().message(), "released:")) released_ = true;
@@ -130,6 +130,10 @@ void Session::dispatch(const wire::Envelope& envelope) {
   view.welcomed = welcomed_;
   view.ownJobs = table_.jobIdsOf(id_);
   view.agentJobs = table_.jobIds();
+  for (const auto& [job, pending] : pendingOwn_) {  // admitted tree launches whose own ranks wait (runTree)
+    view.ownJobs.insert(job);
+    view.agentJobs.insert(job);
+  }
   if (!welcomed_) view.localAddress = connection_->localAddress();
   view.peerIsNode = peerIsNode_;
   for (auto& action : handler_.handle(envelope, view)) {
@@ -151,7 +155,11 @@ void Session::dispatch(const wire::Envelope& envelope) {
         break;
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
-        table_.signalJob(action.jobId, action.signal);
+        if (auto pending = pendingOwn_.find(action.jobId); pending != pendingOwn_.end()) {
+          pending->second.signals.push_back(action.signal);  // delivered once the ranks here are started
+        } else {
+          table_.signalJob(action.jobId, action.signal);
+        }
         if (relay_) relay_->signal(action.jobId, action.signal);  // the same pass: the subtree gets it now
         break;
       case Action::Kind::TreeLaunch:
@@ -185,20 +193,26 @@ void Session::dispatch(const wire::Envelope& envelope) {
   }
 }
 
-void Session::useLauncherBudget() {
+void Session::useLauncherBudget(bool launched) {
   const auto ownBudget = timing_.heartbeatPeriod * timing_.heartbeatThreshold;
-  if (launcherSilenceMs_ == 0 || std::chrono::milliseconds(launcherSilenceMs_) >= ownBudget) return;
-  // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
-  // outlive that by our own longer timeout (a node cut off would keep training otherwise). From the
-  // launch on, not before: the launcher beats once its ranks run, not while it connects and probes the hosts.
-  const auto period = std::max(std::chrono::milliseconds(1),
-                               std::chrono::milliseconds(launcherSilenceMs_) / timing_.heartbeatThreshold);
-  monitor_->stop();
-  monitor_ = makeMonitor(period, timing_.heartbeatThreshold, launcherSilenceMs_);
-  monitor_->start();
-  DSRUN_LOG(INFO) << peer_ << ": the launcher gives this host up after " << launcherSilenceMs_
-                  << " ms of silence; its jobs stop after as long without a message from it";
+  const auto budget = std::chrono::milliseconds(
+      launcherSilenceBudgetMs(launcherSilenceMs_, static_cast<uint64_t>(ownBudget.count())));
+  // A longer budget from the welcome on: dsrun beats from then on, but its loop, connecting to 1,000 agents on
+  // a loaded machine, left agents welcomed first without a beat for their own 10 s. A shorter one from the
+  // launch on: the agent's own timeout guards a launcher that connects and never launches.
+  if (budget < ownBudget && !launched) return;
+  const uint32_t launcherMs = launcherSilenceMs_;
   launcherSilenceMs_ = 0;  // once
+  if (budget == ownBudget) return;
+  // The launcher gives this host up after that much silence of ours and ends its job; the ranks here must not
+  // outlive that by our own longer timeout (a node cut off would keep training otherwise), nor be stopped by
+  // our shorter one while the launcher still counts on them.
+  const auto period = std::max(std::chrono::milliseconds(1), budget / timing_.heartbeatThreshold);
+  monitor_->stop();
+  monitor_ = makeMonitor(period, timing_.heartbeatThreshold, budget.count());
+  monitor_->start();
+  DSRUN_LOG(INFO) << peer_ << ": its jobs stop after " << budget.count()
+                  << " ms without a message from the launcher (its budget for this host: " << launcherMs << " ms)";
 }
 
 
@@ -209,6 +223,7 @@ void Session::onWelcomed(const wire::Hello& hello) {
   transition(MemberEvent::Welcomed);
   launcherSilenceMs_ = hello.launcher_silence_ms();
   monitor_->start();
+  useLauncherBudget(false);
   windowed_ = hello.output_window_bytes() > 0;
   outputCredit_ = static_cast<int64_t>(std::min<uint64_t>(hello.output_window_bytes(), uint64_t{1} << 40));
   DSRUN_LOG(INFO) << peer_ << ": hello from '" << hello.client_name() << "'"

@@ -19,6 +19,7 @@
 #include "agent/connection.h"
 #include "agent/heartbeat_monitor.h"
 #include "agent/job_events.h"
+#include "agent/job_spec.h"
 #include "agent/member_state.h"
 #include "agent/request_handler.h"
 #include "agent/thread_checker.h"
@@ -126,11 +127,14 @@ class Session : public std::enable_shared_from_this<Session> {
   /// How long an orphaned job waits for an adopter (docs/agent.md "An interior agent dies").
   std::chrono::milliseconds orphanWait() const;
   proto::TreeIdentity peerIdentity() const;
+  /// Starts this node's ranks of an admitted tree launch (runTree), then the signals asked for meanwhile.
+  void startOwnRanks(const std::string& job);
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
-  /// From the first LaunchRequest on, judge the launcher by its own budget (Hello.launcher_silence_ms) when shorter.
-  void useLauncherBudget();
+  /// Judge the launcher by its own budget (Hello.launcher_silence_ms, bounded: launcherSilenceBudgetMs): a
+  /// longer one from the welcome on, a shorter one once `launched` (its first launch arrived).
+  void useLauncherBudget(bool launched);
   /// A monitor that stops this session (and its jobs) after `threshold` periods of `period` without a message,
   /// logging `budgetMs` as the silence that did it.
   std::unique_ptr<HeartbeatMonitor> makeMonitor(std::chrono::milliseconds period, int threshold, int64_t budgetMs);
@@ -144,7 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Timing timing_;                        ///< injected durations
   boost::asio::steady_timer deadline_;   ///< handshake + Hello deadline
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< started once welcomed (on the launcher's budget if shorter)
-  uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, applied at the first launch
+  uint32_t launcherSilenceMs_ = 0;       ///< Hello.launcher_silence_ms, until applied (useLauncherBudget)
   wire::Hello hello_;                    ///< the peer's Hello, as received (its asks are passed down a tree)
   std::string peerIdentity_;             ///< the peer's certificate, for the log
   bool peerIsNode_ = false;              ///< the peer holds a node certificate (a tree parent)
@@ -157,6 +161,14 @@ class Session : public std::enable_shared_from_this<Session> {
   bool released_ = false;                ///< the parent said nobody adopts the job: no wait
   bool orphaned_ = false;                ///< the connection is gone, the job waits for an adopter
   std::vector<wire::Envelope> orphanQueue_;  ///< what would have gone up while orphaned
+  /// A tree launch's own ranks, waiting for the children's launches to go out, with the signals asked for
+  /// meanwhile.
+  struct PendingOwn {
+    JobSpec spec;
+    std::vector<int> signals;
+  };
+  /// Admitted tree launches whose own ranks wait (runTree), by job.
+  std::map<std::string, PendingOwn> pendingOwn_;
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

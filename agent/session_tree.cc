@@ -24,6 +24,10 @@ proto::TreeIdentity Session::peerIdentity() const {
 
 namespace {
 
+/// The longest a tree node's own ranks wait for its children's launches to go out: a child that cannot be
+/// reached costs its parent's ranks this much, not the whole connect timeout.
+constexpr auto kOwnRanksWait = std::chrono::milliseconds(2000);
+
 int64_t nowUnixUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -37,7 +41,7 @@ void Session::startTree(const wire::TreeLaunch& launch) {
     if (tree_.gate == nullptr || tree_.dial == nullptr) throw Error("this agent serves no tree launches");
     if (relay_) throw Error("this connection already carries a tree job");
     admitted = tree_.gate->admit(launch, peerIdentity(), nowUnixUs());
-    if (table_.jobIds().count(admitted.own.job_id()) > 0) {
+    if (table_.jobIds().count(admitted.own.job_id()) > 0 || pendingOwn_.count(admitted.own.job_id()) > 0) {
       throw Error(strCat("job '", admitted.own.job_id(), "' is already running on this agent"));
     }
   } catch (const Error& e) {
@@ -100,6 +104,8 @@ void Session::takeOver(Session& from) {
   treeRoot_ = from.treeRoot_;
   adoptable_ = from.adoptable_;
   relay_ = std::move(from.relay_);
+  pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
+  from.pendingOwn_.clear();
   if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
   table_.reassign(treeJob_, id_);
   DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
@@ -142,9 +148,35 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
     holdTree(launch, std::move(admitted));  // session_tree_probe.cc
     return;
   }
-  // The children first: their connections and handshakes proceed while this node forks its own ranks.
-  relay_->forward(job, std::move(admitted.children), childTiming());
-  table_.launch(id_, toJobSpec(admitted.own));
+  // The children first, this node's own ranks once every child has its launch (or is lost), or after
+  // kOwnRanksWait at most: forking a rank holds this loop until the rank has exec'd, and the children's
+  // handshakes need it. Forked first, every level's spawns delayed the next level's launch (~7 ms a level on a
+  // cluster), and on one 2-core machine running 1,000 agents the handshakes met 8,000 spawns and timed out
+  // (docs/benchmarks.md "Launch at scale").
+  pendingOwn_[job] = PendingOwn{toJobSpec(admitted.own), {}};
+  auto wait = std::make_shared<boost::asio::steady_timer>(connection_->executor(), kOwnRanksWait);
+  // By the job's manager, not this session: an adopter may have taken the pending ranks over meanwhile.
+  auto startOwn = [&manager = manager_, job, wait, weak = weak_from_this()] {
+    wait->cancel();
+    if (auto self = weak.lock()) {
+      if (self->pendingOwn_.count(job) > 0) return self->startOwnRanks(job);
+    }
+    if (auto carrier = manager.treeCarrier(job)) carrier->startOwnRanks(job);
+  };
+  wait->async_wait([startOwn](const boost::system::error_code& ec) {
+    if (!ec) startOwn();
+  });
+  relay_->forward(job, std::move(admitted.children), childTiming(), std::nullopt, startOwn);
+}
+
+void Session::startOwnRanks(const std::string& job) {
+  auto pending = pendingOwn_.find(job);
+  if (pending == pendingOwn_.end()) return;  // started already (the children, then the deadline)
+  PendingOwn own = std::move(pending->second);
+  pendingOwn_.erase(pending);
+  if (stopped_ || closing_) return;
+  table_.launch(id_, own.spec);
+  for (int signal : own.signals) table_.signalJob(job, signal);  // asked for while the children were dialled
 }
 
 std::chrono::milliseconds Session::orphanWait() const {

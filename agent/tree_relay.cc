@@ -1,6 +1,7 @@
 #include "agent/tree_relay.h"
 
 #include <algorithm>
+#include <set>
 #include <boost/asio/post.hpp>
 
 #include "common/error.h"
@@ -29,15 +30,30 @@ TreeRelay::~TreeRelay() {
 }
 
 void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children,
-                        ChildLink::Timing timing, std::optional<ChildProbe> probe) {
-  if (children.empty()) return;
+                        ChildLink::Timing timing, std::optional<ChildProbe> probe,
+                        std::function<void()> forwarded) {
+  if (children.empty()) {
+    if (forwarded) boost::asio::post(io_, [alive = alive_, forwarded] {
+      if (*alive) forwarded();
+    });
+    return;
+  }
+  auto left = std::make_shared<size_t>(children.size());
+  auto settled = std::make_shared<std::set<uint64_t>>();
+  auto settle = [this, left, settled, forwarded, alive = alive_](uint64_t source) {
+    if (!settled->insert(source).second || --*left > 0 || !forwarded) return;
+    boost::asio::post(io_, [alive, forwarded] {
+      if (*alive) forwarded();
+    });
+  };
   timing.outputWindowBytes = std::max(kMinChildWindow, timing.outputWindowBytes / children.size());
   DSRUN_LOG(INFO) << "job " << jobId << ": dialing " << children.size() << " tree child(ren)";
-  dial(jobId, std::move(children), timing, false, std::move(probe));
+  dial(jobId, std::move(children), timing, false, std::move(probe), std::move(settle));
 }
 
 void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children,
-                     ChildLink::Timing timing, bool adopt, std::optional<ChildProbe> probe) {
+                     ChildLink::Timing timing, bool adopt, std::optional<ChildProbe> probe,
+                     std::function<void(uint64_t source)> settle) {
   std::vector<std::shared_ptr<ChildLink>> started;
   for (size_t index = 0; index < children.size(); ++index) {
     proto::ChildTreeLaunch& child = children[index];
@@ -45,8 +61,10 @@ void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunc
     const std::string host = child.host;
     ChildLink::Callbacks callbacks;
     callbacks.onEvent = [this, source](const wire::Envelope& event) { relay(source, event); };
+    if (settle) callbacks.onLaunched = [settle, source] { settle(source); };
     auto onChildProbe = probe ? probe->onChild : nullptr;
-    callbacks.onLost = [this, source, jobId, host, index, onChildProbe](const std::string& cause) {
+    callbacks.onLost = [this, source, jobId, host, index, onChildProbe, settle](const std::string& cause) {
+      if (settle) settle(source);
       ledger_.forget(source);
       auto it = children_.find(source);
       if (it == children_.end()) return;

@@ -48,8 +48,10 @@ class TreeRelay {
   /// Dials each of `children` of job `jobId` at once and sends each its subtree launch. Each child's window
   /// is an equal share of `window` (at least 64 KiB), so the whole subtree has at most about one window of
   /// output in flight towards this node. With `probe`, the children hold their ranks until go(jobId).
+  /// `forwarded` runs once (posted) when every child has been sent its launch or is lost; at once without
+  /// children.
   void forward(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
-               std::optional<ChildProbe> probe = std::nullopt);
+               std::optional<ChildProbe> probe = std::nullopt, std::function<void()> forwarded = {});
   /// The probe of `jobId` passed: every child of it starts (ChildLink::go).
   void go(const std::string& jobId);
   /// Sends what is queued for the parent now (a probe report must follow the NodeLost events before it).
@@ -84,7 +86,7 @@ class TreeRelay {
   /// Dials `children` (an adoption when `adopt`; held for a probe with `probe`); each child's window is
   /// `timing`'s.
   void dial(const std::string& jobId, std::vector<proto::ChildTreeLaunch> children, ChildLink::Timing timing,
-            bool adopt, std::optional<ChildProbe> probe);
+            bool adopt, std::optional<ChildProbe> probe, std::function<void(uint64_t source)> settle = {});
   /// `lost`'s children, adopted from here with the launches it would have sent them.
   void refan(const std::string& jobId, const std::string& lostHost, const Child& lost);
 

@@ -15,10 +15,12 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
   * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
     user+sys (/usr/bin/time) / N, each agent's own CPU (/proc/PID/task/*/schedstat, ns) and its ranks'
     (reaped children, /proc/PID/stat, 10 ms ticks), before and after.
-  * one resource run with ranks of /bin/sleep, dsrun under strace up to --trace_max nodes: sockets and RSS/PSS of dsrun and of
-    the agents (sampled every 0.2 s, the peak kept), and bytes per edge (dsrun <-> one agent, TLS records
-    and handshake included): the bytes of every read/write/sendmsg/recvmsg dsrun made on its connection
-    to each agent (strace -yy names the peer of each socket), median over the agents.
+  * one resource run per shape (the star without the probe, each tree width) with ranks of /bin/sleep:
+    sockets and RSS/PSS of dsrun and of the agents (sampled every 0.2 s, the peak kept), and bytes per
+    edge from `ss -tin` (every established connection into an agent, TLS records and handshake included,
+    the heartbeats of the sleep too): dsrun's edges (to the agents it dialled) and, in a tree, the
+    parent -> child edges, medians. --trace_max N also runs dsrun under strace up to N nodes (its own
+    read/write bytes per connection; strace slows dsrun).
   * the old probe (all N x (N-1) pairs) once, with --old_dsrun (a dsrun built before agent_mesh_plan.h,
     e.g. build/launcher/dsrun of a checkout of an older main), up to --old_max nodes.
 Every agent is stopped afterwards and the script checks that nothing is left (agent pids, processes with
@@ -92,6 +94,28 @@ def edge_bytes(trace, port):
             if side is not None:
                 edges.setdefault(host, [0, 0])[side] += int(done.group(1))
     return edges
+
+
+def edge_snapshot(port, edges):
+    """Every established TCP connection into an agent (local port = the agents' port), from `ss -tin`: keeps
+    per connection the most bytes seen each way, {(agent address, peer): [parent -> agent, agent -> parent]}
+    (TCP payload: TLS records and handshake included). Covers dsrun's edges and, in a tree, every parent's
+    edge to its children, without tracing anyone."""
+    out = subprocess.run(["ss", "-Htin", "state", "established", f"( sport = :{port} )"], capture_output=True,
+                         text=True).stdout.splitlines()
+    key = None
+    for line in out:
+        if not line.startswith(("\t", " ")):
+            f = line.split()
+            key = (f[2].rsplit(":", 1)[0], f[3]) if len(f) >= 4 else None
+            continue
+        if key is None:
+            continue
+        got = re.search(r"bytes_received:(\d+)", line)
+        sent = re.search(r"bytes_sent:(\d+)", line)
+        e = edges.setdefault(key, [0, 0])
+        e[0] = max(e[0], int(got.group(1)) if got else 0)
+        e[1] = max(e[1], int(sent.group(1)) if sent else 0)
 
 
 def sockets(pid):
@@ -214,12 +238,13 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
            "--no_local_rank"]
     if not probe:
         cmd.append("--no_mesh_probe")
-    if tree_width:
-        cmd += ["--tree_width", str(tree_width)]
+    # 0 explicitly: the star whatever dsrun's default (--tree_width auto picks a tree above 16 hosts)
+    cmd += ["--tree_width", str(tree_width)]
     env = dict(os.environ, DSRUN_LOG_LEVEL="debug", DSRUN_JOB_ID=job_id)
     out_path = os.path.join(cluster.work, "out")
     err_path = os.path.join(cluster.work, "err")
     peaks = {"dsrun_sockets": 0, "dsrun_rss_kb": 0, "agent_sockets_max": 0, "agent_rss_kb": [], "agent_pss_kb": []}
+    ss_edges = {}
     t0 = time.time()
     with open(out_path, "w") as out, open(err_path, "w") as err:
         p = subprocess.Popen(cmd + rank_argv, stdout=out, stderr=err, env=env)
@@ -231,6 +256,10 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
                     reaped = (status, usage)
                     break
                 dsrun_pid = child_running(p.pid, dsrun)
+                if dsrun_pid and time.time() - t0 > args.job_timeout:
+                    # A hung dsrun ends the bench's job, not the bench (its agents then stop its ranks).
+                    os.kill(dsrun_pid, signal.SIGKILL)
+                    peaks["hung"] = f"dsrun killed after {args.job_timeout} s"
                 if dsrun_pid:
                     peaks["dsrun_sockets"] = max(peaks["dsrun_sockets"], sockets(dsrun_pid))
                     peaks["dsrun_rss_kb"] = max(peaks["dsrun_rss_kb"], memory_kb(dsrun_pid)[0])
@@ -244,6 +273,7 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
                     peaks["agent_sockets_max"] = max(socks)
                     peaks["agent_sockets_median"] = statistics.median(socks)
                     peaks["agent_rss_kb"], peaks["agent_pss_kb"] = rss, pss
+                edge_snapshot(cluster.port, ss_edges)
                 time.sleep(0.2)
         # wait4's usage of /usr/bin/time includes dsrun's (its reaped child) in µs; time's own -f figures
         # come in 10 ms steps, too coarse for 16 nodes.
@@ -307,6 +337,16 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
         res["welcomed_ms"] = [round(ready[0] * 1e3), round(statistics.median(ready) * 1e3), round(ready[-1] * 1e3)]
     if sample:
         res.update(peaks)
+        # dsrun's edges are those into the agents it dialled (its "ready" lines); the rest are parent -> child.
+        dialled = set(re.findall(r"agent_job\.cc:\d+\] agent (\S+?):\d+ \(.*\) ready$", err_text, re.M))
+        root = [e for (a, _), e in ss_edges.items() if a in dialled]
+        inner = [e for (a, _), e in ss_edges.items() if a not in dialled]
+        res["edges_seen"], res["dsrun_edges_seen"] = len(ss_edges), len(root)
+        for name, es in (("dsrun", root), ("inner", inner)):
+            if es:
+                res[f"{name}_edge_bytes_down"] = statistics.median(e[0] for e in es)
+                res[f"{name}_edge_bytes_up"] = statistics.median(e[1] for e in es)
+                res[f"{name}_edge_bytes_down_max"] = max(e[0] for e in es)
     return res
 
 
@@ -346,7 +386,7 @@ def main():
     ap.add_argument("--heartbeat_ms", type=int, default=2000,
                     help="dsrun --agent_heartbeat_ms (budget x5): on 2 shared cores the default 500 ms (2.5 s budget) "
                          "is missed at 256 nodes when other work starves dsrun's loop")
-    ap.add_argument("--trace_max", type=int, default=64,
+    ap.add_argument("--trace_max", type=int, default=0,
                     help="largest size whose resource run traces dsrun for bytes per edge (strace slows dsrun)")
     ap.add_argument("--tree_widths", default="",
                     help="also launch through agent trees of these widths (dsrun --tree_width, e.g. 4,16), "
@@ -391,14 +431,20 @@ def main():
                     entry["old_probe"] = run_job(args, cluster, hostfile, f"{job_prefix}{count}-old", args.old_dsrun,
                                                  True, ["/bin/date", "+%s.%N"])
                     print(f"[{count}] old probe: {json.dumps(entry['old_probe'])}", file=sys.stderr)
-                sleep_s = max(3.0, 3 * (median(x.get("all_exited_s") for x in runs["probe"]) or 1.0))
-                entry["resources"] = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res", args.dsrun, True,
-                                             ["/bin/sleep", f"{sleep_s:.1f}"], sample=True)
-                entry["resources"].pop("agent_rss_kb_list", None)
-                rss, pss = entry["resources"].pop("agent_rss_kb"), entry["resources"].pop("agent_pss_kb")
-                entry["resources"]["agent_rss_kb_median"] = statistics.median(rss) if rss else None
-                entry["resources"]["agent_pss_kb_median"] = statistics.median(pss) if pss else None
-                print(f"[{count}] resources: {json.dumps(entry['resources'])}", file=sys.stderr)
+                # Ranks that sleep for longer than a launch takes, so every connection is sampled while open;
+                # the edges' bytes include the heartbeats of that time (about 3 frames a second each way).
+                sleep_s = min(20.0, max(3.0, 3 * (median(x.get("all_exited_s") for x in runs["no_probe"]) or 1.0)))
+                entry["sleep_s"] = sleep_s
+                entry["resources"] = {}
+                for variant in ["no_probe"] + [v for v in runs if v.startswith("tree")]:
+                    width = int(variant[4:]) if variant.startswith("tree") else 0
+                    res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res-{variant}", args.dsrun, False,
+                                  ["/bin/sleep", f"{sleep_s:.1f}"], sample=True, tree_width=width)
+                    rss, pss = res.pop("agent_rss_kb"), res.pop("agent_pss_kb")
+                    res["agent_rss_kb_median"] = statistics.median(rss) if rss else None
+                    res["agent_pss_kb_median"] = statistics.median(pss) if pss else None
+                    entry["resources"][variant] = res
+                    print(f"[{count}] resources {variant}: {json.dumps(res)}", file=sys.stderr)
                 entry["load_after"] = open("/proc/loadavg").read().split()[:3]
                 results["sizes"][count] = entry
             finally:
@@ -460,17 +506,21 @@ def report(results, args):
             print(f"| {count} | {variant[4:]} | {ok[0].get('probe_pairs') if ok else '-'} | "
                   f"{fmt(median(r.get('probe_ms') for r in ok))} | {fmt(median(r.get('all_running_s') for r in ok), 1e3)}"
                   f" / {fmt(median(r.get('all_running_s') for r in off), 1e3)} |")
-    print("\n| nodes | dsrun sockets | dsrun RSS MiB | agent sockets (median/max) | agent RSS MiB | agent PSS MiB "
-          "| bytes/edge dsrun->agent | agent->dsrun |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| nodes | shape | dsrun sockets | dsrun RSS MiB | agent sockets (median/max) | agent RSS MiB | agent PSS MiB "
+          "| dsrun edge bytes down/up | agent-agent edge bytes down/up (max down) | edges seen |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for count, e in results["sizes"].items():
-        r = e.get("resources")
-        if not r:
-            continue
-        print(f"| {count} | {r['dsrun_sockets']} | {fmt(r.get('dsrun_rss_kb'), 1 / 1024, 1)} | "
-              f"{fmt(r.get('agent_sockets_median'))}/{r['agent_sockets_max']} | "
-              f"{fmt(r.get('agent_rss_kb_median'), 1 / 1024, 1)} | {fmt(r.get('agent_pss_kb_median'), 1 / 1024, 1)} | "
-              f"{fmt(r.get('edge_bytes_to_agent'))} | {fmt(r.get('edge_bytes_from_agent'))} |")
+        for variant, r in (e.get("resources") or {}).items():
+            shape = "star" if variant == "no_probe" else f"tree width {variant[4:]}"
+            inner = (f"{fmt(r.get('inner_edge_bytes_down'))} / {fmt(r.get('inner_edge_bytes_up'))} "
+                     f"({fmt(r.get('inner_edge_bytes_down_max'))})" if r.get("inner_edge_bytes_down") else "-")
+            print(f"| {count} | {shape}{'' if r['rc'] == 0 else ' (failed)'} | {r['dsrun_sockets']} | "
+                  f"{fmt(r.get('dsrun_rss_kb'), 1 / 1024, 1)} | "
+                  f"{fmt(r.get('agent_sockets_median'))}/{r['agent_sockets_max']} | "
+                  f"{fmt(r.get('agent_rss_kb_median'), 1 / 1024, 1)} | {fmt(r.get('agent_pss_kb_median'), 1 / 1024, 1)} | "
+                  f"{fmt(r.get('dsrun_edge_bytes_down'))} / {fmt(r.get('dsrun_edge_bytes_up'))} | {inner} | "
+                  f"{r.get('edges_seen')} |")
+    print(f"\n(resource jobs: ranks of /bin/sleep {', '.join(str(e.get('sleep_s')) for e in results['sizes'].values())} s)")
     print(f"\nload (1/5/15 min) before: {' '.join(results['load_before'])}; per size: " + "; ".join(
         f"{c}: {' '.join(e.get('load', []))} -> {' '.join(e.get('load_after', []))}" for c, e in results["sizes"].items()))
     print("left behind: " + ("nothing" if all(not e.get("left_behind") for e in results["sizes"].values())

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """A discrete-event simulation of dsrun's agent launch: the star it has today and a k-ary tree of agents
-that is NOT built yet (issue 21 items 1-4). Costs come from bench/launch_sim_costs.json, measured on this
+as dsrun builds it (--tree_width; issue 21). Costs come from bench/launch_sim_costs.json, measured on this
 machine by bench/launch_sim_calibrate.py; the model is validated against bench/agent_scale.py's real runs.
 
 Model (docs/benchmarks.md "Launch at scale" says what each number is and where it came from):
   * Every process (dsrun, each agent) is one event loop: a queue of work items, each taking a measured
-    amount of CPU; the tree's agents put forwarding before their own spawns (two queues).
+    amount of CPU (two queues: urgent items first).
+  * The tree is dsrun's (plan_tree = agent_tree_plan.cc). dsrun builds every host's request and the signed
+    tree launch before it dials the roots; an agent reads the launch (signature, Merkle digests per node of
+    its subtree, expansion: bench_tree_launch's figures, launch_sim_tree_costs.py), starts its children's
+    connections, forks its own ranks in one go and only then does the children's TLS handshakes, as
+    Session::startTree does (--forward_first: the other order, a what-if); interior agents relay 3 events per
+    rank of their subtree up, and dsrun pays its whole per-rank cost as the events arrive.
   * A TLS 1.3 mutual handshake is 2 round trips split across both loops (client: ClientHello 30 %,
     verify + CertificateVerify 70 %; server: key share + sign 60 %, verify the client 40 %), then Hello /
     Welcome; dsrun sends the LaunchRequests once every agent is welcomed, as it does today.
@@ -41,6 +47,11 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# What an interior agent relays per rank of its subtree: RankStarted, one output chunk (agent_scale.py's ranks
+# print one line) and RankExited.
+RELAYED_EVENTS_PER_RANK = 3
 
 
 class Sim:
@@ -132,11 +143,34 @@ class Loop:
                 return
 
 
+def plan_tree(count, width):
+    """The agent tree dsrun builds (launcher/backends/agent/agent_tree_plan.cc, Slurm's split): the hosts are
+    cut into at most `width` contiguous spans of near-equal size, each headed by its first host, and each
+    span's rest is split the same way below its head. Returns (parent per host, -1 for a root; one past
+    the last host of each subtree)."""
+    parent, end = [-1] * count, [0] * count
+    stack = [(0, count, -1)]
+    while stack:
+        begin, stop, up = stack.pop()
+        n = stop - begin
+        if n <= 0:
+            continue
+        spans = min(n, width)
+        at = begin
+        for k in range(spans):
+            size = n // spans + (1 if k < n % spans else 0)
+            parent[at], end[at] = up, at + size
+            stack.append((at + 1, at + size, at))
+            at += size
+    return parent, end
+
+
 class Launch:
     """One simulated launch of `count` nodes x `ranks` ranks; width 0 is the star."""
 
     def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
-                 straggler_factor=10.0):
+                 straggler_factor=10.0, forward_first=False):
+        self.forward_first = forward_first  # what-if: an agent's children's handshakes before its own spawns
         self.c, self.count, self.ranks, self.width, self.warm = c, count, ranks, width, warm
         self.sim = Sim(rng, jitter, cores)
         self.latency = c["loopback_one_way_us"]
@@ -151,20 +185,21 @@ class Launch:
         self.victim = 0 if (kill_ms is not None and width) else None
         self.c_msg = c["dsrun_per_rank_us"] / 3  # a small message: dsrun's per-rank cost is ~3 of them
         self.pending_acks = {}
+        self.t = c.get("tree", {})
+        if width:
+            self.parent, self.end = plan_tree(count, width)
+            self.kids = {None: []}
+            for i, p in enumerate(self.parent):
+                self.kids.setdefault(None if p < 0 else p, []).append(i)
 
-    # --- topology (nodes in breadth-first order; dsrun is the root) ---------------------------------------
+    # --- topology (the real plan's: contiguous spans in pre-order; dsrun dials the roots) --------------------
     def children(self, i):
         if self.width == 0:
             return list(range(self.count)) if i is None else []
-        first = 0 if i is None else self.width * (i + 1)
-        return list(range(first, min(first + self.width, self.count)))
+        return self.kids.get(i, [])
 
     def subtree_size(self, i):
-        size, level = 0, [i]
-        while level:
-            size += len(level)
-            level = [c for n in level for c in self.children(n)]
-        return size
+        return self.count + 1 if i is None else (self.end[i] - i if self.width else 1)
 
     def loop(self, i):
         return self.dsrun if i is None else self.agents[i]
@@ -207,11 +242,14 @@ class Launch:
             if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
                 self.killed_at = self.sim.now + self.kill
                 self.sim.at(self.killed_at, self.kill_victim)
-        self.dsrun.post(c["dsrun_startup_us"], started)
+        # dsrun builds the signed tree launch (every host's request, sign, slice: measured per node by bench_tree_launch)
+        build = self.t["tree_build_us_per_node"] * self.count if self.width else 0
+        self.dsrun.post(c["dsrun_startup_us"] + build, started)
 
     def request_bytes(self, child):
-        common = 5000 + 330 * self.ranks  # the measured ~7.6 KB edge for 8 ranks, less the handshake
-        return common + (64 * (self.subtree_size(child) - 1) if self.width else 0)
+        if self.width:  # measured by bench/bench_tree_launch (launch_sim_tree_costs.py)
+            return self.t["tree_bytes_common"] + self.t["tree_bytes_per_node"] * self.subtree_size(child)
+        return 5000 + 330 * self.ranks  # the measured ~7.6 KB edge for 8 ranks, less the handshake
 
     def forward(self, parent, child):
         c = self.c
@@ -232,12 +270,21 @@ class Launch:
             kids = self.children(i)
             self.pending_acks = getattr(self, "pending_acks", {})
             self.pending_acks[i] = len(kids) + 1
+            if self.width and not self.forward_first:
+                # As the agent does (Session::startTree): the children's TCP connects start, then its own ranks
+                # are forked in one go on the loop, and only then do the children's TLS handshakes get the loop.
+                self.spawn(i, at_once=True)
             for k in kids:
                 self.connect(i, k, lambda k=k: self.forward(i, k))
-            self.spawn(i)
-        a.post((c["agent_per_node_us"] - c["tls_server_us"]) * 0.5 + self.request_bytes(i) * 0.001, handle, True)
+            if not self.width or self.forward_first:
+                self.spawn(i)
+        read = (c["agent_per_node_us"] - c["tls_server_us"]) * 0.5 + self.request_bytes(i) * 0.001
+        if self.width:  # the signature, the Merkle digests of the subtree, the own ranks and the children's launches
+            read += (self.t["tree_verify_us"] + self.t["tree_parse_us_per_node"] * self.subtree_size(i)
+                     + self.t["tree_expand_us"])
+        a.post(read, handle, True)
 
-    def spawn(self, i):
+    def spawn(self, i, at_once=False):
         c, a = self.c, self.agents[i]
         per_rank = c["agent_per_rank_us"] + (c["dsrun_per_rank_us"] / 3 if self.width else 0)
         def one(r):
@@ -253,10 +300,14 @@ class Launch:
                         if len(self.rank_running[i]) == self.ranks:
                             self.ranks_running(i)
                     self.sim.run_cpu(exec_us, running)
-                if r + 1 < self.ranks:
+                if r + 1 < self.ranks and not at_once:
                     one(r + 1)
-            a.post(per_rank, spawned)
-        one(0)
+            a.post(per_rank, spawned, at_once)
+        if at_once:
+            for r in range(self.ranks):
+                one(r)
+        else:
+            one(0)
 
     def ranks_running(self, i):
         """Every rank of node i runs: the star's RankStarted events (one batch, costed per rank) or the
@@ -279,8 +330,13 @@ class Launch:
         if self.pending_acks[i] > 0:
             return
         parent = self.parent_of(i)
+        below = (self.subtree_size(i) - 1) * self.ranks
+        if below:  # the subtree's RankStarted, output and RankExited events relayed up, a small message's cost each
+            self.loop(i).post(RELAYED_EVENTS_PER_RANK * below * self.c_msg, lambda: None)
         def at_parent():
             if parent is None:
+                # dsrun handles the subtree's events: its whole per-rank cost (dsrun_per_rank_us, ~3 small messages)
+                self.dsrun.post(3 * self.subtree_size(i) * self.ranks * self.c_msg, lambda: None)
                 self.acked += 1
                 if self.acked == len(self.children(None)):
                     self.dsrun_knows = self.sim.now
@@ -293,7 +349,7 @@ class Launch:
         p = getattr(self, "reparent", {}).get(i)
         if p is not None:
             return p[0]
-        return None if i < self.width else i // self.width - 1
+        return None if self.parent[i] < 0 else self.parent[i]
 
     def kill_victim(self):
         v = self.victim
@@ -338,33 +394,43 @@ def pct(xs, q):
 
 
 def validate(args, c):
+    """Replays every successful --no_mesh_probe star run and every tree run of an agent_scale.py --json file."""
     with open(args.real) as f:
         real = json.load(f)
-    print("| nodes x 8 (star, cold, this machine) | real all running ms | simulated ms | error | cores given "
+    print("| nodes x 8 (cold, this machine) | shape | real all running ms | simulated ms | error | cores given "
           "| real dsrun CPU us/node | simulated | error | real agent CPU us/node | simulated | error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    errors = []
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    errors = {}
     for count, e in sorted(real["sizes"].items(), key=lambda kv: int(kv[0])):
-        for run in e.get("runs", {}).get("no_probe", []):
-            if run.get("rc") != 0 or "all_running_s" not in run:
+        for variant, runs in e.get("runs", {}).items():
+            if variant != "no_probe" and not variant.startswith("tree"):
                 continue
-            # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
-            used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
-            cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
-            sim = Launch(c, int(count), 8, 0, False, random.Random(int(count)), cores=cores, jitter=False).result()
-            r_ms = run["all_running_s"] * 1000
-            d_real = run["dsrun_cpu_us"] / int(count)
-            d_sim = sim["dsrun_cpu_us"] / int(count)
-            errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
-                    (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
-            errors.append(errs)
-            print(f"| {count} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | {d_real:,.0f} | "
-                  f"{d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
-                  f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
-    if errors:
+            width = int(variant[4:]) if variant.startswith("tree") else 0
+            for run in runs:
+                if run.get("rc") != 0 or "all_running_s" not in run:
+                    continue
+                # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
+                used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
+                cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
+                sim = Launch(c, int(count), 8, width, False, random.Random(int(count)), cores=cores,
+                             jitter=False).result()
+                r_ms = run["all_running_s"] * 1000
+                d_real = run["dsrun_cpu_us"] / int(count)
+                d_sim = sim["dsrun_cpu_us"] / int(count)
+                errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
+                        (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
+                errors.setdefault("star" if width == 0 else "tree", []).append(errs)
+                shape = "star" if width == 0 else f"tree {width}"
+                print(f"| {count} | {shape} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | "
+                      f"{d_real:,.0f} | {d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
+                      f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
+    for shape, errs in errors.items():
+        print(f"\n{shape}:", end="")
         for k, name in enumerate(("all running", "dsrun CPU/node", "agent CPU/node")):
-            xs = [abs(e[k]) for e in errors]
-            print(f"\n{name}: mean |error| {statistics.mean(xs):.0%}, max {max(xs):.0%} over {len(xs)} runs", end="")
+            xs = [abs(e[k]) for e in errs]
+            outside = sum(x > 0.2 for x in xs)
+            print(f" {name}: mean |error| {statistics.mean(xs):.0%}, max {max(xs):.0%}, {outside} of {len(xs)} "
+                  f"outside 20 %;", end="")
         print()
 
 
@@ -372,7 +438,7 @@ def project(args, c):
     rng = random.Random(args.seed)
     widths = [int(w) for w in args.widths.split(",")]
     out = {"targets": {}, "curve": {}}
-    print(f"{args.nodes:,}-node x 8-rank projection (simulated; the tree is not built): {args.runs} runs per cell "
+    print(f"{args.nodes:,}-node x 8-rank projection (simulated): {args.runs} runs per cell "
           f"({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for the star); 1 % stragglers "
           f"({args.straggler_factor:g}x slower agent and ranks); jitter sigma 0.2; one-way latency "
           f"{c['loopback_one_way_us']:.0f} us; t = 0 at dsrun's start (its start-up: {c['dsrun_startup_us'] / 1000:.0f} ms)")
@@ -380,7 +446,8 @@ def project(args, c):
           "agent killed 10 ms in: cold p99 after the kill | warm | dsrun CPU ms (cold) | sockets per process |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
-        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, **kw).result() for _ in range(runs)]
+        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, forward_first=args.forward_first,
+               **kw).result() for _ in range(runs)]
     for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
         row = {}
         runs = args.star_runs if width == 0 else args.runs
@@ -404,12 +471,12 @@ def project(args, c):
     sizes = [int(s) for s in args.curve_sizes.split(",")]
     widths = [int(w) for w in args.curve_widths.split(",")]
     print(f"\n| nodes x 8 ranks, {args.curve_stragglers:.0%} stragglers: all running, cold / warm, median of "
-          f"{args.curve_runs} ms | star | " +
+          f"{args.curve_runs} ms | {'star | ' if args.star_runs else ''}" +
           " | ".join(f"width {w}" for w in widths) + " |")
-    print("|---|---|" + "---|" * len(widths))
+    print("|---|---|" + "---|" * len(widths) if args.star_runs else "|---|" + "---|" * len(widths))
     for n in sizes:
         cells = []
-        for width in [0] + widths:
+        for width in ([0] if args.star_runs else []) + widths:
             cold = statistics.median(r["all_running_ms"] for r in sim(n, width, False, args.curve_runs,
                                                                       stragglers=args.curve_stragglers))
             warm = statistics.median(r["all_running_ms"] for r in sim(n, width, True, args.curve_runs,
@@ -433,7 +500,7 @@ def plot(out, sizes, widths, path):
         print("launch_sim.py: matplotlib not installed; no plot (pip install matplotlib in a venv)", file=sys.stderr)
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for width in [0] + widths:
+    for width in [w for w in [0] + widths if str(w) in out["curve"]]:
         curve = out["curve"][str(width)]
         label = "star (today)" if width == 0 else f"tree width {width}"
         ax.plot(sizes, [curve[n][0] for n in sizes], marker="o", label=label + " cold")
@@ -442,7 +509,7 @@ def plot(out, sizes, widths, path):
     ax.set_yscale("log")
     ax.set_xlabel("nodes (8 ranks each)")
     ax.set_ylabel("all ranks running, ms (simulated, median)")
-    ax.set_title("dsrun launch: star (built) vs k-ary tree (simulated, not built)")
+    ax.set_title("dsrun launch: star vs k-ary tree of agents (simulated)")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -465,6 +532,9 @@ def main():
     ap.add_argument("--curve_stragglers", type=float, default=0.01, help="fraction of stragglers in the curve")
     ap.add_argument("--curve_only", action="store_true", help="skip the 10,000-node table")
     ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument("--forward_first", action="store_true",
+                    help="what-if: agents do their children's handshakes before their own spawns (dsrun-agent "
+                         "today forks its ranks first, Session::startTree)")
     ap.add_argument("--json", default="")
     ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
     args = ap.parse_args()

@@ -52,11 +52,7 @@ AgentClient::AgentClient(asio::io_context& io, asio::ssl::context& ssl, std::str
       readBuffer_(64 * 1024, '\0') {}
 
 void AgentClient::connect(std::chrono::milliseconds timeout) {
-  deadline_.expires_after(timeout);
-  deadline_.async_wait([self = shared_from_this(), timeout](const boost::system::error_code& ec) {
-    if (ec || self->ready_) return;
-    self->fail(strCat("no answer within ", timeout.count(), " ms (", self->stage_, ")"));
-  });
+  armDeadline(timeout, timeout);
   stage_ = "resolving";
   resolver_.async_resolve(dialAddress_.empty() ? host_ : dialAddress_, std::to_string(port_), [self = shared_from_this()](
                                                             const boost::system::error_code& ec,
@@ -76,6 +72,20 @@ void AgentClient::connect(std::chrono::milliseconds timeout) {
                           }
                           self->onConnected();
                         });
+  });
+}
+
+void AgentClient::armDeadline(std::chrono::milliseconds wait, std::chrono::milliseconds timeout) {
+  deadline_.expires_after(wait);
+  deadline_.async_wait([self = shared_from_this(), timeout](const boost::system::error_code& ec) {
+    if (ec || self->ready_ || self->closed_) return;
+    // The agent's answer waiting unread in our socket: this loop was behind (a parent agent forking its ranks
+    // on a starved machine), not the agent silent. Read it before judging again.
+    if (self->handshakeDone_ && self->bytesWaiting() > 0) {
+      self->armDeadline(std::chrono::milliseconds(100), timeout);
+      return;
+    }
+    self->fail(strCat("no answer within ", timeout.count(), " ms (", self->stage_, ")"));
   });
 }
 

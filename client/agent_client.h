@@ -111,6 +111,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   AgentClient(boost::asio::io_context& io, boost::asio::ssl::context& ssl, std::string host, int port,
               std::string clientName, Callbacks callbacks);
   void fail(const std::string& what);
+  /// Fails the connection after `wait` unless welcomed by then (or unless the agent's answer waits unread:
+  /// then looks again shortly); `timeout` is the whole deadline, for the message.
+  void armDeadline(std::chrono::milliseconds wait, std::chrono::milliseconds timeout);
   void onConnected();
   void readMore();
   void onFrame(const wire::Envelope& envelope);

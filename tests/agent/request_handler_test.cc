@@ -208,6 +208,16 @@ TEST_CASE("the agent's beat interval: the client's wish within [50 ms, half the 
   CHECK(welcome[1].envelope.welcome().agent_heartbeat_ms() == 100);  // within half of the test agent's 250 ms period
 }
 
+TEST_CASE("an agent judges its launcher by the launcher's own budget, a longer one bounded", "[agent]") {
+  using dsrun::agent::kLongestLauncherSilenceMs;
+  using dsrun::agent::launcherSilenceBudgetMs;
+  CHECK(launcherSilenceBudgetMs(0, 10000) == 10000);      // none sent: the agent's own
+  CHECK(launcherSilenceBudgetMs(2500, 10000) == 2500);    // shorter: a cut-off host stops when dsrun gives it up
+  CHECK(launcherSilenceBudgetMs(15000, 10000) == 15000);  // longer (dsrun's floor at 1,000 x 8): taken
+  CHECK(launcherSilenceBudgetMs(kLongestLauncherSilenceMs + 1, 10000) == kLongestLauncherSilenceMs);
+  CHECK(launcherSilenceBudgetMs(400000, 300000) == 300000);  // an agent's own longer timeout still stands
+}
+
 TEST_CASE("output credit before hello is refused", "[agent]") {
   Envelope credit;
   credit.mutable_output_credit()->set_bytes(1);

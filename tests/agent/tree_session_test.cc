@@ -1,6 +1,8 @@
 // A Session serving tree launches, against a FakeConnection and a JobTable on a FakeSpawner: what a launcher
 // or a parent agent may hand this node, and what it starts. The launches are signed as dsrun signs them.
+#include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <memory>
 #include <string>
 #include <vector>
@@ -172,6 +174,27 @@ TEST_CASE("a root starts the ranks of a tree launch its launcher signed, as the 
   CHECK(batch.event_batch().events(0).rank_started().rank() == 0);
   CHECK(batch.event_batch().events(1).rank_started().rank() == 1);
   CHECK_FALSE(wire->closed);
+}
+
+TEST_CASE("a node forks its own ranks once its children have their launches or after a bounded wait, and a "
+          "signal asked for meanwhile reaches them once",
+          "[agent][tree]") {
+  TreeAgent agent("tree-0");
+  // The child's address takes the TCP connection and never answers the TLS handshake: the parent's own ranks
+  // start after its bounded wait (Session::startTree), not after the child's 10 s connect timeout.
+  boost::asio::ip::tcp::acceptor silent(agent.io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = silent.local_endpoint().port();
+  const std::vector<testing::TreeTestNode> nodes{{"tree-0", "127.0.0.1", 29600, -1, 2},
+                                                 {"leaf-1", "127.0.0.1", port, 0, 1}};
+  auto wire = agent.connect();
+  wire->send(wrap(testing::signedRootLaunch(agent.signer, "job-w", nodes, kScript)));
+  Envelope interrupt;
+  interrupt.mutable_signal()->set_job_id("job-w");
+  interrupt.mutable_signal()->set_signal(SIGINT);
+  wire->send(interrupt);
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 2; }, "the node's own two ranks");
+  for (const auto& e : wire->frames()) CHECK_FALSE(e.has_error());  // the signal was taken for the waiting job
+  for (const auto& rank : agent.spawner.spawned) CHECK(agent.spawner.signalsTo(rank.pid) == std::vector<int>{SIGINT});
 }
 
 TEST_CASE("a child accepts its launch from the parent agent the signed launch names", "[agent][tree]") {

@@ -71,7 +71,12 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
               }),
       driverOutput_(std::make_unique<WriterOutput>(writer_)),
       signals_(io_),
-      timer_(io_) {
+      timer_(io_),
+      // As often as the driver will beat (launchAll); from the first welcome on, so that an agent welcomed
+      // early does not give us up while we connect to the others.
+      prelaunchBeats_(io_, std::chrono::milliseconds(std::clamp<uint32_t>(settings_.agentBeatMs, 10, 500)), [this] {
+        for (auto& node : nodes_) node->channel->heartbeat();  // only the welcomed and live ones beat
+      }) {
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
     auto node = std::make_unique<Node>();
     node->host = plan_.hosts[i].host;
@@ -128,6 +133,7 @@ int AgentJob::run() {
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signals_.add(s);
   armSignals();
   prepareLaunches();
+  prelaunchBeats_.start();
   connectAll();
   if (firstSignal() != 0) return nothingStarted("while connecting to the agents");
   std::vector<std::string> failures;
@@ -417,6 +423,7 @@ void AgentJob::launchAll() {
   }
   job_->setHeartbeat(std::chrono::milliseconds(std::max<uint32_t>(tick, 10)));
   launched_ = true;
+  prelaunchBeats_.stop();  // the driver beats from here on
   job_->start(now());
   armTimer();
 }

@@ -28,6 +28,7 @@
 #include "client/agent_client.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/connect_pacer.h"
+#include "launcher/backends/agent/prelaunch_beats.h"
 #include "launcher/launch_settings.h"
 #include "launcher/elastic_training/elastic_rounds.h"
 #include "common/stop_times.h"
@@ -182,6 +183,7 @@ class AgentJob {
   std::map<int, RankOutput> output_;               ///< by global rank
   std::unique_ptr<RemoteJob> job_;                 ///< decides
   ConnectPacer pacer_;                             ///< how many connections connectAll has under way
+  PrelaunchBeats prelaunchBeats_;                  ///< our beats to the welcomed agents until the driver's start
   Outcome outcome_;                                ///< see outcome()
 };
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Measures what a tree launch costs beyond the star's (bench/bench_tree_launch: CPU of building, signing,
+reading and slicing the signed launch) and merges it into bench/launch_sim_costs.json as "tree", for
+bench/launch_sim.py's tree model:
+  * tree_verify_us: an agent's signature check (one ECDSA P-256 verify per launch), median over every level;
+  * tree_parse_us_per_node: reading the launch and its Merkle digests, per node of the receiver's subtree
+    (fit through the origin over every level with a subtree of 4 nodes or more);
+  * tree_expand_us: expanding the own ranks and slicing the children's launches, median;
+  * tree_bytes_common / tree_bytes_per_node: the received launch's bytes, least squares over subtree size;
+  * tree_build_us_per_node: dsrun's build + sign + slice, per node.
+Runs bench_tree_launch for 64, 256 and 1,000 nodes at widths 4, 8 and 16 (8 ranks a node).
+  bench/launch_sim_tree_costs.py [--build build] [--costs bench/launch_sim_costs.json] [--reps 3]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LEVEL = re.compile(r"level \d+ agent: receives (\d+) bytes \((\d+) nodes.*parse\+digests ([\d.]+) ms, signature "
+                   r"([\d.]+) ms, expand .* ([\d.]+) ms")
+DSRUN = re.compile(r"dsrun: build ([\d.]+) ms, sign ([\d.]+) ms, slice ([\d.]+) ms")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--costs", default=os.path.join(HERE, "launch_sim_costs.json"))
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    binary = os.path.join(args.build, "bench", "bench_tree_launch")
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"launch_sim_tree_costs.py: {binary} not built (cmake --build {args.build} --target "
+                         "bench_tree_launch)")
+    levels, build = [], []
+    for _ in range(args.reps):
+        for nodes in (64, 256, 1000):
+            for width in (4, 8, 16):
+                out = subprocess.run([binary, str(nodes), str(width), "8"], capture_output=True, text=True,
+                                     check=True).stdout
+                levels += [tuple(float(x) for x in m.groups()) for m in LEVEL.finditer(out)]
+                d = DSRUN.search(out)
+                build.append(sum(float(x) for x in d.groups()) * 1000 / nodes)
+    big = [lv for lv in levels if lv[1] >= 4]
+    sizes = [lv[1] for lv in levels]
+    nbytes = [lv[0] for lv in levels]
+    mx, my = statistics.mean(sizes), statistics.mean(nbytes)
+    slope = sum((x - mx) * (y - my) for x, y in zip(sizes, nbytes)) / sum((x - mx) ** 2 for x in sizes)
+    tree = {
+        "tree_verify_us": statistics.median(lv[3] for lv in levels) * 1000,
+        "tree_parse_us_per_node": sum(lv[2] * 1000 for lv in big) / sum(lv[1] for lv in big),
+        "tree_expand_us": statistics.median(lv[4] for lv in levels) * 1000,
+        "tree_bytes_per_node": slope,
+        "tree_bytes_common": my - slope * mx,
+        "tree_build_us_per_node": statistics.median(build),
+        "levels_measured": len(levels),
+        "load": open("/proc/loadavg").read().split()[:3],
+    }
+    with open(args.costs) as f:
+        costs = json.load(f)
+    costs["tree"] = tree
+    with open(args.costs, "w") as f:
+        json.dump(costs, f, indent=1)
+        f.write("\n")
+    print(json.dumps(tree, indent=1))
+
+
+if __name__ == "__main__":
+    main()
