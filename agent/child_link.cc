@@ -77,6 +77,11 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (done_) return;
   if (monitor_) monitor_->beat();
   if (envelope.has_heartbeat()) return;
+  if (envelope.has_store_request()) {
+    // The child's ranks' rendezvous: answered by this agent's store, never relayed up as an event.
+    if (callbacks_.onStore) callbacks_.onStore(envelope.store_request());
+    return;
+  }
   if (envelope.has_error() && envelope.error().job_id().empty()) {
     // Connection-level: the child's agent closes after it ("agent shutting down", a protocol error).
     lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
@@ -128,6 +133,10 @@ void ChildLink::signal(int signal) {
 void ChildLink::credit(uint64_t bytes) {
   if (done_ || bytes == 0) return;
   client_->sendCredit(bytes);
+}
+
+void ChildLink::send(const wire::Envelope& envelope) {
+  if (!done_) client_->send(envelope);
 }
 
 void ChildLink::close() {

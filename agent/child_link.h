@@ -35,6 +35,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   struct Callbacks {
     std::function<void(const wire::Envelope&)> onEvent;   ///< an event (or EventBatch) of the subtree
     std::function<void(const std::string& cause)> onLost;  ///< at most once; never after close()
+    std::function<void(const wire::StoreRequest&)> onStore;  ///< the child's store traffic (docs/rendezvous.md)
   };
 
   /// `dial` is a TreeClient context that outlives the link; `clientName` goes into the child's log.
@@ -48,6 +49,8 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   void signal(int signal);
   /// Returns `bytes` of the child's output window (the parent passed that much of its output on).
   void credit(uint64_t bytes);
+  /// Sends one message to the child (a StoreReply; dropped once closed or lost).
+  void send(const wire::Envelope& envelope);
   /// Closes without reporting a loss (the child stops the job's ranks on the disconnect).
   void close();
 

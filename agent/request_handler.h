@@ -29,6 +29,7 @@ struct Action {
     CheckPort,     ///< answer with a PortCheckReply for `port` (agent/port_preflight.h)
     ProbeMesh,     ///< run `probe` and answer with its MeshProbeReply (agent/mesh_probe.h)
     TreeLaunch,    ///< admit `envelope.tree_launch()` (agent/tree_gate.h), start its ranks, forward it
+    Store,         ///< a StoreRequest from an agent below or a StoreReply from above: `envelope` to the StoreService
   };
   Kind kind;
   wire::Envelope envelope;     ///< Send

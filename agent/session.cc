@@ -9,6 +9,8 @@
 #include "agent/job_table.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
+#include "agent/store_env.h"
+#include "agent/store_service.h"
 #include "agent/tree_gate.h"
 #include "common/error.h"
 #include "common/logging.h"
@@ -141,7 +143,10 @@ void Session::dispatch(const wire::Envelope& envelope) {
         if (!congested()) runDrainedCallbacks();
         break;
       case Action::Kind::Launch:
-        table_.launch(id_, toJobSpec(action.launch));
+        launchJob(action.launch, false);
+        break;
+      case Action::Kind::Store:
+        routeStore(action.envelope);
         break;
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
@@ -220,11 +225,49 @@ void Session::startTree(const wire::TreeLaunch& launch) {
     TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
     relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
                                          *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
-                                         std::move(up));
+                                         std::move(up), tree_.stores);
   }
   // The children first: their connections and handshakes proceed while this node forks its own ranks.
   relay_->forward(job, std::move(admitted.children), childTiming());
-  table_.launch(id_, toJobSpec(admitted.own));
+  launchJob(admitted.own, fromNode);
+}
+
+void Session::launchJob(const wire::LaunchRequest& launch, bool parentIsAgent) {
+  JobSpec spec = toJobSpec(launch);
+  if (launch.has_rendezvous()) {
+    try {
+      if (tree_.stores == nullptr) throw Error("this agent serves no store rendezvous");
+      StoreHub::Send up;
+      if (parentIsAgent) {
+        up = [weak = weak_from_this()](const wire::Envelope& e) {
+          if (auto self = weak.lock()) self->send(e);
+        };
+      }
+      const uint16_t port = tree_.stores->open(launch.job_id(), launch.rendezvous(), std::move(up));
+      storeJobs_.push_back(launch.job_id());
+      pointRanksAtStore(spec, port);
+    } catch (const Error& e) {
+      DSRUN_LOG(WARN) << peer_ << ": job " << launch.job_id() << ": " << e.what();
+      // As a spawn failure: none of the job's ranks here will start (through the tree, batched with the subtree's).
+      std::vector<int> unstarted;
+      for (const auto& rank : launch.ranks()) unstarted.push_back(rank.rank());
+      deliver(event::LaunchFailed{launch.job_id(), strCat("--rendezvous agent: ", e.what()), std::move(unstarted)});
+      return;
+    }
+  }
+  table_.launch(id_, spec);
+}
+
+void Session::routeStore(const wire::Envelope& envelope) {
+  if (tree_.stores == nullptr) return;
+  if (envelope.has_store_reply()) {
+    tree_.stores->fromAbove(envelope.store_reply());
+    return;
+  }
+  if (storeLink_ == 0) storeLink_ = tree_.stores->newLinkId();
+  tree_.stores->fromBelow(storeLink_, envelope.store_request(), [weak = weak_from_this()](const wire::Envelope& e) {
+    if (auto self = weak.lock()) self->send(e);
+  });
 }
 
 ChildLink::Timing Session::childTiming() const {
@@ -376,6 +419,11 @@ void Session::stop(const std::string& reason) {
   table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
   // The parent is gone or silent: the children hear it as their parent's disconnect and stop their ranks too.
   if (relay_) relay_->closeAll();
+  if (tree_.stores != nullptr) {
+    if (storeLink_ != 0) tree_.stores->forgetLink(storeLink_);
+    for (const auto& job : storeJobs_) tree_.stores->close(job);
+    storeJobs_.clear();
+  }
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
 }

@@ -28,12 +28,14 @@ namespace dsrun::agent {
 
 class JobTable;
 class SessionManager;
+class StoreService;
 class TreeGate;
 
 /// What a session needs to serve tree launches (docs/agent.md "Tree launch"); both null: it refuses them.
 struct TreeServices {
   TreeGate* gate = nullptr;                   ///< admits launches (shared by the agent's sessions)
   boost::asio::ssl::context* dial = nullptr;  ///< this node's certificate as a client (tls::Role::TreeClient)
+  StoreService* stores = nullptr;             ///< --rendezvous agent (docs/rendezvous.md); null: refused
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -92,6 +94,12 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Admits a tree launch (refusing it with one logged line naming the peer), forwards it to the children and
   /// starts this node's ranks.
   void startTree(const wire::TreeLaunch& launch);
+  /// Starts `launch`'s ranks as a job of this session; with LaunchRequest.rendezvous, after opening its store
+  /// (requests go up this connection when `parentIsAgent`) and pointing the ranks at it.
+  void launchJob(const wire::LaunchRequest& launch, bool parentIsAgent);
+  /// A StoreRequest from the agent at the other end (the star's root hears every other agent), or a StoreReply
+  /// from the tree parent.
+  void routeStore(const wire::Envelope& envelope);
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
@@ -116,6 +124,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool peerIsNode_ = false;              ///< the peer holds a node certificate (a tree parent)
   TreeServices tree_;                    ///< null: tree launches are refused
   std::unique_ptr<TreeRelay> relay_;     ///< once a tree launch was accepted: children, batching, credit
+  uint64_t storeLink_ = 0;               ///< this connection as a link below the StoreService (0: not yet)
+  std::vector<std::string> storeJobs_;   ///< jobs whose store this session opened (closed when it ends)
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "agent/store_service.h"
 #include "common/logging.h"
 
 namespace dsrun::agent {
@@ -14,12 +15,13 @@ constexpr uint64_t kMinChildWindow = 64 * 1024;
 }  // namespace
 
 TreeRelay::TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName,
-                     Upstream upstream)
+                     Upstream upstream, StoreService* stores)
     : io_(io),
       dial_(dial),
       clientName_(std::move(clientName)),
       upstream_(std::move(upstream)),
-      alive_(std::make_shared<bool>(true)) {}
+      alive_(std::make_shared<bool>(true)),
+      stores_(stores) {}
 
 TreeRelay::~TreeRelay() {
   *alive_ = false;
@@ -36,7 +38,17 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
     const std::string host = child.host;
     ChildLink::Callbacks callbacks;
     callbacks.onEvent = [this, source](const wire::Envelope& event) { relay(source, event); };
-    callbacks.onLost = [this, source, jobId, host](const std::string& cause) {
+    const uint64_t storeLink = stores_ != nullptr ? stores_->newLinkId() : 0;
+    auto self = std::make_shared<std::weak_ptr<ChildLink>>();  // the link, once made: where store replies go
+    if (stores_ != nullptr) {
+      callbacks.onStore = [this, storeLink, self](const wire::StoreRequest& request) {
+        stores_->fromBelow(storeLink, request, [self](const wire::Envelope& e) {
+          if (auto link = self->lock()) link->send(e);
+        });
+      };
+    }
+    callbacks.onLost = [this, source, jobId, host, storeLink](const std::string& cause) {
+      if (stores_ != nullptr) stores_->forgetLink(storeLink);
       ledger_.forget(source);
       children_.erase(source);
       wire::Envelope lost;
@@ -46,6 +58,7 @@ void TreeRelay::forward(const std::string& jobId, std::vector<proto::ChildTreeLa
       up(lost);
     };
     auto link = ChildLink::create(io_, dial_, std::move(child), clientName_, timing, std::move(callbacks));
+    *self = link;
     children_[source] = Child{jobId, link};
     started.push_back(link);
   }

@@ -21,6 +21,8 @@
 
 namespace dsrun::agent {
 
+class StoreService;
+
 class TreeRelay {
  public:
   /// What the relay needs of the parent's Session.
@@ -30,7 +32,8 @@ class TreeRelay {
   };
 
   /// `dial` (a tls::Role::TreeClient context) must outlive the relay.
-  TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName, Upstream upstream);
+  TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName, Upstream upstream,
+            StoreService* stores = nullptr);
   ~TreeRelay();
 
   /// Dials each of `children` of job `jobId` at once and sends each its subtree launch. Each child's window
@@ -63,6 +66,7 @@ class TreeRelay {
   CreditLedger ledger_;              ///< whose output the parent's credit returns
   EventBatcher batcher_;             ///< events waiting for the end of this turn of the loop
   std::shared_ptr<bool> alive_;      ///< cleared on destruction: a posted flush then does nothing
+  StoreService* stores_;             ///< answers the children's store traffic (null: none served)
 };
 
 }  // namespace dsrun::agent
