@@ -1,5 +1,7 @@
 #include "agent/store_service.h"
 
+#include <algorithm>
+
 #include "agent/store_listener.h"
 #include "agent/store_uplink.h"
 #include "common/error.h"
@@ -45,7 +47,13 @@ uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvou
   job.listener = std::make_unique<StoreListener>(io_, job.hub);
   const uint16_t port = job.listener->port();
   DSRUN_LOG(INFO) << "job " << jobId << ": store for its ranks on 127.0.0.1:" << port << ", " << via;
-  jobs_.emplace(jobId, std::move(job));
+  auto& hub = *jobs_.emplace(jobId, std::move(job)).first->second.hub;
+  if (auto early = early_.find(jobId); early != early_.end()) {
+    const std::vector<Early> held = std::move(early->second);
+    early_.erase(early);
+    earlyCount_ -= held.size();
+    for (const Early& e : held) hub.fromBelow(e.link, e.request, e.down);
+  }
   return port;
 }
 
@@ -60,12 +68,18 @@ void StoreService::close(const std::string& jobId) {
 
 void StoreService::fromBelow(uint64_t link, const wire::StoreRequest& request, const StoreHub::Send& down) {
   auto it = jobs_.find(request.job_id());
+  if (it == jobs_.end() && earlyCount_ < kMaxEarlyRequests) {
+    early_[request.job_id()].push_back({link, request, down});
+    ++earlyCount_;
+    return;
+  }
   if (it == jobs_.end()) {
     if (request.id() == 0) return;
     wire::Envelope e;
     e.mutable_store_reply()->set_job_id(request.job_id());
     e.mutable_store_reply()->set_id(request.id());
-    e.mutable_store_reply()->set_error(strCat("agent ", agentHost_, " has no store for job '", request.job_id(), "'"));
+    e.mutable_store_reply()->set_error(strCat("agent ", agentHost_, " has no store for job '", request.job_id(), "' (and ",
+                                             earlyCount_, " requests for jobs not started here are held already)"));
     down(e);
     return;
   }
@@ -79,6 +93,14 @@ void StoreService::fromAbove(const wire::StoreReply& reply) {
 
 void StoreService::forgetLink(uint64_t link) {
   for (auto& [id, job] : jobs_) job.hub->forgetBelow(link);
+  // What a link that is gone asked before its job opened here will never be answered: drop it.
+  for (auto it = early_.begin(); it != early_.end();) {
+    auto& held = it->second;
+    const size_t before = held.size();
+    held.erase(std::remove_if(held.begin(), held.end(), [link](const Early& e) { return e.link == link; }), held.end());
+    earlyCount_ -= before - held.size();
+    it = held.empty() ? early_.erase(it) : std::next(it);
+  }
 }
 
 void StoreService::lostParent(const std::string& jobId, const std::string& reason) {

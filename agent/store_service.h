@@ -37,7 +37,9 @@ class StoreService {
 
   /// A link below (a child's ChildLink, or a star agent's Session at the root) gets an id unique in this agent.
   uint64_t newLinkId() { return nextLinkId_++; }
-  /// A StoreRequest from link `link`; answers go to `down`. A job without a store here is answered with an error.
+  /// A StoreRequest from link `link`; answers go to `down`. A request for a job whose store is not open yet is
+  /// held until it opens (in the star, an agent's ranks may ask before rank 0's agent has its own launch), up to
+  /// kMaxEarlyRequests per agent; beyond that it is answered with an error.
   void fromBelow(uint64_t link, const wire::StoreRequest& request, const StoreHub::Send& down);
   void fromAbove(const wire::StoreReply& reply);
   /// Link `link` is gone (every job's hub forgets it).
@@ -55,7 +57,16 @@ class StoreService {
   boost::asio::io_context& io_;
   boost::asio::ssl::context* dial_;
   std::string agentHost_;
+  struct Early {
+    uint64_t link;
+    wire::StoreRequest request;
+    StoreHub::Send down;
+  };
+  static constexpr size_t kMaxEarlyRequests = 65536;
+
   std::map<std::string, Job> jobs_;
+  std::map<std::string, std::vector<Early>> early_;  ///< requests for jobs not open yet, by job
+  size_t earlyCount_ = 0;
   uint64_t nextLinkId_ = 1;
 };
 
