@@ -49,12 +49,16 @@ void StoreSession::readMore() {
 }
 
 void StoreSession::next() {
+  // A request answered at once finishes inside handle(): this loop takes the next one, not a nested call.
+  if (inNext_) return;
+  inNext_ = true;
   while (!busy_ && !closed_ && !queue_.empty()) {
     StoreMessage m = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     handle(m);
   }
+  inNext_ = false;
 }
 
 std::string StoreSession::describe(const StoreMessage& m) const {

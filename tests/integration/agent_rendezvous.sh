@@ -86,4 +86,20 @@ for leg in "1.13 $TORCH1" "2. $TORCH2"; do
   check "torch $v, star: nothing of the job is left" nothing_left "$id"
   [ "$rc" = 0 ] || show "star$v"
 done
+
+# A query the agents do not serve (torch 2.x's queue_push): the rank's torch raises at once, the agent names it.
+if "$TORCH2" -c "import torch.distributed as d; d.TCPStore.queue_push" 2>/dev/null; then
+  printf '127.0.0.1 slots=1\n' >"$tmp/one"
+  id=rdzv-unserved-$RANDOM
+  DSRUN_JOB_ID=$id timeout 60 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/one" \
+    --master_addr 127.0.0.1 --python "$TORCH2" --rendezvous agent "$HERE/rendezvous_unserved.py" >"$tmp/unserved.out" 2>"$tmp/unserved.err"
+  rc=$?
+  check "an unserved store query fails its rank at once (exit 4, not a hang)" test "$rc" = 4
+  check "the rank saw its store connection end" grep -q "queue_push failed" "$tmp/unserved.out"
+  check "the agent's log names the query it does not serve" \
+    grep -qE "job $id store 127\.0\.0\.1:[0-9]+ \(client port [0-9]+\): store query [0-9]+ not served \(torch 2\.x's store protocol\)" "$tmp/agent-127.0.0.1.log"
+  [ "$rc" = 4 ] || show unserved
+else
+  not_ok "torch 2.x's TCPStore has queue_push (the unserved-query case needs it)"
+fi
 finish
