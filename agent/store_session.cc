@@ -25,6 +25,7 @@ void StoreSession::readMore() {
                               self->close("");  // the rank exited or closed its store: nothing to report
                               return;
                             }
+                            if (self->unparsable_) return;  // an unserved query ends the connection: read no more
                             self->parser_.feed(self->readBuffer_, n);
                             try {
                               while (auto m = self->parser_.next()) {
@@ -37,7 +38,14 @@ void StoreSession::readMore() {
                                   self->finish(reply);
                                   continue;
                                 }
+                                const bool unserved = m->query == StoreQuery::Unserved;
                                 self->queue_.push_back(std::move(*m));
+                                // Its arguments are unknown, so what follows cannot be parsed: the connection ends
+                                // once the requests before it are answered.
+                                if (unserved) {
+                                  self->unparsable_ = true;
+                                  break;
+                                }
                               }
                             } catch (const Error& e) {
                               self->close(e.what());

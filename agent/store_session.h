@@ -42,6 +42,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   std::deque<StoreMessage> queue_;  ///< parsed, waiting for the current request to be answered
   bool busy_ = false;               ///< a request is being answered
   bool waiting_ = false;            ///< that request is a WAIT (CANCEL_WAIT may end it)
+  bool unparsable_ = false;         ///< an unserved query arrived: its arguments cannot be skipped
   bool inNext_ = false;             ///< next() is taking requests (a request answered at once returns to it)
   uint64_t generation_ = 0;         ///< bumped per request: a canceled WAIT's late answer is dropped
   char readBuffer_[16 * 1024];

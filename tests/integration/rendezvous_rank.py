@@ -14,6 +14,6 @@ dist.all_reduce(t)
 expected = world * (world + 1) / 2
 print(f"rank {rank}/{world} torch {torch.__version__.split('+')[0]} sum {t.item():g} expected {expected:g} "
       f"store {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} "
-      f"agent_store={os.environ.get('TORCHELASTIC_USE_AGENT_STORE')}", flush=True)
+      f"agent_store={os.environ.get('TORCHELASTIC_USE_AGENT_STORE')} job {os.environ.get('DSRUN_JOB_ID')}", flush=True)
 dist.destroy_process_group()
 sys.exit(0 if t.item() == expected else 3)
