@@ -64,7 +64,7 @@ def run_once(args, cluster, hostfile, work, world, width):
     job = f"rdzv-{world}-{width}-{random.randrange(1 << 20)}"
     cmd = [args.dsrun, "--launcher", "agent", "--agent_port", str(cluster.port), "--tls_dir",
            os.path.join(work, "tls"), "-H", hostfile, "--master_addr", cluster.addrs[0], "--rendezvous", "agent",
-           "--no_mesh_probe", "--agent_heartbeat_ms", "2000", "--python", args.python,
+           "--no_mesh_probe", "--no_local_rank", "--agent_heartbeat_ms", "2000", "--python", args.python,
            "--tree_width", str(width), script, str(world), str(per), "1" if args.barrier else "0",
            "1" if args.old_barrier else "0", go]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
