@@ -64,11 +64,15 @@ void StoreService::close(const std::string& jobId) {
   DSRUN_LOG(DEBUG) << "job " << jobId << ": store closed (" << it->second.hub->sentUp() << " request(s) sent up, "
                    << it->second.hub->combinedAdds() << " ADD(s) combined)";
   jobs_.erase(it);
+  // Remembered for a while: a request that arrives after the job ended here is answered, not held forever.
+  closed_.push_back(jobId);
+  if (closed_.size() > 256) closed_.pop_front();
 }
 
 void StoreService::fromBelow(uint64_t link, const wire::StoreRequest& request, const StoreHub::Send& down) {
   auto it = jobs_.find(request.job_id());
-  if (it == jobs_.end() && earlyCount_ < kMaxEarlyRequests) {
+  const bool closed = std::find(closed_.begin(), closed_.end(), request.job_id()) != closed_.end();
+  if (it == jobs_.end() && !closed && earlyCount_ < kMaxEarlyRequests) {
     early_[request.job_id()].push_back({link, request, down});
     ++earlyCount_;
     return;
@@ -78,8 +82,10 @@ void StoreService::fromBelow(uint64_t link, const wire::StoreRequest& request, c
     wire::Envelope e;
     e.mutable_store_reply()->set_job_id(request.job_id());
     e.mutable_store_reply()->set_id(request.id());
-    e.mutable_store_reply()->set_error(strCat("agent ", agentHost_, " has no store for job '", request.job_id(), "' (and ",
-                                             earlyCount_, " requests for jobs not started here are held already)"));
+    e.mutable_store_reply()->set_error(
+        closed ? strCat("agent ", agentHost_, ": the store of job '", request.job_id(), "' was closed (the job ended here)")
+               : strCat("agent ", agentHost_, " has no store for job '", request.job_id(), "' (and ", earlyCount_,
+                        " requests for jobs not started here are held already)"));
     down(e);
     return;
   }

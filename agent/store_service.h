@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -66,6 +67,7 @@ class StoreService {
 
   std::map<std::string, Job> jobs_;
   std::map<std::string, std::vector<Early>> early_;  ///< requests for jobs not open yet, by job
+  std::deque<std::string> closed_;                   ///< the last jobs closed here: asked later, they answer an error
   size_t earlyCount_ = 0;
   uint64_t nextLinkId_ = 1;
 };

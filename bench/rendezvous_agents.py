@@ -67,8 +67,10 @@ def run_once(args, cluster, hostfile, work, world, width):
            "--no_mesh_probe", "--no_local_rank", "--agent_heartbeat_ms", "2000", "--python", args.python,
            "--tree_width", str(width), script, str(world), str(per), "1" if args.barrier else "0",
            "1" if args.old_barrier else "0", go]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, DSRUN_JOB_ID=job))
+    # dsrun's stderr to a file: a pipe nobody reads until the end fills up and blocks dsrun (its warnings under load).
+    err_path = os.path.join(work, "dsrun.err")
+    err = open(err_path, "w")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=dict(os.environ, DSRUN_JOB_ID=job))
     timer = threading.Timer(args.run_timeout, proc.kill)
     timer.start()
     ready, ranks, cpu0, start = 0, [], None, None
@@ -90,9 +92,10 @@ def run_once(args, cluster, hostfile, work, world, width):
         rc = proc.wait()
     finally:
         timer.cancel()
+        err.close()
     if rc != 0 or len(ranks) != world or cpu0 is None:
         raise SystemExit(f"rendezvous_agents.py: {world} ranks, width {width}: dsrun exited {rc} with "
-                         f"{len(ranks)} of {world} ranks done:\n{proc.stderr.read()[-3000:]}")
+                         f"{len(ranks)} of {world} ranks done:\n{open(err_path).read()[-3000:]}")
     used = [b - a for a, b in zip(cpu0, cpu1)]
     rts = [rendezvous_scale.round_trips(r["ops"]) for r in ranks]
     return {"world": world, "agents": args.agents, "tree_width": width,

@@ -187,7 +187,7 @@ TEST_CASE("the request carries the plan's ranks as they are") {
   CHECK(nodeLaunchRequests(f->plan, settings)[1].SerializeAsString() == r.SerializeAsString());
 }
 
-TEST_CASE("with --rendezvous agent every node's request names rank 0's agent, and only without the flag none") {
+TEST_CASE("with --rendezvous agent every node's request names rank 0's agent; without it none does") {
   auto f = test::makePlan(hostfileOf(3, 2), {"--launcher", "agent", "train.py"});
   NodeLaunchSettings settings;
   CHECK_FALSE(nodeLaunchRequests(f->plan, settings)[2].has_rendezvous());
