@@ -10,7 +10,8 @@ own agent's store endpoint (MASTER_ADDR:MASTER_PORT as the agent set them); rank
 r*N/K ... The threads start together (a file the bench writes once every process is ready), so what is timed is
 the store exchange, not dsrun's launch or torch's import. Per run: from the release to the last rank done, and
 the agents' CPU (every agent's /proc/PID/task/*/schedstat) over that window, summed and at the busiest agent
-(the root: rank 0's node).
+(the root: rank 0's node). The ranks write their results to files and print one line, so the window holds the
+agents' store work (and their heartbeats), not the relaying of output.
   bench/rendezvous_agents.py [--agents 4] [--sizes 64,256,1024] [--runs 3] [--tree_widths 0,2]
                              [--python .venv-torch2/bin/python] [--build build] [--compare] [--json FILE]
 Runs in a private network namespace, as rendezvous_scale.py does (torch's client looks its store up in reverse
@@ -44,13 +45,19 @@ CLIENT = rendezvous_scale.CLIENT.replace(
     'port = int(os.environ["MASTER_PORT"])\n'
     'first, count = int(os.environ["RANK"]) * per, per',
 ).replace(
+    'print(json.dumps(out), flush=True)',
+    # To a file, not through dsrun: the agents' CPU over the window is then the store's, not output relaying.
+    'open(go_file + ".rank%d" % int(os.environ["RANK"]), "w").write(json.dumps(out))\n'
+    'print("done", flush=True)',
+).replace(
     'start_at = float(sys.stdin.readline())',
     'while not os.path.exists(go_file):\n'
     '    time.sleep(0.005)\n'
     'time.sleep(0.05)\n'
     'start_at = float(open(go_file).read())',
 )
-assert "go_file" in CLIENT and "MASTER_PORT" in CLIENT, "rendezvous_scale.CLIENT changed: update the replacements"
+assert "go_file" in CLIENT and "MASTER_PORT" in CLIENT and '"done"' in CLIENT, \
+    "rendezvous_scale.CLIENT changed: update the replacements"
 
 
 def cpu_us(cluster):
@@ -73,7 +80,7 @@ def run_once(args, cluster, hostfile, work, world, width):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=dict(os.environ, DSRUN_JOB_ID=job))
     timer = threading.Timer(args.run_timeout, proc.kill)
     timer.start()
-    ready, ranks, cpu0, start = 0, [], None, None
+    ready, done, ranks, cpu0, start = 0, 0, [], None, None
     try:
         for line in proc.stdout:
             body = line.split("| ", 1)[-1].strip()
@@ -85,10 +92,13 @@ def run_once(args, cluster, hostfile, work, world, width):
                     with open(go + ".tmp", "w") as f:
                         f.write(f"{start}\n")
                     os.rename(go + ".tmp", go)
-            elif body.startswith("["):
-                ranks += json.loads(body)
-                if len(ranks) == world:
+            elif body == "done":
+                done += 1
+                if done == args.agents:
                     cpu1 = cpu_us(cluster)
+                    for r in range(args.agents):
+                        with open(f"{go}.rank{r}") as f:
+                            ranks += json.load(f)
         rc = proc.wait()
     finally:
         timer.cancel()
