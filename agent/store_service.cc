@@ -109,9 +109,4 @@ void StoreService::forgetLink(uint64_t link) {
   }
 }
 
-void StoreService::lostParent(const std::string& jobId, const std::string& reason) {
-  auto it = jobs_.find(jobId);
-  if (it != jobs_.end()) it->second.hub->lostAbove(reason);
-}
-
 }  // namespace dsrun::agent

@@ -45,8 +45,6 @@ class StoreService {
   void fromAbove(const wire::StoreReply& reply);
   /// Link `link` is gone (every job's hub forgets it).
   void forgetLink(uint64_t link);
-  /// The tree parent's connection is gone: the stores that sent through it fail their waiting ranks.
-  void lostParent(const std::string& jobId, const std::string& reason);
 
  private:
   struct Job {
