@@ -23,6 +23,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -155,13 +156,16 @@ def main():
                     print(f"[{world} width {width} run {r}] {json.dumps(res)}", file=sys.stderr, flush=True)
     finally:
         cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
     if args.compare:
-        out = os.path.join(work, "tcpstore.json")
+        out = tempfile.mktemp(prefix="rdzv-tcpstore-", suffix=".json")
         subprocess.run([sys.executable, os.path.join(HERE, "rendezvous_scale.py"), "--sizes", args.sizes, "--runs",
                         str(args.runs), "--backends", "libuv", "--python", args.python, "--no_netns", "--json", out]
                        + (["--barrier"] if args.barrier else []) + (["--old_barrier"] if args.old_barrier else []),
                        check=True, stdout=subprocess.DEVNULL)
-        results["tcpstore"] = json.load(open(out))
+        with open(out) as f:
+            results["tcpstore"] = json.load(f)
+        os.unlink(out)
     results["load_after"] = open("/proc/loadavg").read().split()[:3]
     if args.json:
         with open(args.json, "w") as f:
