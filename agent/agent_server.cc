@@ -49,6 +49,7 @@ AgentServer::AgentServer(boost::asio::io_context& io, Options options, boost::as
     dialCrl_.emplace(options_.tlsDir, "--tls_dir");
     gate_.emplace(options_.tlsDir, kMaxRanksPerJob);
   }
+  stores_.emplace(io_, dial_ ? &*dial_ : nullptr, options_.hostName);
 }
 
 void AgentServer::start() {
@@ -111,6 +112,7 @@ void AgentServer::onFirstByte(uint64_t id, const std::string& peer, ProbeSieve::
   if (dialCrl_) dialCrl_->refresh(*dial_);  // a revoked child is refused by the next tree launch's dial
   TreeServices tree;
   if (gate_) tree = {&*gate_, &*dial_, options_.testHoldTreeLaunches};
+  tree.stores = &*stores_;
   auto session = std::make_shared<Session>(
       id, std::make_unique<TlsConnection>(TlsConnection::SslStream(std::move(socket), ssl_)), peer, sessions_,
       table_, handler_, sessionTiming(options_), tree);

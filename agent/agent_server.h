@@ -20,6 +20,7 @@
 #include "agent/request_handler.h"
 #include "agent/session.h"
 #include "agent/session_manager.h"
+#include "agent/store_service.h"
 #include "agent/thread_checker.h"
 #include "agent/tree_gate.h"
 #include "supervision/spawner.h"
@@ -75,6 +76,7 @@ class AgentServer {
   std::optional<boost::asio::ssl::context> dial_;  ///< this node's certificate as a client, to tree children
   std::optional<tls::CrlReloader> dialCrl_;     ///< keeps dial_'s revocation list current
   std::optional<TreeGate> gate_;                ///< admits tree launches (with tlsDir only)
+  std::optional<StoreService> stores_;          ///< --rendezvous agent stores; outlives the sessions that use it
   boost::asio::ip::tcp::acceptor acceptor_;     ///< listening socket
   boost::asio::signal_set signals_;             ///< SIGTERM, SIGINT
   RequestHandler handler_;                      ///< pure protocol logic

@@ -150,6 +150,11 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
     if (callbacks_.onProbe) callbacks_.onProbe(&envelope.tree_probe_report(), 0);
     return;
   }
+  if (envelope.has_store_request()) {
+    // The child's ranks' rendezvous: answered by this agent's store, never relayed up as an event.
+    if (callbacks_.onStore) callbacks_.onStore(envelope.store_request());
+    return;
+  }
   if (envelope.has_error() && envelope.error().job_id().empty()) {
     // Connection-level: the child's agent closes after it ("agent shutting down", a protocol error).
     lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
@@ -207,6 +212,10 @@ void ChildLink::acknowledged() {
   if (acknowledged_) return;
   acknowledged_ = true;
   ack_.cancel();
+}
+
+void ChildLink::send(const wire::Envelope& envelope) {
+  if (!done_) client_->send(envelope);
 }
 
 void ChildLink::close(bool release) {

@@ -42,6 +42,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
     /// probe and holds `unprobedNodes` nodes that are only probed. Not called for a child that is lost.
     std::function<void(const wire::TreeProbeReport* report, uint64_t unprobedNodes)> onProbe;
     std::function<void()> onLaunched;  ///< once, when the subtree launch has been sent (optional)
+    std::function<void(const wire::StoreRequest&)> onStore;  ///< the child's store traffic (docs/rendezvous.md)
   };
 
   /// `dial` is a TreeClient context that outlives the link; `clientName` goes into the child's log.
@@ -62,6 +63,8 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   void signal(int signal);
   /// Returns `bytes` of the child's output window (the parent passed that much of its output on).
   void credit(uint64_t bytes);
+  /// Sends one message to the child (a StoreReply; dropped once closed or lost).
+  void send(const wire::Envelope& envelope);
   /// Closes without reporting a loss. `release`: tells the child first that nobody will adopt it (the job
   /// ends here), so it stops the job's ranks at once; otherwise it waits a while for an adopter.
   void close(bool release = true);

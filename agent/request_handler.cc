@@ -48,7 +48,8 @@ bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 bool allowedFromNode(const wire::Envelope& in) {
   return in.has_hello() || in.has_tree_launch() || in.has_tree_go() || in.has_tree_adopt() || in.has_signal() ||
-         in.has_heartbeat() || in.has_output_credit() || in.has_error();
+         in.has_heartbeat() || in.has_output_credit() || in.has_error() || in.has_store_request() ||
+         in.has_store_reply();
 }
 
 }  // namespace
@@ -77,6 +78,8 @@ const char* messageName(const wire::Envelope& envelope) {
     case wire::Envelope::kNodeLost: return "node_lost";
     case wire::Envelope::kTreeAdopt: return "tree_adopt";
     case wire::Envelope::kTreeAdopted: return "tree_adopted";
+    case wire::Envelope::kStoreRequest: return "store_request";
+    case wire::Envelope::kStoreReply: return "store_reply";
     case wire::Envelope::MSG_NOT_SET: return "empty envelope";
   }
   return "unknown";
@@ -96,9 +99,10 @@ std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const Sessi
     return refuse(strCat("protocol error: expected hello first, got ", messageName(in)));
   }
   if (session.peerIsNode && !allowedFromNode(in)) {
-    // A node key can do nothing here but hand over a launch a launcher signed (docs/security.md).
+    // A node key can do nothing here but hand over a launch a launcher signed, and carry store traffic between
+    // agents (docs/security.md).
     return refuse(strCat("refused: a node certificate may only send a tree launch (and its signals, heartbeats "
-                         "and output credit), got ", messageName(in)));
+                         "and output credit) or store traffic, got ", messageName(in)));
   }
   switch (in.msg_case()) {
     case wire::Envelope::kHello: return handleHello(in.hello(), session);
@@ -115,6 +119,13 @@ std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const Sessi
     case wire::Envelope::kTreeAdopt: {
       if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
       Action a{Action::Kind::TreeAdopt, in, {}, {}, 0, {}, 0};
+      return {std::move(a)};
+    }
+    case wire::Envelope::kStoreRequest:
+    case wire::Envelope::kStoreReply: {
+      // Store traffic runs between agents only (docs/rendezvous.md): a launcher has no store to ask or answer.
+      if (!session.peerIsNode) return refuse(strCat("refused: ", messageName(in), " from a launcher certificate"));
+      Action a{Action::Kind::Store, in, {}, {}, 0, {}, 0};
       return {std::move(a)};
     }
     case wire::Envelope::kLaunch: return handleLaunch(in.launch(), session);

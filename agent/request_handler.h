@@ -42,6 +42,7 @@ struct Action {
     TreeLaunch,    ///< admit `envelope.tree_launch()` (agent/tree_gate.h), start its ranks, forward it
     TreeGo,        ///< start the probed tree launch of `jobId` held since its TreeLaunch, and pass it on
     TreeAdopt,     ///< admit `envelope.tree_adopt()`: re-attach the running job to this peer, or start it
+    Store,         ///< a StoreRequest from an agent below or a StoreReply from above: `envelope` to the StoreService
   };
   Kind kind;
   wire::Envelope envelope;     ///< Send

@@ -9,6 +9,8 @@
 #include "agent/job_table.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
+#include "agent/store_env.h"
+#include "agent/store_service.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -151,7 +153,10 @@ void Session::dispatch(const wire::Envelope& envelope) {
         if (!congested()) runDrainedCallbacks();
         break;
       case Action::Kind::Launch:
-        table_.launch(id_, toJobSpec(action.launch));
+        launchJob(action.launch, false);
+        break;
+      case Action::Kind::Store:
+        routeStore(action.envelope);
         break;
       case Action::Kind::Signal:
         DSRUN_LOG(INFO) << peer_ << ": signal " << action.signal << " for job " << action.jobId;
@@ -213,6 +218,51 @@ void Session::useLauncherBudget(bool launched) {
   monitor_->start();
   DSRUN_LOG(INFO) << peer_ << ": its jobs stop after " << budget.count()
                   << " ms without a message from the launcher (its budget for this host: " << launcherMs << " ms)";
+}
+
+void Session::launchJob(const wire::LaunchRequest& launch, bool parentIsAgent) {
+  JobSpec spec = toJobSpec(launch);
+  if (launch.has_rendezvous()) {
+    try {
+      if (tree_.stores == nullptr) throw Error("this agent serves no store rendezvous");
+      StoreHub::Send up;
+      if (parentIsAgent) {
+        up = [weak = weak_from_this()](const wire::Envelope& e) {
+          if (auto self = weak.lock()) self->send(e);
+        };
+      }
+      const uint16_t port = tree_.stores->open(launch.job_id(), launch.rendezvous(), std::move(up));
+      storeJobs_.push_back(launch.job_id());
+      pointRanksAtStore(spec, port);
+    } catch (const Error& e) {
+      DSRUN_LOG(WARN) << peer_ << ": job " << launch.job_id() << ": " << e.what();
+      // As a spawn failure: none of the job's ranks here will start (through the tree, batched with the subtree's).
+      std::vector<int> unstarted;
+      for (const auto& rank : launch.ranks()) unstarted.push_back(rank.rank());
+      deliver(event::LaunchFailed{launch.job_id(), strCat("--rendezvous agent: ", e.what()), std::move(unstarted)});
+      return;
+    }
+  }
+  table_.launch(id_, spec);
+}
+
+void Session::closeStores() {
+  if (tree_.stores == nullptr) return;
+  if (storeLink_ != 0) tree_.stores->forgetLink(std::exchange(storeLink_, 0));
+  for (const auto& job : storeJobs_) tree_.stores->close(job);
+  storeJobs_.clear();
+}
+
+void Session::routeStore(const wire::Envelope& envelope) {
+  if (tree_.stores == nullptr) return;
+  if (envelope.has_store_reply()) {
+    tree_.stores->fromAbove(envelope.store_reply());
+    return;
+  }
+  if (storeLink_ == 0) storeLink_ = tree_.stores->newLinkId();
+  tree_.stores->fromBelow(storeLink_, envelope.store_request(), [weak = weak_from_this()](const wire::Envelope& e) {
+    if (auto self = weak.lock()) self->send(e);
+  });
 }
 
 
@@ -372,6 +422,7 @@ void Session::stop(const std::string& reason) {
   // The job ends here: the children stop theirs at once. A node given up by its parent (released) leaves its
   // children to that parent instead, which adopts them.
   if (relay_) relay_->closeAll(!released_);
+  closeStores();
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
 }

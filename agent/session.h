@@ -33,12 +33,14 @@ struct AdmittedTree;  // agent/tree_gate.h
 
 class JobTable;
 class SessionManager;
+class StoreService;
 
 /// What a session needs to serve tree launches (docs/agent.md "Tree launch"); both null: it refuses them.
 struct TreeServices {
   TreeGate* gate = nullptr;                   ///< admits launches (shared by the agent's sessions)
   boost::asio::ssl::context* dial = nullptr;  ///< this node's certificate as a client (tls::Role::TreeClient)
   bool testHold = false;  ///< AgentOptions::testHoldTreeLaunches: admitted launches are then ignored
+  StoreService* stores = nullptr;             ///< --rendezvous agent (docs/rendezvous.md); null: refused
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -129,6 +131,14 @@ class Session : public std::enable_shared_from_this<Session> {
   proto::TreeIdentity peerIdentity() const;
   /// Starts this node's ranks of an admitted tree launch (runTree), then the signals asked for meanwhile.
   void startOwnRanks(const std::string& job);
+  /// Closes what this session opened in the StoreService (its link below, the stores of its jobs).
+  void closeStores();
+  /// Starts `launch`'s ranks as a job of this session; with LaunchRequest.rendezvous, after opening its store
+  /// (requests go up this connection when `parentIsAgent`) and pointing the ranks at it.
+  void launchJob(const wire::LaunchRequest& launch, bool parentIsAgent);
+  /// A StoreRequest from the agent at the other end (the star's root hears every other agent), or a StoreReply
+  /// from the tree parent.
+  void routeStore(const wire::Envelope& envelope);
   /// The timing and window of this node's edges to its children: those its parent asked of this edge.
   ChildLink::Timing childTiming() const;
   void armHeartbeat();
@@ -164,11 +174,14 @@ class Session : public std::enable_shared_from_this<Session> {
   /// A tree launch's own ranks, waiting for the children's launches to go out, with the signals asked for
   /// meanwhile.
   struct PendingOwn {
-    JobSpec spec;
+    wire::LaunchRequest launch;
+    bool parentIsAgent = false;  ///< launchJob's
     std::vector<int> signals;
   };
   /// Admitted tree launches whose own ranks wait (runTree), by job.
   std::map<std::string, PendingOwn> pendingOwn_;
+  uint64_t storeLink_ = 0;               ///< this connection as a link below the StoreService (0: not yet)
+  std::vector<std::string> storeJobs_;   ///< jobs whose store this session opened (closed when it ends)
   proto::FrameDecoder decoder_;          ///< incoming frames
   std::vector<char> readBuffer_;         ///< target of async_read_some
   std::deque<std::string> writeQueue_;   ///< encoded frames waiting to be written

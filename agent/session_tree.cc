@@ -106,6 +106,8 @@ void Session::takeOver(Session& from) {
   relay_ = std::move(from.relay_);
   pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
   from.pendingOwn_.clear();
+  storeJobs_ = std::move(from.storeJobs_);  // closed when this session ends the job
+  from.storeJobs_.clear();
   if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
   table_.reassign(treeJob_, id_);
   DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
@@ -143,7 +145,7 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
   relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
                                        *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
-                                       std::move(up));
+                                       std::move(up), tree_.stores);
   if (launch.has_probe()) {
     holdTree(launch, std::move(admitted));  // session_tree_probe.cc
     return;
@@ -153,7 +155,7 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   // handshakes need it. Forked first, every level's spawns delayed the next level's launch (~7 ms a level on a
   // cluster), and on one 2-core machine running 1,000 agents the handshakes met 8,000 spawns and timed out
   // (docs/benchmarks.md "Launch at scale").
-  pendingOwn_[job] = PendingOwn{toJobSpec(admitted.own), {}};
+  pendingOwn_[job] = PendingOwn{admitted.own, peerIsNode_, {}};
   auto wait = std::make_shared<boost::asio::steady_timer>(connection_->executor(), kOwnRanksWait);
   // By the job's manager, not this session: an adopter may have taken the pending ranks over meanwhile.
   auto startOwn = [&manager = manager_, job, wait, weak = weak_from_this()] {
@@ -175,7 +177,7 @@ void Session::startOwnRanks(const std::string& job) {
   PendingOwn own = std::move(pending->second);
   pendingOwn_.erase(pending);
   if (stopped_ || closing_) return;
-  table_.launch(id_, own.spec);
+  launchJob(own.launch, own.parentIsAgent);
   for (int signal : own.signals) table_.signalJob(job, signal);  // asked for while the children were dialled
 }
 
@@ -216,6 +218,7 @@ void Session::abandon(const std::string& reason) {
   windowed_ = false;
   table_.stopJobsOf(id_, reason);
   if (relay_) relay_->closeAll(true);
+  closeStores();
   runDrainedCallbacks();
   manager_.remove(id_);
 }

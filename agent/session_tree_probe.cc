@@ -66,7 +66,7 @@ void Session::goTree(const std::string& jobId) {
   heldTrees_.erase(it);
   DSRUN_LOG(INFO) << peer_ << ": job " << jobId << ": go";
   relay_->go(jobId);  // the children first, as for an unprobed launch
-  table_.launch(id_, toJobSpec(own));
+  launchJob(own, peerIsNode_);
 }
 
 }  // namespace dsrun::agent

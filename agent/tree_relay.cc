@@ -4,6 +4,7 @@
 #include <set>
 #include <boost/asio/post.hpp>
 
+#include "agent/store_service.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "tls/tree_signature.h"
@@ -17,12 +18,13 @@ constexpr uint64_t kMinChildWindow = 64 * 1024;
 }  // namespace
 
 TreeRelay::TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName,
-                     Upstream upstream)
+                     Upstream upstream, StoreService* stores)
     : io_(io),
       dial_(dial),
       clientName_(std::move(clientName)),
       upstream_(std::move(upstream)),
-      alive_(std::make_shared<bool>(true)) {}
+      alive_(std::make_shared<bool>(true)),
+      stores_(stores) {}
 
 TreeRelay::~TreeRelay() {
   *alive_ = false;
@@ -61,10 +63,20 @@ void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunc
     const std::string host = child.host;
     ChildLink::Callbacks callbacks;
     callbacks.onEvent = [this, source](const wire::Envelope& event) { relay(source, event); };
+    const uint64_t storeLink = stores_ != nullptr ? stores_->newLinkId() : 0;
+    auto self = std::make_shared<std::weak_ptr<ChildLink>>();  // the link, once made: where store replies go
+    if (stores_ != nullptr) {
+      callbacks.onStore = [this, storeLink, self](const wire::StoreRequest& request) {
+        stores_->fromBelow(storeLink, request, [self](const wire::Envelope& e) {
+          if (auto link = self->lock()) link->send(e);
+        });
+      };
+    }
     if (settle) callbacks.onLaunched = [settle, source] { settle(source); };
     auto onChildProbe = probe ? probe->onChild : nullptr;
-    callbacks.onLost = [this, source, jobId, host, index, onChildProbe, settle](const std::string& cause) {
+    callbacks.onLost = [this, source, jobId, host, index, onChildProbe, settle, storeLink](const std::string& cause) {
       if (settle) settle(source);
+      if (stores_ != nullptr) stores_->forgetLink(storeLink);
       ledger_.forget(source);
       auto it = children_.find(source);
       if (it == children_.end()) return;
@@ -84,6 +96,7 @@ void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunc
       };
     }
     auto link = ChildLink::create(io_, dial_, std::move(child), clientName_, timing, std::move(callbacks));
+    *self = link;
     if (adopt) link->adopt();
     const uint32_t probeTimeoutMs = probe ? probe->timeoutMs : 0;
     if (probe) link->holdForProbe(probeTimeoutMs);

@@ -25,6 +25,8 @@
 
 namespace dsrun::agent {
 
+class StoreService;
+
 class TreeRelay {
  public:
   /// What the relay needs of the parent's Session.
@@ -34,7 +36,8 @@ class TreeRelay {
   };
 
   /// `dial` (a tls::Role::TreeClient context) must outlive the relay.
-  TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName, Upstream upstream);
+  TreeRelay(boost::asio::io_context& io, boost::asio::ssl::context& dial, std::string clientName, Upstream upstream,
+            StoreService* stores = nullptr);
   ~TreeRelay();
 
   /// A probed launch (TreeLaunch.probe): how long each target may take, and where each child's answer goes:
@@ -101,6 +104,7 @@ class TreeRelay {
   EventBatcher batcher_;             ///< events waiting for the end of this turn of the loop
   std::vector<wire::Envelope> ends_;  ///< every end passed up (one small message per rank of the subtree)
   std::shared_ptr<bool> alive_;      ///< cleared on destruction: a posted flush then does nothing
+  StoreService* stores_;             ///< answers the children's store traffic (null: none served)
 };
 
 }  // namespace dsrun::agent

@@ -89,6 +89,10 @@ std::vector<std::string> ignoredBackendFlags(const Options& options, const World
     if (!value->empty()) notes.push_back(strCat(flag, " is passed to srun (--launcher slurm) only; ignored with launcher ",
                                                 plan.launcher));
   }
+  if (options.agentRendezvous && plan.launcher != "agent") {
+    notes.push_back(strCat("--rendezvous agent needs the agent backend's agents; ignored with launcher ", plan.launcher,
+                           ": rank 0 hosts the store"));
+  }
   if (options.treeWidth > 0 && plan.launcher != "agent") {
     notes.push_back(strCat("--tree_width shapes the agent backend's launch only; ignored with launcher ", plan.launcher));
   }

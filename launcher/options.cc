@@ -89,6 +89,10 @@ po::options_description describe() {
       ("tree_width", text(), "agent backend: dsrun dials at most N agents and each agent forwards the launch to "
                              "at most N others (a tree, Slurm's TreeWidth); 0: dsrun dials every agent itself "
                              "(default 0)")
+      ("rendezvous", text(), "agent backend: 'store' (the default): rank 0 hosts torch's TCPStore at "
+                             "MASTER_ADDR:MASTER_PORT, as torchrun; 'agent': each node's agent serves the store "
+                             "protocol to its own ranks and the agents pass keys up the launch tree (or to rank 0's "
+                             "agent), so no process faces every rank (docs/rendezvous.md)")
       ("tls_dir", text(), "CA and certificate directory for the agent backend")
       ("ssh_config", text(), "OpenSSH client config for the ssh backend (default ~/.ssh/config)")
       ("make_tls", text(), "create a cluster CA and the launcher's certificate in DIR, then exit")
@@ -348,6 +352,13 @@ const std::map<std::string, Setter>& setters() {
          if (o.treeWidth < 0 || o.treeWidth == 1) {
            throw ParseError("--tree_width", 0, strCat("expected 0 (no tree) or a width of at least 2, got '", v, "'"));
          }
+       }},
+      {"rendezvous",
+       [](Options& o, const std::string& v) {
+         if (v != "store" && v != "agent") {
+           throw ParseError("--rendezvous", 0, strCat("expected 'store' or 'agent', got '", v, "'"));
+         }
+         o.agentRendezvous = v == "agent";
        }},
       {"tls_dir", [](Options& o, const std::string& v) { o.tlsDir = v; }},
       {"ssh_config", [](Options& o, const std::string& v) { o.sshConfig = v; }},

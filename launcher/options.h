@@ -65,6 +65,8 @@ struct Options {
   bool meshProbe = true;              ///< agent backend: all-pairs probe before the launch (--no_mesh_probe: off)
   int treeWidth = 0;                  ///< --tree_width: agent backend launches through a tree of this width
                                       ///< (agent_tree_plan.h); 0: dsrun dials every agent (the star)
+  bool agentRendezvous = false;       ///< --rendezvous agent: the ranks' store is served by the agents
+                                      ///< (docs/rendezvous.md); false (--rendezvous store): rank 0's TCPStore
   std::string tlsDir;                 ///< --tls_dir (agent backend)
   std::string sshConfig;              ///< --ssh_config FILE (ssh backend); empty = ~/.ssh/config
   std::string makeTls;                ///< --make_tls DIR: create the CA + the launcher's certificate, then exit

@@ -50,6 +50,11 @@ TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, cons
   header.set_tree_width(stamp.treeWidth);
   header.set_node_count(static_cast<uint32_t>(nodes.size()));
   header.set_launcher(stamp.launcher);
+  if (first.has_rendezvous()) {
+    // Job-wide and signed like the rest of the header; which node is the root each node works out from root_host.
+    *header.mutable_rendezvous() = first.rendezvous();
+    header.mutable_rendezvous()->clear_root();
+  }
   content.header = header.SerializeAsString();
 
   std::vector<std::string> partHashes;

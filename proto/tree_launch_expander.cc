@@ -53,6 +53,10 @@ wire::LaunchRequest ownLaunchRequest(const ReceivedTreeLaunch& received) {
   *request.mutable_log() = received.header.log();
   request.set_kill_grace_s(received.header.kill_grace_s());
   request.set_progress_interval_s(received.header.progress_interval_s());
+  if (received.header.has_rendezvous()) {
+    *request.mutable_rendezvous() = received.header.rendezvous();
+    request.mutable_rendezvous()->set_root(received.parts[0].host() == received.header.rendezvous().root_host());
+  }
   return request;
 }
 

@@ -309,4 +309,20 @@ TEST_CASE("a tree go from the parent node becomes a go for its job; an agent wit
   const auto refused = handler().handle(go, welcomed());
   REQUIRE_FALSE(refused.empty());
   CHECK(refused[0].envelope.error().message() == "protocol error: this agent serves no tree launches");
+TEST_CASE("store traffic is taken from a node certificate and refused from a launcher's", "[agent][store]") {
+  Envelope request;
+  request.mutable_store_request()->set_job_id("j");
+  request.mutable_store_request()->add_keys("/0/0");
+  Envelope reply;
+  reply.mutable_store_reply()->set_job_id("j");
+  SessionView node = welcomed();
+  node.peerIsNode = true;
+  for (const Envelope& e : {request, reply}) {
+    auto fromNode = handler().handle(e, node);
+    REQUIRE(kinds(fromNode) == std::vector<Kind>{Kind::Store});
+    CHECK(fromNode[0].envelope.SerializeAsString() == e.SerializeAsString());
+    auto fromLauncher = handler().handle(e, welcomed());
+    REQUIRE(kinds(fromLauncher) == std::vector<Kind>{Kind::Send, Kind::Close});
+    CHECK_THAT(fromLauncher[0].envelope.error().message(), Contains("from a launcher certificate"));
+  }
 }

@@ -333,3 +333,12 @@ TEST_CASE("launchSettings completes options.launch with the job id and, with --s
   CHECK(s == expected);
   CHECK(dsrun::launcher::launchSettings(dsrun::launcher::parseOptions({"x.py"}), "j", 4242).savePid == 0);
 }
+
+TEST_CASE("--rendezvous is 'store' (rank 0's TCPStore) unless 'agent' is given; anything else is refused",
+          "[launcher][options]") {
+  CHECK_FALSE(dsrun::launcher::parseOptions({"x.py"}).agentRendezvous);
+  CHECK(dsrun::launcher::parseOptions({"--rendezvous", "agent", "x.py"}).agentRendezvous);
+  CHECK_FALSE(dsrun::launcher::parseOptions({"--rendezvous=store", "x.py"}).agentRendezvous);
+  CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--rendezvous", "tree", "x.py"}),
+                    "--rendezvous: expected 'store' or 'agent', got 'tree'");
+}

@@ -303,3 +303,30 @@ TEST_CASE("a replayed or stale tree launch is refused") {
   seen.admit(other, kNow + 302 * second);
   CHECK(seen.size() == 1);
 }
+
+TEST_CASE("--rendezvous agent: every node learns rank 0's agent, and only that node is told it is the root") {
+  Cluster cluster;
+  std::mt19937 rng(59);
+  std::vector<TreeLaunchNode> nodes = makeNodes({-1, 0, 0, 2, -1, 4}, 2, rng);
+  wire::StoreRendezvous rendezvous;
+  rendezvous.set_root_host("node-0");
+  rendezvous.set_root_address("10.0.0.0");
+  rendezvous.set_root_port(29600);
+  for (auto& node : nodes) *node.request.mutable_rendezvous() = rendezvous;
+  const Signed s = cluster.sign(nodes, 2);
+  std::set<size_t> roots;
+  for (const Delivery& d : deliverAll(s, nodes)) {
+    const wire::LaunchRequest own = ownLaunchRequest(readTreeLaunch(d.launch, kSha));
+    REQUIRE(own.has_rendezvous());
+    CHECK(own.rendezvous().root_host() == "node-0");
+    CHECK(own.rendezvous().root_address() == "10.0.0.0");
+    CHECK(own.rendezvous().root_port() == 29600);
+    if (own.rendezvous().root()) roots.insert(d.node);
+  }
+  CHECK(roots == std::set<size_t>{0});
+  // A launch without the flag carries none: the agents keep rank 0's TCPStore.
+  const std::vector<TreeLaunchNode> plain = makeNodes({-1, 0}, 1, rng);
+  for (const Delivery& d : deliverAll(cluster.sign(plain), plain)) {
+    CHECK_FALSE(ownLaunchRequest(readTreeLaunch(d.launch, kSha)).has_rendezvous());
+  }
+}

@@ -43,6 +43,13 @@ boost::asio::ssl::context clientContext(const Options& o) {
   return tls::makeSslContext(o.tlsDir, tls::Role::Client);
 }
 
+// An elastic round's world and store are re-formed by dsrun's rounds (launcher/elastic/), not through the agents.
+void refuseElasticAgentRendezvous(const Options& o) {
+  if (!o.agentRendezvous || !o.elasticTraining) return;
+  throw ConfigError("--rendezvous agent: an elastic job (--elastic_training) rendezvouses through rank 0's store\n"
+                    "  hint: drop --rendezvous agent (or pass --rendezvous store) for an elastic job");
+}
+
 // Sent in Hello and shown in the agents' logs.
 std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
   return strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", jobId);
@@ -51,6 +58,7 @@ std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
 }  // namespace
 
 LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
+  refuseElasticAgentRendezvous(ctx.options);
   if (draft.elastic) return {};
   auto ssl = clientContext(ctx.options);
   const std::string& first = draft.hosts.front().host;
@@ -101,6 +109,7 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   s.hangTimeoutS = o.launch.hangTimeoutS;
   s.meshProbe = o.meshProbe;
   s.treeWidth = o.treeWidth;
+  s.agentRendezvous = o.agentRendezvous;
   s.tlsDir = o.tlsDir;
   s.cwd = currentDirectory();
   if (!s.launch.eachRankLogDir.empty()) {

@@ -366,6 +366,15 @@ void AgentJob::prepareLaunches() {
   launch.logTag = settings_.logTag;
   launch.hangTimeoutS = settings_.hangTimeoutS;
   launch.cwd = settings_.cwd;
+  // --rendezvous agent: the agent of rank 0's node holds the job's keys (docs/rendezvous.md).
+  const size_t storeRoot = plan_.ranks.empty() ? 0 : static_cast<size_t>(plan_.ranks.front().nodeRank);
+  if (settings_.agentRendezvous) {
+    wire::StoreRendezvous rendezvous;
+    rendezvous.set_root_host(plan_.hosts.at(storeRoot).host);
+    rendezvous.set_root_address(plan_.hosts.at(storeRoot).host);
+    rendezvous.set_root_port(static_cast<uint32_t>(settings_.port));
+    launch.rendezvous = rendezvous;
+  }
   if (tree_) {
     const tls::TreeSigner signer(settings_.tlsDir);
     const proto::TreeLaunchStamp stamp{nowUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
@@ -387,6 +396,7 @@ void AgentJob::prepareLaunches() {
     return;
   }
   std::vector<wire::LaunchRequest> requests = nodeLaunchRequests(plan_, launch);
+  if (settings_.agentRendezvous) requests.at(storeRoot).mutable_rendezvous()->set_root(true);
   for (auto& node : nodes_) {
     wire::Envelope e;
     *e.mutable_launch() = std::move(requests.at(static_cast<size_t>(node->nodeRank)));

@@ -70,6 +70,7 @@ class AgentJob {
     /// --tree_width: dsrun dials only the roots of the agent tree (agent_tree_plan.h) and sends each its
     /// signed TreeLaunch; the roots relay their subtrees' events and pass signals down. 0: every agent.
     int treeWidth = 0;
+    bool agentRendezvous = false;  ///< --rendezvous agent: each launch names rank 0's agent as the store's root
     std::string tlsDir;  ///< --tls_dir: the launcher key that signs a tree launch
     RoundHooks hooks;  ///< elastic rounds: rescaleWanted, onAllRanksStarted (every rank reported RankStarted)
   };

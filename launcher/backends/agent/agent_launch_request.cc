@@ -17,6 +17,7 @@ wire::LaunchRequest emptyRequest(const WorldPlan& plan, const NodeLaunchSettings
   launch.mutable_log()->set_tag(settings.logTag);
   // Four looks per timeout: a hang is noticed within a quarter of it.
   if (settings.hangTimeoutS > 0) launch.set_progress_interval_s(std::min(1.0, settings.hangTimeoutS / 4));
+  if (settings.rendezvous) *launch.mutable_rendezvous() = *settings.rendezvous;
   return launch;
 }
 

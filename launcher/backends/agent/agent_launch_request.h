@@ -4,6 +4,7 @@
 // launch (agent_tree_launch.h) carries them, so that every agent expands byte for byte what a star launch would
 // have sent it. MASTER_PORT is the plan's: an elastic world is planned with its picked port (checkMasterPort).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct NodeLaunchSettings {
   std::string logTag;              ///< each-rank log prefix
   double hangTimeoutS = 0;         ///< > 0: the agents report progress every min(1 s, a quarter of it)
   std::string cwd;                 ///< the ranks' working directory
+  /// Set: --rendezvous agent, and where rank 0's agent is (root unset here: AgentJob marks that node's request).
+  std::optional<wire::StoreRendezvous> rendezvous;
 };
 
 /// The request for host `nodeRank` of `plan`: its ranks in local-rank order, each with the plan's argv,

@@ -187,6 +187,23 @@ TEST_CASE("the request carries the plan's ranks as they are") {
   CHECK(nodeLaunchRequests(f->plan, settings)[1].SerializeAsString() == r.SerializeAsString());
 }
 
+TEST_CASE("with --rendezvous agent every node's request names rank 0's agent; without it none does") {
+  auto f = test::makePlan(hostfileOf(3, 2), {"--launcher", "agent", "train.py"});
+  NodeLaunchSettings settings;
+  CHECK_FALSE(nodeLaunchRequests(f->plan, settings)[2].has_rendezvous());
+  wire::StoreRendezvous root;
+  root.set_root_host("node0");
+  root.set_root_address("node0");
+  root.set_root_port(29600);
+  settings.rendezvous = root;
+  for (const auto& r : nodeLaunchRequests(f->plan, settings)) {
+    REQUIRE(r.has_rendezvous());
+    CHECK(r.rendezvous().root_host() == "node0");
+    CHECK(r.rendezvous().root_port() == 29600);
+    CHECK_FALSE(r.rendezvous().root());  // AgentJob marks rank 0's node's request, in the star only
+  }
+}
+
 TEST_CASE("no tree launch message grows with the node count beyond its subtree's own parts") {
   TempDir tmp;
   testing::TestPki pki(tmp.path());

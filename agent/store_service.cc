@@ -1,0 +1,112 @@
+#include "agent/store_service.h"
+
+#include <algorithm>
+
+#include "agent/store_listener.h"
+#include "agent/store_uplink.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/strings.h"
+
+namespace dsrun::agent {
+
+StoreService::StoreService(boost::asio::io_context& io, boost::asio::ssl::context* dial, std::string agentHost)
+    : io_(io), dial_(dial), agentHost_(std::move(agentHost)) {}
+
+StoreService::~StoreService() {
+  for (auto& [id, job] : jobs_) {
+    if (job.uplink) job.uplink->close();
+  }
+}
+
+uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvous& rendezvous, StoreHub::Send parent) {
+  if (jobs_.count(jobId) > 0) throw Error(strCat("job '", jobId, "': its store is already open on this agent"));
+  Job job;
+  std::string via;
+  if (rendezvous.root()) {
+    job.hub = std::make_shared<StoreHub>(jobId, nullptr);
+    via = "the root: it holds the job's keys";
+  } else if (parent) {
+    job.hub = std::make_shared<StoreHub>(jobId, std::move(parent));
+    via = "through its tree parent";
+  } else {
+    if (dial_ == nullptr) {
+      throw Error(strCat("job '", jobId, "': --rendezvous agent needs this agent's node certificate (--tls_dir) to "
+                         "reach the root's agent ", rendezvous.root_host()));
+    }
+    auto uplink = std::make_shared<std::shared_ptr<StoreUplink>>();
+    job.hub = std::make_shared<StoreHub>(jobId, [uplink](const wire::Envelope& e) {
+      if (*uplink) (*uplink)->send(e);
+    });
+    *uplink = StoreUplink::create(io_, *dial_, rendezvous, strCat("dsrun-agent on ", agentHost_, " (store)"), *job.hub);
+    job.uplink = *uplink;
+    via = strCat("through the root's agent ", rendezvous.root_host(), " at ",
+                 rendezvous.root_address().empty() ? rendezvous.root_host() : rendezvous.root_address(), ":",
+                 rendezvous.root_port());
+  }
+  job.listener = std::make_unique<StoreListener>(io_, job.hub);
+  const uint16_t port = job.listener->port();
+  DSRUN_LOG(INFO) << "job " << jobId << ": store for its ranks on 127.0.0.1:" << port << ", " << via;
+  auto& hub = *jobs_.emplace(jobId, std::move(job)).first->second.hub;
+  if (auto early = early_.find(jobId); early != early_.end()) {
+    const std::vector<Early> held = std::move(early->second);
+    early_.erase(early);
+    earlyCount_ -= held.size();
+    for (const Early& e : held) hub.fromBelow(e.link, e.request, e.down);
+  }
+  return port;
+}
+
+void StoreService::close(const std::string& jobId) {
+  auto it = jobs_.find(jobId);
+  if (it == jobs_.end()) return;
+  if (it->second.uplink) it->second.uplink->close();
+  DSRUN_LOG(DEBUG) << "job " << jobId << ": store closed (" << it->second.hub->sentUp() << " request(s) sent up, "
+                   << it->second.hub->combinedAdds() << " ADD(s) combined)";
+  jobs_.erase(it);
+  // Remembered for a while: a request that arrives after the job ended here is answered, not held forever.
+  closed_.push_back(jobId);
+  if (closed_.size() > 256) closed_.pop_front();
+}
+
+void StoreService::fromBelow(uint64_t link, const wire::StoreRequest& request, const StoreHub::Send& down) {
+  auto it = jobs_.find(request.job_id());
+  const bool closed = std::find(closed_.begin(), closed_.end(), request.job_id()) != closed_.end();
+  if (it == jobs_.end() && !closed && earlyCount_ < kMaxEarlyRequests) {
+    early_[request.job_id()].push_back({link, request, down});
+    ++earlyCount_;
+    return;
+  }
+  if (it == jobs_.end()) {
+    if (request.id() == 0) return;
+    wire::Envelope e;
+    e.mutable_store_reply()->set_job_id(request.job_id());
+    e.mutable_store_reply()->set_id(request.id());
+    e.mutable_store_reply()->set_error(
+        closed ? strCat("agent ", agentHost_, ": the store of job '", request.job_id(), "' was closed (the job ended here)")
+               : strCat("agent ", agentHost_, " has no store for job '", request.job_id(), "' (and ", earlyCount_,
+                        " requests for jobs not started here are held already)"));
+    down(e);
+    return;
+  }
+  it->second.hub->fromBelow(link, request, down);
+}
+
+void StoreService::fromAbove(const wire::StoreReply& reply) {
+  auto it = jobs_.find(reply.job_id());
+  if (it != jobs_.end()) it->second.hub->fromAbove(reply);
+}
+
+void StoreService::forgetLink(uint64_t link) {
+  for (auto& [id, job] : jobs_) job.hub->forgetBelow(link);
+  // What a link that is gone asked before its job opened here will never be answered: drop it.
+  for (auto it = early_.begin(); it != early_.end();) {
+    auto& held = it->second;
+    const size_t before = held.size();
+    held.erase(std::remove_if(held.begin(), held.end(), [link](const Early& e) { return e.link == link; }), held.end());
+    earlyCount_ -= before - held.size();
+    it = held.empty() ? early_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace dsrun::agent
