@@ -309,6 +309,8 @@ TEST_CASE("a tree go from the parent node becomes a go for its job; an agent wit
   const auto refused = handler().handle(go, welcomed());
   REQUIRE_FALSE(refused.empty());
   CHECK(refused[0].envelope.error().message() == "protocol error: this agent serves no tree launches");
+}
+
 TEST_CASE("store traffic is taken from a node certificate and refused from a launcher's", "[agent][store]") {
   Envelope request;
   request.mutable_store_request()->set_job_id("j");
