@@ -318,6 +318,8 @@ TEST_CASE("a probed tree launch is held: its report names the broken target, not
   wire->send(go);
   runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 2; }, "the two ranks after go");
   CHECK(agent.spawner.spawned[1].command.env.at("RANK") == "1");
+}
+
 TEST_CASE("an orphaned node is adopted by its grandparent: its running job is re-bound, nothing is started "
           "again, and its ranks are stoppable and reported through the adopter",
           "[agent][tree][adopt]") {
