@@ -334,7 +334,7 @@ TEST_CASE("launchSettings completes options.launch with the job id and, with --s
   CHECK(dsrun::launcher::launchSettings(dsrun::launcher::parseOptions({"x.py"}), "j", 4242).savePid == 0);
 }
 
-TEST_CASE("--rendezvous is 'store' (rank 0's TCPStore) unless 'agent' is given; anything else is refused",
+TEST_CASE("the rendezvous is 'store' (rank 0's TCPStore) unless 'agent' is given; anything else is refused",
           "[launcher][options]") {
   CHECK_FALSE(dsrun::launcher::parseOptions({"x.py"}).agentRendezvous);
   CHECK(dsrun::launcher::parseOptions({"--rendezvous", "agent", "x.py"}).agentRendezvous);

@@ -304,7 +304,7 @@ TEST_CASE("a replayed or stale tree launch is refused") {
   CHECK(seen.size() == 1);
 }
 
-TEST_CASE("--rendezvous agent: every node learns rank 0's agent, and only that node is told it is the root") {
+TEST_CASE("with --rendezvous agent, every node learns rank 0's agent, and only that node is told it is the root") {
   Cluster cluster;
   std::mt19937 rng(59);
   std::vector<TreeLaunchNode> nodes = makeNodes({-1, 0, 0, 2, -1, 4}, 2, rng);
