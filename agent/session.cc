@@ -410,13 +410,7 @@ void Session::stop(const std::string& reason) {
       DSRUN_LOG(INFO) << peer_ << ": " << reason;
     }
   }
-  transition(MemberEvent::Disconnected);
-  deadline_.cancel();
-  heartbeat_.cancel();
-  monitor_->stop();
-  connection_->close();
-  writeQueue_.clear();
-  queuedBytes_ = 0;
+  hangUp();
   windowed_ = false;  // nobody reads any more: paused pumps resume and their output is dropped
   table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
   // The job ends here: the children stop theirs at once. A node given up by its parent (released) leaves its
@@ -425,6 +419,16 @@ void Session::stop(const std::string& reason) {
   closeStores();
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one
+}
+
+void Session::hangUp() {
+  transition(MemberEvent::Disconnected);
+  deadline_.cancel();
+  heartbeat_.cancel();
+  monitor_->stop();
+  connection_->close();
+  writeQueue_.clear();
+  queuedBytes_ = 0;
 }
 
 void Session::transition(MemberEvent event) {

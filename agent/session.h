@@ -133,6 +133,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void startOwnRanks(const std::string& job);
   /// Closes what this session opened in the StoreService (its link below, the stores of its jobs).
   void closeStores();
+  /// The connection ends: marked disconnected, its timers and monitor stopped, its socket closed and unsent
+  /// frames dropped. The jobs are the caller's to stop or keep (an orphan keeps them for an adopter).
+  void hangUp();
   /// Starts `launch`'s ranks as a job of this session; with LaunchRequest.rendezvous, after opening its store
   /// (requests go up this connection when `parentIsAgent`) and pointing the ranks at it.
   void launchJob(const wire::LaunchRequest& launch, bool parentIsAgent);

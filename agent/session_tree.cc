@@ -196,13 +196,7 @@ void Session::orphan(const std::string& reason) {
   if (const size_t at = why.find(", stopping its jobs"); at != std::string::npos) why.erase(at);  // not yet
   DSRUN_LOG(WARN) << peer_ << ": " << why << "; job " << treeJob_ << " waits up to " << wait.count()
                   << " ms for an ancestor to adopt it";
-  transition(MemberEvent::Disconnected);
-  deadline_.cancel();
-  heartbeat_.cancel();
-  monitor_->stop();
-  connection_->close();
-  writeQueue_.clear();
-  queuedBytes_ = 0;
+  hangUp();
   orphanWait_.expires_after(wait);
   orphanWait_.async_wait([self = shared_from_this(), wait](const boost::system::error_code& ec) {
     if (ec || !self->orphaned_) return;
