@@ -177,7 +177,8 @@ void Session::dispatch(const wire::Envelope& envelope) {
         adoptTree(action.envelope.tree_adopt().launch());
         break;
       case Action::Kind::Close:
-        closeAfterFlush(strCat("closing: ", action.reason));
+        // A parent releasing a finished job is the normal end of a tree edge: logged at INFO, not as a refusal.
+        closeAfterFlush(released_ ? action.reason : strCat("closing: ", action.reason));
         break;
       case Action::Kind::ProbeMesh: {
         DSRUN_LOG(INFO) << peer_ << ": mesh probe of " << action.probe.targets_size() << " agent(s)";

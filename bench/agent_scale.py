@@ -436,8 +436,10 @@ def main():
                 sleep_s = min(20.0, max(3.0, 3 * (median(x.get("all_exited_s") for x in runs["no_probe"]) or 1.0)))
                 entry["sleep_s"] = sleep_s
                 entry["resources"] = {}
-                for variant in ["no_probe"] + [v for v in runs if v.startswith("tree")]:
-                    width = int(variant[4:]) if variant.startswith("tree") else 0
+                # One resource job per shape: the star, and each tree width (without the probe, as the star's).
+                trees = [v for v in runs if v.startswith("tree") and not v.endswith("-noprobe")]
+                for variant in ["no_probe"] + trees:
+                    width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
                     res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res-{variant}", args.dsrun, False,
                                   ["/bin/sleep", f"{sleep_s:.1f}"], sample=True, tree_width=width)
                     rss, pss = res.pop("agent_rss_kb"), res.pop("agent_pss_kb")
@@ -511,7 +513,7 @@ def report(results, args):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for count, e in results["sizes"].items():
         for variant, r in (e.get("resources") or {}).items():
-            shape = "star" if variant == "no_probe" else f"tree width {variant[4:]}"
+            shape = "star" if variant == "no_probe" else f"tree width {variant[4:].split('-')[0]}"
             inner = (f"{fmt(r.get('inner_edge_bytes_down'))} / {fmt(r.get('inner_edge_bytes_up'))} "
                      f"({fmt(r.get('inner_edge_bytes_down_max'))})" if r.get("inner_edge_bytes_down") else "-")
             print(f"| {count} | {shape}{'' if r['rc'] == 0 else ' (failed)'} | {r['dsrun_sockets']} | "
