@@ -55,7 +55,7 @@ std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost:
 }
 
 ChildLink::ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks)
-    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), beat_(io), ack_(io) {
+    : io_(io), child_(std::move(child)), timing_(timing), callbacks_(std::move(callbacks)), ack_(io) {
   wire::TreeLaunchHeader header;
   header.ParseFromString(child_.launch.header());
   jobId_ = header.job_id();
@@ -93,7 +93,7 @@ void ChildLink::onReady(const wire::Welcome& welcome) {
     if (self && self->client_->bytesWaiting() > 0) self->monitor_->beat();
   });
   monitor_->start();
-  armBeat();
+  client_->beatEvery(std::chrono::milliseconds(timing_.beatMs));
 }
 
 void ChildLink::sendLaunch(bool probe) {
@@ -222,7 +222,6 @@ void ChildLink::close(bool release) {
   if (done_) return;
   done_ = true;
   if (monitor_) monitor_->stop();
-  beat_.cancel();
   ack_.cancel();
   if (release && launched_) {
     // Connection-level: the child's Session ends at once, without waiting for an adopter.
@@ -233,18 +232,6 @@ void ChildLink::close(bool release) {
     return;
   }
   client_->close();
-}
-
-void ChildLink::armBeat() {
-  beat_.expires_after(std::chrono::milliseconds(timing_.beatMs));
-  beat_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self || self->done_) return;
-    wire::Envelope beat;
-    beat.mutable_heartbeat();
-    self->client_->send(beat);
-    self->armBeat();
-  });
 }
 
 }  // namespace dsrun::agent

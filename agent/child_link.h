@@ -81,7 +81,6 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   void sendLaunch(bool probe);
   void onClosed(const std::string& reason);
   void lose(const std::string& cause);
-  void armBeat();
   void acknowledged();
 
   boost::asio::io_context& io_;             ///< the agent's loop
@@ -93,7 +92,6 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   int exitedRanks_ = 0;                     ///< ranks it reported ended (or never started): all = a later hang-up is no loss
   std::shared_ptr<AgentClient> client_;     ///< the connection to the child's agent
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< the child's silence, from its Welcome on
-  boost::asio::steady_timer beat_;          ///< our heartbeat to the child
   boost::asio::steady_timer ack_;           ///< the child's deadline to acknowledge its launch
   std::vector<int> pendingSignals_;         ///< signals asked for before the launch went out
   bool launched_ = false;                   ///< the subtree launch was sent

@@ -11,7 +11,7 @@ namespace dsrun::agent {
 std::shared_ptr<StoreUplink> StoreUplink::create(boost::asio::io_context& io, boost::asio::ssl::context& dial,
                                                  const wire::StoreRendezvous& root, std::string clientName,
                                                  StoreHub& hub) {
-  std::shared_ptr<StoreUplink> link(new StoreUplink(io, hub));
+  std::shared_ptr<StoreUplink> link(new StoreUplink(hub));
   std::weak_ptr<StoreUplink> weak = link;
   AgentClient::Callbacks cb;
   cb.onReady = [weak](const wire::Welcome& welcome) {
@@ -19,9 +19,8 @@ std::shared_ptr<StoreUplink> StoreUplink::create(boost::asio::io_context& io, bo
     if (!self || self->done_) return;
     self->ready_ = true;
     // Half the root session's period: one late beat never costs a miss.
-    self->beatEvery_ = std::chrono::milliseconds(std::max<uint32_t>(1, welcome.heartbeat_period_ms() / 2));
     for (const auto& e : std::exchange(self->queued_, {})) self->client_->send(e);
-    self->armBeat();
+    self->client_->beatEvery(std::chrono::milliseconds(welcome.heartbeat_period_ms() / 2));
   };
   cb.onEnvelope = [weak](const wire::Envelope& envelope) {
     auto self = weak.lock();
@@ -36,7 +35,6 @@ std::shared_ptr<StoreUplink> StoreUplink::create(boost::asio::io_context& io, bo
     auto self = weak.lock();
     if (!self || self->done_) return;
     self->done_ = true;
-    self->beat_.cancel();
     self->hub_.lostAbove(strCat("the store's root ", reason));
   };
   link->client_ = AgentClient::create(io, dial, root.root_host(), static_cast<int>(root.root_port()),
@@ -55,22 +53,9 @@ void StoreUplink::send(const wire::Envelope& envelope) {
   client_->send(envelope);
 }
 
-void StoreUplink::armBeat() {
-  beat_.expires_after(beatEvery_);
-  beat_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self || self->done_) return;
-    wire::Envelope beat;
-    beat.mutable_heartbeat();
-    self->client_->send(beat);
-    self->armBeat();
-  });
-}
-
 void StoreUplink::close() {
   if (done_) return;
   done_ = true;
-  beat_.cancel();
   client_->close();
 }
 

@@ -8,7 +8,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,13 +29,10 @@ class StoreUplink : public std::enable_shared_from_this<StoreUplink> {
   void close();
 
  private:
-  StoreUplink(boost::asio::io_context& io, StoreHub& hub) : hub_(hub), beat_(io) {}
-  void armBeat();
+  explicit StoreUplink(StoreHub& hub) : hub_(hub) {}
 
   StoreHub& hub_;
   std::shared_ptr<AgentClient> client_;
-  boost::asio::steady_timer beat_;
-  std::chrono::milliseconds beatEvery_{500};
   std::vector<wire::Envelope> queued_;  ///< sent before the root's Welcome
   bool ready_ = false;
   bool done_ = false;

@@ -43,6 +43,7 @@ AgentClient::AgentClient(asio::io_context& io, asio::ssl::context& ssl, std::str
       resolver_(io),
       stream_(io, ssl),
       deadline_(io),
+      beat_(io),
       host_(std::move(host)),
       port_(port),
       address_(strCat(host_, ":", port_)),
@@ -309,10 +310,28 @@ size_t AgentClient::bytesWaiting() {
   return (ec ? 0 : inSocket) + static_cast<size_t>(std::max(inTls, 0));
 }
 
+void AgentClient::beatEvery(std::chrono::milliseconds period) {
+  beatPeriod_ = std::max(period, std::chrono::milliseconds(1));
+  armBeat();
+}
+
+void AgentClient::armBeat() {
+  beat_.expires_after(beatPeriod_);
+  beat_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->closed_ || self->closeWhenFlushed_) return;
+    wire::Envelope beat;
+    beat.mutable_heartbeat();
+    self->send(beat);
+    self->armBeat();
+  });
+}
+
 void AgentClient::close() {
   if (closed_) return;
   closed_ = true;
   deadline_.cancel();
+  beat_.cancel();
   resolver_.cancel();
   boost::system::error_code ignored;
   stream_.lowest_layer().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);

@@ -77,6 +77,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
                  std::function<void(const wire::MeshProbeReply&)> done);
   /// Queues one envelope (ignored once closed).
   void send(const wire::Envelope& envelope);
+  /// Sends a Heartbeat every `period` from now until the connection closes (or is closing): an agent that
+  /// dials another agent beats as dsrun does, so the other end does not judge it silent.
+  void beatEvery(std::chrono::milliseconds period);
   /// Closes the connection without calling onClosed (the agent then stops this client's jobs).
   void close();
   /// Closes once what is queued has been written (at once if the TLS session is not up: nothing could be).
@@ -118,11 +121,14 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   void readMore();
   void onFrame(const wire::Envelope& envelope);
   void writeNext();
+  void armBeat();
 
   boost::asio::io_context& io_;                                    ///< the caller's loop
   boost::asio::ip::tcp::resolver resolver_;                        ///< host name lookup
   boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;  ///< the TLS connection
   boost::asio::steady_timer deadline_;                             ///< connect + handshake + welcome deadline
+  boost::asio::steady_timer beat_;                                 ///< beatEvery's
+  std::chrono::milliseconds beatPeriod_{0};                        ///< beatEvery's; 0: no beats
   std::string host_;                                               ///< as in the hostfile
   int port_;                                                       ///< --agent_port
   std::string address_;                                            ///< "host:port" for messages
