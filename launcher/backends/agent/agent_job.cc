@@ -151,14 +151,11 @@ int AgentJob::run() {
   }
   if (!failures.empty() && settings_.elasticRound) {
     closeAll();
-    outcome_.end = Outcome::End::Unreachable;
-    outcome_.exitCode = 1;
-    outcome_.unreachable = failures;
+    std::vector<std::string> lost;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (dialled_[i] && !nodes_[i]->channel->ready()) outcome_.lostHosts.push_back(nodes_[i]->host);
+      if (dialled_[i] && !nodes_[i]->channel->ready()) lost.push_back(nodes_[i]->host);
     }
-    outcome_.detectedAt = std::chrono::steady_clock::now();
-    return outcome_.exitCode;
+    return roundEndedUnstarted(Outcome::End::Unreachable, failures, std::move(lost));
   }
   if (!failures.empty()) {
     closeAll();
@@ -193,6 +190,16 @@ int AgentJob::nothingStarted(const std::string& during) {
   notice(strCat("dsrun: received ", signalName(firstSignal()), " ", during, "; nothing was started"));
   writer_.waitIdle(kAbandonFlush);
   outcome_.exitCode = 128 + firstSignal();
+  return outcome_.exitCode;
+}
+
+int AgentJob::roundEndedUnstarted(Outcome::End end, std::vector<std::string> unreachable,
+                                  std::vector<std::string> lostHosts) {
+  outcome_.end = end;
+  outcome_.exitCode = 1;
+  outcome_.unreachable = std::move(unreachable);
+  outcome_.lostHosts = std::move(lostHosts);
+  outcome_.detectedAt = std::chrono::steady_clock::now();
   return outcome_.exitCode;
 }
 

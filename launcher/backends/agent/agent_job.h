@@ -128,6 +128,9 @@ class AgentJob {
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.
   /// Returns 128+signal, also kept in outcome_.
   int nothingStarted(const std::string& during);
+  /// An elastic round ends before any rank started (agents unreachable, a broken pair): the outcome says how,
+  /// for the controller to re-form the world without `lostHosts`. Returns its exit code (1).
+  int roundEndedUnstarted(Outcome::End end, std::vector<std::string> unreachable, std::vector<std::string> lostHosts);
   /// With settings_.meshProbe and two hosts or more: the all-pairs probe (agent_mesh_probe.cc); returns the
   /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.

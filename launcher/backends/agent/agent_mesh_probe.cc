@@ -127,12 +127,7 @@ std::optional<int> AgentJob::probeMesh() {
     // A world with both ends of a broken pair would hang in its first collective: the controller re-forms
     // without the suspects.
     for (auto& node : nodes_) node->client->close();
-    outcome_.end = Outcome::End::Partitioned;
-    outcome_.exitCode = 1;
-    outcome_.unreachable = outcome.broken;
-    outcome_.lostHosts = outcome.suspects;
-    outcome_.detectedAt = std::chrono::steady_clock::now();
-    return outcome_.exitCode;
+    return roundEndedUnstarted(Outcome::End::Partitioned, outcome.broken, outcome.suspects);
   }
   if (!outcome.broken.empty()) {
     for (auto& node : nodes_) node->client->close();

@@ -100,14 +100,7 @@ std::optional<int> AgentJob::probeTree() {
   const TreeProbeVerdict v = treeProbeVerdict(probeReports_, probeLost_, order);
   if (!v.lost.empty()) {
     closeAll();
-    if (settings_.elasticRound) {
-      outcome_.end = Outcome::End::Unreachable;
-      outcome_.exitCode = 1;
-      outcome_.unreachable = v.lost;
-      outcome_.lostHosts = v.lostHosts;
-      outcome_.detectedAt = std::chrono::steady_clock::now();
-      return outcome_.exitCode;
-    }
+    if (settings_.elasticRound) return roundEndedUnstarted(Outcome::End::Unreachable, v.lost, v.lostHosts);
     throw Error(strCat("cannot start the job, nothing was started: ", join(v.lost, "; "),
                        "\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
                        " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun --make_node_cert' from "
@@ -116,12 +109,7 @@ std::optional<int> AgentJob::probeTree() {
   if (v.brokenCount > 0) {
     closeAll();  // the held launches end with their connections: nothing was started anywhere
     if (settings_.elasticRound) {
-      outcome_.end = Outcome::End::Partitioned;
-      outcome_.exitCode = 1;
-      outcome_.unreachable = v.broken;
-      outcome_.lostHosts = meshSuspects(v.pairs, order);
-      outcome_.detectedAt = std::chrono::steady_clock::now();
-      return outcome_.exitCode;
+      return roundEndedUnstarted(Outcome::End::Partitioned, v.broken, meshSuspects(v.pairs, order));
     }
     throw ConfigError(strCat("mesh probe: ", v.broken.front(),
                              v.brokenCount > 1 ? strCat(" (and ", v.brokenCount - 1, " more)") : "",
