@@ -319,6 +319,9 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
     // at least every agentBeatMs, launchAll), so a cut-off host's ranks stop when we give it up.
     node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
                            settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats));
+    // A tree's roots then pass their subtree's starts and clean exits up in a few packed messages, not one
+    // per rank (RanksStarted, RanksExited): dsrun's CPU per rank was most of its CPU at thousands of nodes.
+    node->client->setMergedRankEvents(true);
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
