@@ -127,6 +127,17 @@ int main(int argc, char** argv) {
                 "slice)%s\n", n, cpu, wall, same ? "" : "; NOT THE SAME LAUNCHES");
     if (!same) return 1;
   }
+  {
+    // dsrun's planning of every rank (planWorld's second half, before anything is dialled), with a few exports.
+    WorldPlan planned = world;
+    planned.exports = {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5"}, {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                       {"PYTHONPATH", "/work/job"}};
+    planned.masterAddr = "10.0.0.1";
+    RankProgram program{"/work/job/train.py", {"--deepspeed_config=ds.json"}, {}};
+    t = cpuMs();
+    planRanks(planned, program);
+    std::printf("dsrun: planRanks %.1f ms (CPU) for %zu ranks\n", cpuMs() - t, planned.ranks.size());
+  }
   t = cpuMs();
   size_t indexed = 0;
   for (size_t i = 0; i < nodes; ++i) indexed += world.ranksOnNode(static_cast<int>(i)).size();

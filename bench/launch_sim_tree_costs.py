@@ -12,7 +12,8 @@ bench/launch_sim.py's tree model:
   * tree_build_ondemand_us_per_node: the same as dsrun does it now, each request made as its part is built
     (one thread; dsrun spreads it over its cores, off its loop, while it dials the roots);
   * rank_scan_us_per_node_rank: WorldPlan::ranksOnNode for every host, as AgentJob did before ranksByNode,
-    per host and rank of the job (it grew with their product: 2.5 s at 10,000 x 8).
+    per host and rank of the job (it grew with their product: 2.5 s at 10,000 x 8);
+  * plan_us_per_rank: planRanks (every rank's argv and environment, before dsrun dials), per rank.
 Runs bench_tree_launch for 64, 256 and 1,000 nodes at widths 4, 8 and 16 (8 ranks a node).
   bench/launch_sim_tree_costs.py [--build build] [--costs bench/launch_sim_costs.json] [--reps 3]
 """
@@ -28,6 +29,7 @@ LEVEL = re.compile(r"level \d+ agent: receives (\d+) bytes \((\d+) nodes.*parse\
                    r"([\d.]+) ms, expand .* ([\d.]+) ms")
 DSRUN = re.compile(r"dsrun: requests ([\d.]+) ms, build ([\d.]+) ms, sign ([\d.]+) ms, slice ([\d.]+) ms")
 # dsrun as it is now (agent_tree_build.h): each request made as its part is built, on one thread.
+PLAN = re.compile(r"dsrun: planRanks ([\d.]+) ms \(CPU\) for (\d+) ranks")
 SCAN = re.compile(r"WorldPlan::ranksOnNode per host ([\d.]+) ms")
 ONDEMAND = re.compile(r"dsrun, requests made while building, 1 thread\(s\): ([\d.]+) ms CPU")
 
@@ -42,7 +44,7 @@ def main():
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"launch_sim_tree_costs.py: {binary} not built (cmake --build {args.build} --target "
                          "bench_tree_launch)")
-    levels, build, ondemand, scan = [], [], [], []
+    levels, build, ondemand, scan, plan = [], [], [], [], []
     for _ in range(args.reps):
         for nodes in (64, 256, 1000):
             for width in (4, 8, 16):
@@ -52,6 +54,8 @@ def main():
                 d = DSRUN.search(out)
                 build.append(sum(float(x) for x in d.groups()) * 1000 / nodes)
                 ondemand.append(float(ONDEMAND.search(out).group(1)) * 1000 / nodes)
+                m = PLAN.search(out)
+                plan.append(float(m.group(1)) * 1000 / int(m.group(2)))
                 scan.append(float(SCAN.search(out).group(1)) * 1000 / (nodes * nodes * 8))
     big = [lv for lv in levels if lv[1] >= 4]
     sizes = [lv[1] for lv in levels]
@@ -67,6 +71,7 @@ def main():
         "tree_build_us_per_node": statistics.median(build),
         "tree_build_ondemand_us_per_node": statistics.median(ondemand),
         "rank_scan_us_per_node_rank": statistics.median(scan),
+        "plan_us_per_rank": statistics.median(plan),
         "levels_measured": len(levels),
         "load": open("/proc/loadavg").read().split()[:3],
     }
