@@ -134,9 +134,11 @@ int main(int argc, char** argv) {
                        {"PYTHONPATH", "/work/job"}};
     planned.masterAddr = "10.0.0.1";
     RankProgram program{"/work/job/train.py", {"--deepspeed_config=ds.json"}, {}};
+    const double wall0 = wallMs();
     t = cpuMs();
     planRanks(planned, program);
-    std::printf("dsrun: planRanks %.1f ms (CPU) for %zu ranks\n", cpuMs() - t, planned.ranks.size());
+    std::printf("dsrun: planRanks %.1f ms (CPU) for %zu ranks, %.1f ms wall\n", cpuMs() - t, planned.ranks.size(),
+                wallMs() - wall0);
   }
   t = cpuMs();
   size_t indexed = 0;
