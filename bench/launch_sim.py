@@ -181,13 +181,14 @@ class Launch:
 
     def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
                  straggler_factor=10.0, forward_first=False, before=False, dsrun_threads=8, merged=True,
-                 straggler_refan_ms=None):
+                 straggler_refan_ms=None, dsrun_cores=None):
         self.forward_first = forward_first  # what-if: an agent's children's handshakes before its own spawns
         # before: dsrun and the agents as they were when the tree was first validated (build before dialling,
         # every host's full request first and each host's ranks found by a scan of all ranks, own ranks forked
         # before the children's handshakes, every rank's events unmerged).
         self.before = before
         self.dsrun_threads = dsrun_threads  # the threads dsrun builds the launch on (its cores, agent_tree_build.h)
+        self.dsrun_cores = dsrun_cores or dsrun_threads  # the cores dsrun plans the ranks on
         self.merged = merged and not before  # agents merge starts and clean exits (RanksStarted, RanksExited)
         # what-if: a parent re-fans a child's children when the child has not acknowledged its launch this long
         # after its first sibling did (not built: docs/benchmarks.md says why).
@@ -284,12 +285,17 @@ class Launch:
                 self.sim.at(self.killed_at, self.kill_victim)
         self.built = not self.width or self.before
         self.dsrun_build_us = 0.0
-        build = 0
+        # dsrun plans every rank before it dials (planWorld: the draft, then the plan with what the launch learned;
+        # bench_tree_launch's planRanks): on threads of its own now (one per 4,096 ranks, at most its cores),
+        # and the first attempt no longer copies it; before, on one thread, plus a copy (about half a plan).
+        total = self.count * self.ranks
+        plan_us = self.t.get("plan_us_per_rank", 0) * total
+        build = 2.5 * plan_us if self.before else 2 * plan_us / max(1, min(total // 4096, self.dsrun_cores))
         if self.width and self.before:
             # dsrun built the signed tree launch before dialling: every host's full request, then the launch
             # (bench_tree_launch), and each host's ranks found by a scan of all of them (AgentJob's constructor).
-            build = (self.t["tree_build_us_per_node"] * self.count
-                     + self.t["rank_scan_us_per_node_rank"] * self.count * self.count * self.ranks)
+            build += (self.t["tree_build_us_per_node"] * self.count
+                      + self.t["rank_scan_us_per_node_rank"] * self.count * self.count * self.ranks)
         self.dsrun.post(c["dsrun_startup_us"] + build, started)
 
     def request_bytes(self, child):
@@ -523,7 +529,8 @@ def validate(args, c):
                 cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
                 sim = Launch(c, int(count), 8, width, False, random.Random(int(count)), cores=cores,
                              jitter=False, before=args.before, merged=not args.no_merged,
-                             dsrun_threads=build_threads(int(count), os.cpu_count() or 1)).result()
+                             dsrun_threads=build_threads(int(count), os.cpu_count() or 1),
+                             dsrun_cores=os.cpu_count() or 1).result()
                 r_ms = run["all_running_s"] * 1000
                 d_real = run["dsrun_cpu_us"] / int(count)
                 d_sim = sim["dsrun_cpu_us"] / int(count)
@@ -558,6 +565,7 @@ def project(args, c):
     sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
         Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, forward_first=args.forward_first,
                before=args.before, merged=not args.no_merged, dsrun_threads=build_threads(n, args.dsrun_cores),
+               dsrun_cores=args.dsrun_cores,
                straggler_refan_ms=args.straggler_refan_ms, **kw).result() for _ in range(runs)]
     for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
         row = {}
