@@ -520,9 +520,10 @@ def validate(args, c):
         for variant, runs in e.get("runs", {}).items():
             if variant != "no_probe" and not variant.startswith("tree"):
                 continue
-            width = int(variant[4:]) if variant.startswith("tree") else 0
+            width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
             for run in runs:
-                if run.get("rc") != 0 or "all_running_s" not in run:
+                # The model has no mesh probe: only the --no_mesh_probe runs (agent_scale.py's "-noprobe").
+                if run.get("rc") != 0 or "all_running_s" not in run or run.get("probe"):
                     continue
                 # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
                 used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
