@@ -52,6 +52,7 @@ import argparse
 import heapq
 import json
 import math
+import multiprocessing
 import os
 import random
 import statistics
@@ -491,6 +492,12 @@ class Launch:
                 "max_sockets": (len(self.children(None)) if self.width == 0 else self.width + 1)}
 
 
+def one_launch(job):
+    """One simulated launch: (costs, nodes, width, warm, seed, Launch's keyword arguments)."""
+    c, n, width, warm, seed, kw = job
+    return Launch(c, n, 8, width, warm, random.Random(seed), **kw).result()
+
+
 def build_threads(nodes, cores):
     """The threads dsrun builds a tree launch on (TreeLaunchBuild::threadsFor): its cores, one per 500 nodes."""
     return max(1, min(nodes // 500, cores))
@@ -563,11 +570,15 @@ def project(args, c):
     print("\n| topology | cold p50 | cold p99 | warm p50 | warm p99 | no stragglers: cold p99 | warm p99 | interior "
           "agent killed 10 ms in: cold p99 after the kill | warm | dsrun CPU ms (cold) | sockets per process |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
-        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, forward_first=args.forward_first,
-               before=args.before, merged=not args.no_merged, dsrun_threads=build_threads(n, args.dsrun_cores),
-               dsrun_cores=args.dsrun_cores,
-               straggler_refan_ms=args.straggler_refan_ms, **kw).result() for _ in range(runs)]
+    pool = multiprocessing.Pool(args.jobs) if args.jobs > 1 else None
+
+    def sim(n, width, warm, runs, **kw):
+        """`runs` launches, each with its own seed drawn from the projection's generator (--jobs: in parallel)."""
+        kw = dict(straggler_factor=args.straggler_factor, forward_first=args.forward_first, before=args.before,
+                  merged=not args.no_merged, dsrun_threads=build_threads(n, args.dsrun_cores),
+                  dsrun_cores=args.dsrun_cores, straggler_refan_ms=args.straggler_refan_ms, **kw)
+        jobs = [(c, n, width, warm, rng.random(), kw) for _ in range(runs)]
+        return pool.map(one_launch, jobs) if pool else [one_launch(j) for j in jobs]
     for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
         row = {}
         runs = args.star_runs if width == 0 else args.runs
@@ -664,6 +675,7 @@ def main():
     ap.add_argument("--straggler_refan_ms", type=float, default=None,
                     help="what-if (not built): a parent re-fans the children of a child that has not acknowledged "
                          "its launch this long after its first sibling did")
+    ap.add_argument("--jobs", type=int, default=1, help="project: simulate a cell's runs in this many processes")
     ap.add_argument("--json", default="")
     ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
     args = ap.parse_args()
