@@ -409,7 +409,7 @@ void AgentJob::installTreeLaunches() {
   std::vector<RootTreeLaunch> roots;
   try {
     roots = treeBuild_->take();
-  } catch (const Error&) {
+  } catch (...) {
     closeAll();  // dialled while it was built: nothing was sent
     throw;
   }
