@@ -7,7 +7,7 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
   * Every process (dsrun, each agent) is one event loop: a queue of work items, each taking a measured
     amount of CPU (two queues: urgent items first).
   * The tree is dsrun's (plan_tree = agent_tree_plan.cc). dsrun dials the roots at once and builds the signed
-    tree launch meanwhile on threads of its own (agent_tree_build.h: one per 500 nodes, at most its cores,
+    tree launch meanwhile on threads of its own (agent_tree_build.h: one per 64 nodes, at most its cores,
     --dsrun_cores; each host's request made as its part is built), and sends each root its launch once the
     roots are welcomed and the build is done; an agent reads the launch (signature, Merkle digests per node
     of its subtree, expansion: bench_tree_launch's figures, launch_sim_tree_costs.py), dials its children and
@@ -287,11 +287,11 @@ class Launch:
         self.built = not self.width or self.before
         self.dsrun_build_us = 0.0
         # dsrun plans every rank before it dials (planWorld: the draft, then the plan with what the launch learned;
-        # bench_tree_launch's planRanks): on threads of its own now (one per 4,096 ranks, at most its cores),
+        # bench_tree_launch's planRanks): on threads of its own now (one per 512 ranks, at most its cores),
         # and the first attempt no longer copies it; before, on one thread, plus a copy (about half a plan).
         total = self.count * self.ranks
         plan_us = self.t.get("plan_us_per_rank", 0) * total
-        build = 2.5 * plan_us if self.before else 2 * plan_us / max(1, min(total // 4096, self.dsrun_cores))
+        build = 2.5 * plan_us if self.before else 2 * plan_us / max(1, min(total // 512, self.dsrun_cores))
         if self.width and self.before:
             # dsrun built the signed tree launch before dialling: every host's full request, then the launch
             # (bench_tree_launch), and each host's ranks found by a scan of all of them (AgentJob's constructor).
@@ -499,8 +499,8 @@ def one_launch(job):
 
 
 def build_threads(nodes, cores):
-    """The threads dsrun builds a tree launch on (TreeLaunchBuild::threadsFor): its cores, one per 500 nodes."""
-    return max(1, min(nodes // 500, cores))
+    """The threads dsrun builds a tree launch on (TreeLaunchBuild::threadsFor): its cores, one per 64 nodes."""
+    return max(1, min(nodes // 64, cores))
 
 
 def load_costs(path):

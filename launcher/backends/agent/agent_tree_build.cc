@@ -34,7 +34,7 @@ std::vector<RootTreeLaunch> TreeLaunchBuild::take() { return result_.get(); }
 
 unsigned TreeLaunchBuild::threadsFor(size_t nodes) {
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::clamp<size_t>(nodes / 500, 1, cores));
+  return static_cast<unsigned>(std::clamp<size_t>(nodes / 64, 1, cores));
 }
 
 }  // namespace dsrun::launcher
