@@ -133,7 +133,8 @@ DSRUN_JOB_ID=agent-it-6 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir
   >"$tmp/out" 2>"$tmp/err" &
 dpid=$!
 id6=$(job_id_of 6)
-wait_for 30 test "$(job_procs "$id6")" -ge 4 || true  # a guard: the checks below say what is missing
+six_running() { [ "$(job_procs "$id6")" -ge 4 ]; }
+wait_for 30 six_running || true  # a guard: the checks below say what is missing
 # The ranks' pids as the kernel has them (each rank execs sleep in place): the ones dsrun names must be these,
 # learnt from the agents' start events (merged into RanksStarted through a tree, DSRUN_TEST_TREE_WIDTH).
 rank_pids6=$(grep -l "DSRUN_JOB_ID=$id6" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | sort -n)
