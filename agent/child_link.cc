@@ -1,5 +1,7 @@
 #include "agent/child_link.h"
 
+#include "proto/rank_events.h"
+
 #include <algorithm>
 
 #include "common/logging.h"
@@ -51,6 +53,8 @@ std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost:
                                       std::move(clientName), std::move(cb));
   link->client_->setDialAddress(link->child_.address);
   link->client_->setHello(timing.outputWindowBytes, true, timing.beatMs, timing.silenceMs);
+  // Merged events are read here always: the relay expands them for a parent that did not ask (EventBatcher).
+  link->client_->setMergedRankEvents(true);
   return link;
 }
 
@@ -161,14 +165,7 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
     return;
   }
   // Ranks that ended, or that a spawn failure says will never start: once all have, a hang-up loses nothing.
-  const auto ended = [](const wire::Envelope& e) -> int {
-    if (e.has_rank_exited()) return 1;
-    return e.has_error() ? e.error().unstarted_ranks_size() : 0;
-  };
-  exitedRanks_ += ended(envelope);
-  if (envelope.has_event_batch()) {
-    for (const auto& event : envelope.event_batch().events()) exitedRanks_ += ended(event);
-  }
+  exitedRanks_ += proto::endedRanks(envelope);
   if (callbacks_.onEvent) callbacks_.onEvent(envelope);
 }
 

@@ -1,5 +1,7 @@
 #include "agent/event_batcher.h"
 
+#include "proto/rank_events.h"
+
 namespace dsrun::agent {
 
 bool EventBatcher::add(const wire::Envelope& event) {
@@ -12,7 +14,9 @@ bool EventBatcher::add(const wire::Envelope& event) {
   return first && !pending_.empty();
 }
 
-std::vector<wire::Envelope> EventBatcher::take() {
+std::vector<wire::Envelope> EventBatcher::take(bool merged) {
+  if (merged) proto::mergeRankEvents(pending_);
+  else proto::expandRankEvents(pending_);
   std::vector<wire::Envelope> out;
   if (pending_.size() == 1) {
     out.push_back(std::move(pending_.front()));

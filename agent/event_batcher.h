@@ -20,8 +20,10 @@ class EventBatcher {
   /// caller schedules one take() for the end of this turn of the loop.
   bool add(const wire::Envelope& event);
   /// The pending events as envelopes to send, in order: a lone event as itself, several as EventBatches of at
-  /// most kMaxBatchBytes each (a larger single event alone). Empties the batcher.
-  std::vector<wire::Envelope> take();
+  /// most kMaxBatchBytes each (a larger single event alone). `merged`: the receiver reads RanksStarted and
+  /// RanksExited (Hello.merged_rank_events), so runs of starts and of clean exits leave merged
+  /// (proto::mergeRankEvents); otherwise merged ones from below are expanded. Empties the batcher.
+  std::vector<wire::Envelope> take(bool merged = false);
   bool empty() const { return pending_.empty(); }
 
  private:

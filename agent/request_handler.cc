@@ -80,6 +80,8 @@ const char* messageName(const wire::Envelope& envelope) {
     case wire::Envelope::kTreeAdopted: return "tree_adopted";
     case wire::Envelope::kStoreRequest: return "store_request";
     case wire::Envelope::kStoreReply: return "store_reply";
+    case wire::Envelope::kRanksStarted: return "ranks_started";
+    case wire::Envelope::kRanksExited: return "ranks_exited";
     case wire::Envelope::MSG_NOT_SET: return "empty envelope";
   }
   return "unknown";
@@ -162,6 +164,7 @@ std::vector<Action> RequestHandler::handleHello(const wire::Hello& hello, const 
   welcome.mutable_welcome()->set_mesh_probe(true);
   welcome.mutable_welcome()->set_tree_launch(config_.treeLaunch);
   welcome.mutable_welcome()->set_tree_probe(config_.treeLaunch);
+  welcome.mutable_welcome()->set_merged_rank_events(config_.treeLaunch);  // a tree's relays merge (TreeRelay)
   Action marked{Action::Kind::MarkWelcomed, {}, {}, {}, 0, {}, 0};
   return {marked, send(std::move(welcome))};
 }

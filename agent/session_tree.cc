@@ -108,7 +108,8 @@ void Session::takeOver(Session& from) {
   from.pendingOwn_.clear();
   storeJobs_ = std::move(from.storeJobs_);  // closed when this session ends the job
   from.storeJobs_.clear();
-  if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
+  if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; },
+                                         [this] { return hello_.merged_rank_events(); }});
   table_.reassign(treeJob_, id_);
   DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
                   << (from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
@@ -142,7 +143,8 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   treeJob_ = job;
   treeRoot_ = admitted.root;
   adoptable_ = admitted.adoptable;
-  TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }};
+  TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; },
+                         [this] { return hello_.merged_rank_events(); }};
   relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
                                        *tree_.dial, strCat("dsrun-agent on ", handler_.config().agentHost),
                                        std::move(up), tree_.stores);

@@ -148,7 +148,7 @@ void TreeRelay::rememberEnds(const wire::Envelope& event) {
     for (const auto& inner : event.event_batch().events()) rememberEnds(inner);
     return;
   }
-  if (event.has_rank_exited() || event.has_node_lost() ||
+  if (event.has_rank_exited() || event.has_ranks_exited() || event.has_node_lost() ||
       (event.has_error() && event.error().unstarted_ranks_size() > 0)) {
     ends_.push_back(event);
   }
@@ -176,7 +176,7 @@ void TreeRelay::up(const wire::Envelope& event) {
 }
 
 void TreeRelay::flush() {
-  for (const auto& envelope : batcher_.take()) upstream_.send(envelope);
+  for (const auto& envelope : batcher_.take(upstream_.merged && upstream_.merged())) upstream_.send(envelope);
 }
 
 void TreeRelay::go(const std::string& jobId) {

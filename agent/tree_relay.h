@@ -33,6 +33,7 @@ class TreeRelay {
   struct Upstream {
     std::function<void(const wire::Envelope&)> send;  ///< one message to the parent
     std::function<bool()> windowed;                   ///< the parent returns output credit
+    std::function<bool()> merged;                     ///< the parent reads merged rank events (null: no)
   };
 
   /// `dial` (a tls::Role::TreeClient context) must outlive the relay.

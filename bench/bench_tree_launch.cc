@@ -2,15 +2,16 @@
 // it, and one agent per level reading (digests), expanding its own ranks and slicing its children's launches.
 // The per-level figures are what bench/launch_sim.py needs per node. CPU time of this process, so that a busy
 // machine inflates the numbers less than wall time would.
-// Usage: bench_tree_launch [NODES=10000] [WIDTH=16] [RANKS_PER_NODE=8]
+// Usage: bench_tree_launch [NODES=10000] [WIDTH=16] [RANKS_PER_NODE=8] [THREADS=the cores]
 #include <time.h>
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
-#include "proto/rank_env.h"
 #include "proto/tree_launch_builder.h"
 #include "proto/tree_launch_expander.h"
 #include "proto/tree_subtree.h"
@@ -22,25 +23,34 @@ using namespace dsrun::launcher;
 
 namespace {
 
+double wallMs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 double cpuMs() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
 
-/// A node's star LaunchRequest shaped like a DeepSpeed job's: a python command with --local_rank and ~15
-/// variables, of which RANK, LOCAL_RANK and CROSS_RANK differ per rank.
-wire::LaunchRequest request(size_t node, size_t nodes, int ranksPerNode) {
-  wire::LaunchRequest r;
-  r.set_job_id("bench-job");
-  r.set_kill_grace_s(30);
-  for (int local = 0; local < ranksPerNode; ++local) {
+/// A plan shaped like a DeepSpeed job's: per rank a python command with --local_rank and ~15 variables, of
+/// which RANK, LOCAL_RANK and CROSS_RANK differ per rank.
+WorldPlan plan(size_t nodes, int ranksPerNode) {
+  WorldPlan p;
+  p.jobId = "bench-job";
+  for (size_t node = 0; node < nodes; ++node) {
+    p.hosts.push_back({"node-" + std::to_string(node), std::vector<int>(static_cast<size_t>(ranksPerNode))});
+    for (int local = 0; local < ranksPerNode; ++local) {
     const int rank = static_cast<int>(node) * ranksPerNode + local;
-    wire::RankLaunch* k = r.add_ranks();
-    k->set_rank(rank);
-    k->set_local_rank(local);
-    for (const char* w : {"/usr/bin/python3", "-u", "/work/job/train.py", "--deepspeed_config=ds.json"}) k->add_argv(w);
-    k->add_argv("--local_rank=" + std::to_string(local));
+    PlannedRank k;
+    k.rank = rank;
+    k.localRank = local;
+    k.nodeRank = static_cast<int>(node);
+    k.host = p.hosts.back().host;
+    k.argv = {"/usr/bin/python3", "-u", "/work/job/train.py", "--deepspeed_config=ds.json"};
+    k.argv.push_back("--local_rank=" + std::to_string(local));
     const std::pair<std::string, std::string> env[] = {
         {"CROSS_RANK", std::to_string(node)}, {"CROSS_SIZE", std::to_string(nodes)},
         {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}, {"DSRUN_JOB_ID", "bench-job"},
@@ -48,11 +58,12 @@ wire::LaunchRequest request(size_t node, size_t nodes, int ranksPerNode) {
         {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5"},
         {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"PYTHONPATH", "/work/job"}, {"RANK", std::to_string(rank)},
         {"WORLD_SIZE", std::to_string(nodes * static_cast<size_t>(ranksPerNode))}};
-    for (const auto& [name, value] : env) proto::addEnv(*k, name, value);
-    k->set_cwd("/work/job");
-    for (int c = 0; c < 4; ++c) k->add_cores(local * 4 + c);
+    for (const auto& [name, value] : env) k.env[name] = value;
+    for (int c = 0; c < 4; ++c) k.cores.push_back(local * 4 + c);
+    p.ranks.push_back(std::move(k));
+    }
   }
-  return r;
+  return p;
 }
 
 }  // namespace
@@ -61,15 +72,17 @@ int main(int argc, char** argv) {
   const size_t nodes = argc > 1 ? std::stoul(argv[1]) : 10000;
   const int width = argc > 2 ? std::stoi(argv[2]) : 16;
   const int ranksPerNode = argc > 3 ? std::stoi(argv[3]) : 8;
+  const unsigned threads = argc > 4 ? static_cast<unsigned>(std::stoul(argv[4])) : std::thread::hardware_concurrency();
   const proto::Sha256 sha = [](std::string_view d) { return tls::sha256(d); };
   const AgentTreePlan tree = planAgentTree(nodes, width);
-  std::vector<proto::TreeLaunchNode> planned(nodes);
+  const WorldPlan world = plan(nodes, ranksPerNode);
+  NodeLaunchSettings settings;
+  settings.cwd = "/work/job";
+  double t = cpuMs();
+  std::vector<proto::TreeLaunchNode> planned = treeLaunchNodes(world, tree, 29600, settings);
+  const double requestsMs = cpuMs() - t;
   size_t starBytes = 0;
-  for (size_t i = 0; i < nodes; ++i) {
-    planned[i] = {"node-" + std::to_string(i), "node-" + std::to_string(i), 29600, tree.parent[i],
-                  request(i, nodes, ranksPerNode)};
-    starBytes += planned[i].request.ByteSizeLong();
-  }
+  for (const auto& node : planned) starBytes += node.request.ByteSizeLong();
   tls::PKeyPtr caKey = tls::makeKey();
   tls::X509Ptr ca = tls::issueCertificate({tls::CertKind::Ca, "bench CA", {}, {}}, caKey.get(), nullptr, nullptr);
   tls::PKeyPtr key = tls::makeKey();
@@ -78,8 +91,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<X509_STORE, tls::OpensslDeleter<X509_STORE, X509_STORE_free>> trust(X509_STORE_new());
   X509_STORE_add_cert(trust.get(), ca.get());
 
-  double t = cpuMs();
-  const proto::TreeLaunchContent content = proto::buildTreeLaunch(planned, {0, 300, static_cast<uint32_t>(width), "bench"}, sha);
+  const proto::TreeLaunchStamp stamp{0, 300, static_cast<uint32_t>(width), "bench"};
+  t = cpuMs();
+  const proto::TreeLaunchContent content = proto::buildTreeLaunch(planned, stamp, sha);
   const double buildMs = cpuMs() - t;
   t = cpuMs();
   const std::string signature = signer.sign(proto::treeSignedMessage(content.root));
@@ -92,10 +106,52 @@ int main(int argc, char** argv) {
   const double sliceMs = cpuMs() - t;
   size_t rootBytes = 0;
   for (const auto& r : roots) rootBytes += r.ByteSizeLong();
+  // What dsrun does now: the requests made as the parts are built, on 1 and on `threads` threads (wall time too:
+  // that is what the threads shorten), the same bytes as above.
+  const std::vector<proto::TreeLaunchNode> shape = treeLaunchShape(world, tree, 29600);
+  for (unsigned n : {1u, threads}) {
+    const double wall0 = wallMs();
+    t = cpuMs();
+    const std::vector<RootTreeLaunch> built = signedTreeLaunches(world, shape, settings, stamp, signer, n);
+    const double cpu = cpuMs() - t;
+    const double wall = wallMs() - wall0;
+    bool same = built.size() == roots.size();
+    for (size_t i = 0; same && i < built.size(); ++i) {
+      // The signatures differ (ECDSA is randomized): compare the rest.
+      wire::TreeLaunch a = built[i].launch, b = roots[i];
+      a.clear_signature();
+      b.clear_signature();
+      same = a.SerializeAsString() == b.SerializeAsString();
+    }
+    std::printf("dsrun, requests made while building, %u thread(s): %.1f ms CPU, %.1f ms wall (requests, build, sign, "
+                "slice)%s\n", n, cpu, wall, same ? "" : "; NOT THE SAME LAUNCHES");
+    if (!same) return 1;
+  }
+  {
+    // dsrun's planning of every rank (planWorld's second half, before anything is dialled), with a few exports.
+    WorldPlan planned = world;
+    planned.exports = {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5"}, {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                       {"PYTHONPATH", "/work/job"}};
+    planned.masterAddr = "10.0.0.1";
+    RankProgram program{"/work/job/train.py", {"--deepspeed_config=ds.json"}, {}};
+    const double wall0 = wallMs();
+    t = cpuMs();
+    planRanks(planned, program);
+    std::printf("dsrun: planRanks %.1f ms (CPU) for %zu ranks, %.1f ms wall\n", cpuMs() - t, planned.ranks.size(),
+                wallMs() - wall0);
+  }
+  t = cpuMs();
+  size_t indexed = 0;
+  for (size_t i = 0; i < nodes; ++i) indexed += world.ranksOnNode(static_cast<int>(i)).size();
+  const double scanMs = cpuMs() - t;
+  t = cpuMs();
+  indexed += ranksByNode(world).size();
+  std::printf("dsrun: each host's ranks, WorldPlan::ranksOnNode per host %.1f ms, ranksByNode %.2f ms (CPU)\n", scanMs,
+              cpuMs() - t);
   std::printf("%zu nodes x %d ranks, width %d, %d levels\n", nodes, ranksPerNode, width, tree.levels());
   std::printf("star: %zu request bytes in all, %zu per node, all sent by dsrun\n", starBytes, starBytes / nodes);
-  std::printf("dsrun: build %.1f ms, sign %.2f ms, slice %.1f ms (CPU); sends %zu bytes to %zu roots\n", buildMs,
-              signMs, sliceMs, rootBytes, roots.size());
+  std::printf("dsrun: requests %.1f ms, build %.1f ms, sign %.2f ms, slice %.1f ms (CPU); sends %zu bytes to %zu "
+              "roots\n", requestsMs, buildMs, signMs, sliceMs, rootBytes, roots.size());
   // Down the first path: the first root, its first child, ... to a leaf.
   wire::TreeLaunch launch = roots.front();
   for (int level = 0;; ++level) {

@@ -6,12 +6,18 @@ machine by bench/launch_sim_calibrate.py; the model is validated against bench/a
 Model (docs/benchmarks.md "Launch at scale" says what each number is and where it came from):
   * Every process (dsrun, each agent) is one event loop: a queue of work items, each taking a measured
     amount of CPU (two queues: urgent items first).
-  * The tree is dsrun's (plan_tree = agent_tree_plan.cc). dsrun builds every host's request and the signed
-    tree launch before it dials the roots; an agent reads the launch (signature, Merkle digests per node of
-    its subtree, expansion: bench_tree_launch's figures, launch_sim_tree_costs.py), starts its children's
-    connections, forks its own ranks in one go and only then does the children's TLS handshakes, as
-    Session::startTree does (--forward_first: the other order, a what-if); interior agents relay 3 events per
-    rank of their subtree up, and dsrun pays its whole per-rank cost as the events arrive.
+  * The tree is dsrun's (plan_tree = agent_tree_plan.cc). dsrun dials the roots at once and builds the signed
+    tree launch meanwhile on threads of its own (agent_tree_build.h: one per 64 nodes, at most its cores,
+    --dsrun_cores; each host's request made as its part is built), and sends each root its launch once the
+    roots are welcomed and the build is done; an agent reads the launch (signature, Merkle digests per node
+    of its subtree, expansion: bench_tree_launch's figures, launch_sim_tree_costs.py), dials its children and
+    forks its own ranks once every child has its launch, as Session::startTree does (--forward_first: its
+    forks fill the gaps between the children's handshake steps, a what-if); interior agents relay per rank of
+    their subtree its output and its start and clean exit merged (RanksStarted, RanksExited: a measured
+    fraction of a message each, launch_sim_costs.json "merged"), and dsrun pays its measured per-rank cost
+    as the events arrive. --before: dsrun and the agents as first validated (the launch built first, with
+    every host's full request and a scan of all ranks per host; own ranks forked before the children's
+    handshakes; three unmerged events per rank).
   * A TLS 1.3 mutual handshake is 2 round trips split across both loops (client: ClientHello 30 %,
     verify + CertificateVerify 70 %; server: key share + sign 60 %, verify the client 40 %), then Hello /
     Welcome; dsrun sends the LaunchRequests once every agent is welcomed, as it does today.
@@ -25,6 +31,11 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
     them), to replay this machine's runs; project: each process has its own core (a cluster).
   * cold: every connection needs its TLS handshake; warm: connections are already open (a persistent
     tree or star), only Hello / LaunchRequest / acknowledgements remain. dsrun's start-up counts in both.
+    dsrun and its agents are never warm today: every job dials every edge afresh (docs/benchmarks.md says
+    what a real warm launch would need).
+  * --straggler_refan_ms D (a what-if, not built): a parent that has not heard a child acknowledge its launch
+    D ms after the first of its siblings did dials that child's children itself and sends them their
+    launches; the slow child keeps its own ranks and no longer dials them.
   * stragglers: a fraction of nodes whose agent and ranks are 10x slower; jitter: every cost is multiplied
     by a log-normal factor (sigma 0.2) drawn per work item.
   * kill: one interior agent (the root's first child: the largest subtree) dies --kill_ms after dsrun's
@@ -41,6 +52,7 @@ import argparse
 import heapq
 import json
 import math
+import multiprocessing
 import os
 import random
 import statistics
@@ -169,8 +181,19 @@ class Launch:
     """One simulated launch of `count` nodes x `ranks` ranks; width 0 is the star."""
 
     def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
-                 straggler_factor=10.0, forward_first=False):
+                 straggler_factor=10.0, forward_first=False, before=False, dsrun_threads=8, merged=True,
+                 straggler_refan_ms=None, dsrun_cores=None):
         self.forward_first = forward_first  # what-if: an agent's children's handshakes before its own spawns
+        # before: dsrun and the agents as they were when the tree was first validated (build before dialling,
+        # every host's full request first and each host's ranks found by a scan of all ranks, own ranks forked
+        # before the children's handshakes, every rank's events unmerged).
+        self.before = before
+        self.dsrun_threads = dsrun_threads  # the threads dsrun builds the launch on (its cores, agent_tree_build.h)
+        self.dsrun_cores = dsrun_cores or dsrun_threads  # the cores dsrun plans the ranks on
+        self.merged = merged and not before  # agents merge starts and clean exits (RanksStarted, RanksExited)
+        # what-if: a parent re-fans a child's children when the child has not acknowledged its launch this long
+        # after its first sibling did (not built: docs/benchmarks.md says why).
+        self.straggler_refan_ms = straggler_refan_ms
         self.c, self.count, self.ranks, self.width, self.warm = c, count, ranks, width, warm
         self.sim = Sim(rng, jitter, cores)
         self.latency = c["loopback_one_way_us"]
@@ -185,6 +208,10 @@ class Launch:
         self.victim = 0 if (kill_ms is not None and width) else None
         self.c_msg = c["dsrun_per_rank_us"] / 3  # a small message: dsrun's per-rank cost is ~3 of them
         self.pending_acks = {}
+        self.unforwarded = {}  # node -> children not yet sent their launch (it forks its own ranks at 0)
+        self.launch_acked = {}  # parent -> children that acknowledged their launch (the straggler what-if)
+        self.taken = {}  # straggler -> True: its children were re-fanned by its parent
+        self.reparent = {}
         self.t = c.get("tree", {})
         if width:
             self.parent, self.end = plan_tree(count, width)
@@ -233,17 +260,43 @@ class Launch:
                 if k in welcomed:
                     return
                 welcomed.add(k)
-                if len(welcomed) == len(kids):  # as today: launch once every connection is up (or found dead)
+                if len(welcomed) == len(kids) and self.built:  # launch once every root answered (or is dead)
                     for k in kids:
                         self.forward(None, k)
             self.welcomed_root = one_welcomed
             for k in kids:
                 self.connect(None, k, lambda k=k: one_welcomed(k))
+            if self.width and not self.before:
+                # Built on dsrun's own threads (agent_tree_build.h) while its loop dials the roots: the launch
+                # goes out once both the roots are welcomed and the build is done.
+                self.build_left = self.dsrun_threads
+                def built():
+                    self.build_left -= 1
+                    if self.build_left == 0:
+                        self.built = True
+                        if len(welcomed) == len(kids):
+                            for k in kids:
+                                self.forward(None, k)
+                share = self.t["tree_build_ondemand_us_per_node"] * self.count / self.dsrun_threads
+                for _ in range(self.dsrun_threads):
+                    self.dsrun_build_us += share
+                    self.sim.run_cpu(self.sim.cost(share), built)
             if self.kill is not None:  # "10 ms into the launch": after dsrun's start-up
                 self.killed_at = self.sim.now + self.kill
                 self.sim.at(self.killed_at, self.kill_victim)
-        # dsrun builds the signed tree launch (every host's request, sign, slice: measured per node by bench_tree_launch)
-        build = self.t["tree_build_us_per_node"] * self.count if self.width else 0
+        self.built = not self.width or self.before
+        self.dsrun_build_us = 0.0
+        # dsrun plans every rank before it dials (planWorld: the draft, then the plan with what the launch learned;
+        # bench_tree_launch's planRanks): on threads of its own now (one per 512 ranks, at most its cores),
+        # and the first attempt no longer copies it; before, on one thread, plus a copy (about half a plan).
+        total = self.count * self.ranks
+        plan_us = self.t.get("plan_us_per_rank", 0) * total
+        build = 2.5 * plan_us if self.before else 2 * plan_us / max(1, min(total // 512, self.dsrun_cores))
+        if self.width and self.before:
+            # dsrun built the signed tree launch before dialling: every host's full request, then the launch
+            # (bench_tree_launch), and each host's ranks found by a scan of all of them (AgentJob's constructor).
+            build += (self.t["tree_build_us_per_node"] * self.count
+                      + self.t["rank_scan_us_per_node_rank"] * self.count * self.count * self.ranks)
         self.dsrun.post(c["dsrun_startup_us"] + build, started)
 
     def request_bytes(self, child):
@@ -257,7 +310,13 @@ class Launch:
         send_cost = (c["dsrun_per_node_us"] - c["tls_client_us"]) * 0.5 + nbytes * 0.001
         if parent is None and self.width == 0:
             send_cost += self.ranks * c["dsrun_per_rank_us"] / 3  # the star builds every rank's entry
-        self.loop(parent).post(send_cost, lambda: self.send(child, nbytes, lambda: self.receive(child)), True)
+        def sent():
+            self.send(child, nbytes, lambda: self.receive(child))
+            if parent is not None and parent in self.unforwarded and self.parent[child] == parent:
+                self.unforwarded[parent] -= 1
+                if self.unforwarded[parent] == 0:
+                    self.spawn(parent, at_once=True)
+        self.loop(parent).post(send_cost, sent, True)
 
     def receive(self, i):
         c, a = self.c, self.agents[i]
@@ -267,13 +326,20 @@ class Launch:
             if self.got_launch[i]:
                 return
             self.got_launch[i] = True
-            kids = self.children(i)
+            kids = [] if self.taken.get(i) else self.children(i)  # taken: re-fanned by its parent (what-if)
             self.pending_acks = getattr(self, "pending_acks", {})
             self.pending_acks[i] = len(kids) + 1
-            if self.width and not self.forward_first:
-                # As the agent does (Session::startTree): the children's TCP connects start, then its own ranks
-                # are forked in one go on the loop, and only then do the children's TLS handshakes get the loop.
+            if self.width and self.before and not self.forward_first:
+                # As the agent did: the children's TCP connects start, then its own ranks are forked in one go on
+                # the loop, and only then do the children's TLS handshakes get the loop.
                 self.spawn(i, at_once=True)
+            if self.width and not self.before and not self.forward_first:
+                # As the agent does now (Session::startTree): its own ranks once every child has its launch
+                # (or is lost).
+                self.unforwarded[i] = len(kids)
+                if not kids:
+                    self.spawn(i, at_once=True)
+                self.ack_launch(i)
             for k in kids:
                 self.connect(i, k, lambda k=k: self.forward(i, k))
             if not self.width or self.forward_first:
@@ -332,11 +398,11 @@ class Launch:
         parent = self.parent_of(i)
         below = (self.subtree_size(i) - 1) * self.ranks
         if below:  # the subtree's RankStarted, output and RankExited events relayed up, a small message's cost each
-            self.loop(i).post(RELAYED_EVENTS_PER_RANK * below * self.c_msg, lambda: None)
+            self.loop(i).post(self.relayed_per_rank() * below * self.c_msg, lambda: None)
         def at_parent():
             if parent is None:
-                # dsrun handles the subtree's events: its whole per-rank cost (dsrun_per_rank_us, ~3 small messages)
-                self.dsrun.post(3 * self.subtree_size(i) * self.ranks * self.c_msg, lambda: None)
+                # dsrun handles the subtree's events: its per-rank cost (measured; merged: launch_sim_merged_costs)
+                self.dsrun.post(self.subtree_size(i) * self.ranks * self.dsrun_rank_us(), lambda: None)
                 self.acked += 1
                 if self.acked == len(self.children(None)):
                     self.dsrun_knows = self.sim.now
@@ -345,8 +411,53 @@ class Launch:
         self.loop(i).post(self.c_msg, lambda: self.send(parent, 100, lambda: self.loop(parent).post(
             self.c_msg, at_parent, True)), True)
 
+    def relayed_per_rank(self):
+        """Small messages an interior agent relays per rank below it: RankStarted, one output chunk and
+        RankExited; merged, the output chunk and a share of the merged start and exit."""
+        if not self.merged:
+            return RELAYED_EVENTS_PER_RANK
+        return 1 + 2 * self.c["merged"]["relay_fraction"]
+
+    def dsrun_rank_us(self):
+        """dsrun's CPU per rank of the job for its events (measured with and without merged events)."""
+        if not self.merged:
+            return 3 * self.c_msg
+        return 3 * self.c_msg * self.c["merged"]["dsrun_fraction"]
+
+    def ack_launch(self, i):
+        """Node i got its launch: its parent hears it (the straggler what-if counts from the first sibling)."""
+        parent = self.parent_of(i)
+        if self.straggler_refan_ms is None or parent is None:
+            return
+        def at_parent():
+            sibs = self.launch_acked.setdefault(parent, set())
+            sibs.add(i)
+            if len(sibs) == 1:
+                self.sim.at(self.sim.now + self.straggler_refan_ms * 1000, lambda: self.refan_stragglers(parent))
+        self.loop(i).post(self.c_msg, lambda: self.send(parent, 100, lambda: self.loop(parent).post(
+            self.c_msg, at_parent, True)), True)
+
+    def refan_stragglers(self, parent):
+        """What-if: every child of `parent` that has not acknowledged its launch by now keeps its own ranks but
+        its children are dialled and launched by `parent` (the grandchildren then refuse the slow child)."""
+        if self.agents[parent].dead:
+            return
+        for k in self.children(parent):
+            # Only a child that has not got its launch yet: one that has is already dialling its children.
+            if (k in self.launch_acked.get(parent, set()) or self.agents[k].dead or self.taken.get(k)
+                    or self.got_launch[k]):
+                continue
+            self.taken[k] = True
+            grandkids = self.children(k)
+            if not grandkids:
+                continue
+            self.reparent.update({g: (parent,) for g in grandkids})
+            self.pending_acks[parent] = self.pending_acks.get(parent, 0) + len(grandkids)
+            for g in grandkids:
+                self.connect(parent, g, lambda g=g: self.forward(parent, g), fresh=False)
+
     def parent_of(self, i):
-        p = getattr(self, "reparent", {}).get(i)
+        p = self.reparent.get(i)
         if p is not None:
             return p[0]
         return None if self.parent[i] < 0 else self.parent[i]
@@ -355,7 +466,7 @@ class Launch:
         v = self.victim
         self.agents[v].dead = True
         self.rank_running[v] = []
-        self.reparent = {k: (None,) for k in self.children(v)}  # re-fanned by the victim's parent (dsrun)
+        self.reparent.update({k: (None,) for k in self.children(v)})  # re-fanned by the victim's parent (dsrun)
         if getattr(self, "pending_acks", None) is not None and v in self.pending_acks:
             self.pending_acks[v] = 10 ** 9
         # dsrun no longer waits for the victim; it waits for the victim's children instead.
@@ -377,8 +488,19 @@ class Launch:
         return {"all_running_ms": max(starts) / 1000 if len(starts) == expected else None,
                 "killed_at_ms": getattr(self, "killed_at", 0) / 1000,
                 "ranks_running": len(starts), "dsrun_knows_ms": self.dsrun_knows and self.dsrun_knows / 1000,
-                "dsrun_cpu_us": self.dsrun.cpu_us, "agent_cpu_us_per_node": sum(a.cpu_us for a in self.agents) / self.count,
+                "dsrun_cpu_us": self.dsrun.cpu_us + self.dsrun_build_us, "agent_cpu_us_per_node": sum(a.cpu_us for a in self.agents) / self.count,
                 "max_sockets": (len(self.children(None)) if self.width == 0 else self.width + 1)}
+
+
+def one_launch(job):
+    """One simulated launch: (costs, nodes, width, warm, seed, Launch's keyword arguments)."""
+    c, n, width, warm, seed, kw = job
+    return Launch(c, n, 8, width, warm, random.Random(seed), **kw).result()
+
+
+def build_threads(nodes, cores):
+    """The threads dsrun builds a tree launch on (TreeLaunchBuild::threadsFor): its cores, one per 64 nodes."""
+    return max(1, min(nodes // 64, cores))
 
 
 def load_costs(path):
@@ -405,15 +527,18 @@ def validate(args, c):
         for variant, runs in e.get("runs", {}).items():
             if variant != "no_probe" and not variant.startswith("tree"):
                 continue
-            width = int(variant[4:]) if variant.startswith("tree") else 0
+            width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
             for run in runs:
-                if run.get("rc") != 0 or "all_running_s" not in run:
+                # The model has no mesh probe: only the --no_mesh_probe runs (agent_scale.py's "-noprobe").
+                if run.get("rc") != 0 or "all_running_s" not in run or run.get("probe"):
                     continue
                 # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
                 used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
                 cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
                 sim = Launch(c, int(count), 8, width, False, random.Random(int(count)), cores=cores,
-                             jitter=False).result()
+                             jitter=False, before=args.before, merged=not args.no_merged,
+                             dsrun_threads=build_threads(int(count), os.cpu_count() or 1),
+                             dsrun_cores=os.cpu_count() or 1).result()
                 r_ms = run["all_running_s"] * 1000
                 d_real = run["dsrun_cpu_us"] / int(count)
                 d_sim = sim["dsrun_cpu_us"] / int(count)
@@ -445,9 +570,15 @@ def project(args, c):
     print("\n| topology | cold p50 | cold p99 | warm p50 | warm p99 | no stragglers: cold p99 | warm p99 | interior "
           "agent killed 10 ms in: cold p99 after the kill | warm | dsrun CPU ms (cold) | sockets per process |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    sim = lambda n, width, warm, runs, **kw: [  # noqa: E731
-        Launch(c, n, 8, width, warm, rng, straggler_factor=args.straggler_factor, forward_first=args.forward_first,
-               **kw).result() for _ in range(runs)]
+    pool = multiprocessing.Pool(args.jobs) if args.jobs > 1 else None
+
+    def sim(n, width, warm, runs, **kw):
+        """`runs` launches, each with its own seed drawn from the projection's generator (--jobs: in parallel)."""
+        kw = dict(straggler_factor=args.straggler_factor, forward_first=args.forward_first, before=args.before,
+                  merged=not args.no_merged, dsrun_threads=build_threads(n, args.dsrun_cores),
+                  dsrun_cores=args.dsrun_cores, straggler_refan_ms=args.straggler_refan_ms, **kw)
+        jobs = [(c, n, width, warm, rng.random(), kw) for _ in range(runs)]
+        return pool.map(one_launch, jobs) if pool else [one_launch(j) for j in jobs]
     for width in ([] if args.curve_only else ([0] if args.star_runs else []) + widths):
         row = {}
         runs = args.star_runs if width == 0 else args.runs
@@ -535,6 +666,16 @@ def main():
     ap.add_argument("--forward_first", action="store_true",
                     help="what-if: agents do their children's handshakes before their own spawns (dsrun-agent "
                          "today forks its ranks first, Session::startTree)")
+    ap.add_argument("--before", action="store_true",
+                    help="dsrun and the agents as first validated: the launch built before dialling (every host's "
+                         "full request, a scan of all ranks per host), own ranks forked first, unmerged events")
+    ap.add_argument("--no_merged", action="store_true", help="the agents pass every rank's events up unmerged")
+    ap.add_argument("--dsrun_cores", type=int, default=8,
+                    help="project: the cores of dsrun's host its tree launch is built on (validate: this machine's)")
+    ap.add_argument("--straggler_refan_ms", type=float, default=None,
+                    help="what-if (not built): a parent re-fans the children of a child that has not acknowledged "
+                         "its launch this long after its first sibling did")
+    ap.add_argument("--jobs", type=int, default=1, help="project: simulate a cell's runs in this many processes")
     ap.add_argument("--json", default="")
     ap.add_argument("--plot", default="", help="write the curve as a PNG (needs matplotlib)")
     args = ap.parse_args()

@@ -7,7 +7,13 @@ bench/launch_sim.py's tree model:
     (fit through the origin over every level with a subtree of 4 nodes or more);
   * tree_expand_us: expanding the own ranks and slicing the children's launches, median;
   * tree_bytes_common / tree_bytes_per_node: the received launch's bytes, least squares over subtree size;
-  * tree_build_us_per_node: dsrun's build + sign + slice, per node.
+  * tree_build_us_per_node: dsrun's build + sign + slice, per node, as it was before agent_tree_build.h:
+    every host's full request first (treeLaunchNodes), then the launch;
+  * tree_build_ondemand_us_per_node: the same as dsrun does it now, each request made as its part is built
+    (one thread; dsrun spreads it over its cores, off its loop, while it dials the roots);
+  * rank_scan_us_per_node_rank: WorldPlan::ranksOnNode for every host, as AgentJob did before ranksByNode,
+    per host and rank of the job (it grew with their product: 2.5 s at 10,000 x 8);
+  * plan_us_per_rank: planRanks (every rank's argv and environment, before dsrun dials), per rank.
 Runs bench_tree_launch for 64, 256 and 1,000 nodes at widths 4, 8 and 16 (8 ranks a node).
   bench/launch_sim_tree_costs.py [--build build] [--costs bench/launch_sim_costs.json] [--reps 3]
 """
@@ -21,7 +27,11 @@ import subprocess
 HERE = os.path.dirname(os.path.abspath(__file__))
 LEVEL = re.compile(r"level \d+ agent: receives (\d+) bytes \((\d+) nodes.*parse\+digests ([\d.]+) ms, signature "
                    r"([\d.]+) ms, expand .* ([\d.]+) ms")
-DSRUN = re.compile(r"dsrun: build ([\d.]+) ms, sign ([\d.]+) ms, slice ([\d.]+) ms")
+DSRUN = re.compile(r"dsrun: requests ([\d.]+) ms, build ([\d.]+) ms, sign ([\d.]+) ms, slice ([\d.]+) ms")
+# dsrun as it is now (agent_tree_build.h): each request made as its part is built, on one thread.
+PLAN = re.compile(r"dsrun: planRanks ([\d.]+) ms \(CPU\) for (\d+) ranks")
+SCAN = re.compile(r"WorldPlan::ranksOnNode per host ([\d.]+) ms")
+ONDEMAND = re.compile(r"dsrun, requests made while building, 1 thread\(s\): ([\d.]+) ms CPU")
 
 
 def main():
@@ -34,15 +44,19 @@ def main():
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"launch_sim_tree_costs.py: {binary} not built (cmake --build {args.build} --target "
                          "bench_tree_launch)")
-    levels, build = [], []
+    levels, build, ondemand, scan, plan = [], [], [], [], []
     for _ in range(args.reps):
         for nodes in (64, 256, 1000):
             for width in (4, 8, 16):
-                out = subprocess.run([binary, str(nodes), str(width), "8"], capture_output=True, text=True,
+                out = subprocess.run([binary, str(nodes), str(width), "8", "1"], capture_output=True, text=True,
                                      check=True).stdout
                 levels += [tuple(float(x) for x in m.groups()) for m in LEVEL.finditer(out)]
                 d = DSRUN.search(out)
                 build.append(sum(float(x) for x in d.groups()) * 1000 / nodes)
+                ondemand.append(float(ONDEMAND.search(out).group(1)) * 1000 / nodes)
+                m = PLAN.search(out)
+                plan.append(float(m.group(1)) * 1000 / int(m.group(2)))
+                scan.append(float(SCAN.search(out).group(1)) * 1000 / (nodes * nodes * 8))
     big = [lv for lv in levels if lv[1] >= 4]
     sizes = [lv[1] for lv in levels]
     nbytes = [lv[0] for lv in levels]
@@ -55,6 +69,9 @@ def main():
         "tree_bytes_per_node": slope,
         "tree_bytes_common": my - slope * mx,
         "tree_build_us_per_node": statistics.median(build),
+        "tree_build_ondemand_us_per_node": statistics.median(ondemand),
+        "rank_scan_us_per_node_rank": statistics.median(scan),
+        "plan_us_per_rank": statistics.median(plan),
         "levels_measured": len(levels),
         "load": open("/proc/loadavg").read().split()[:3],
     }

@@ -19,6 +19,7 @@ every other rank GETs (WAIT until it is set, then GET).
   * project: `--cluster` gives every process its own core (a cluster); validate: the store competes with
     the bench's clients for this machine's 2 cores (--cores).
 usage: bench/rendezvous_sim.py --real rendezvous.json [--nodes 8000,10000] [--widths 8,16,32,64] [--runs 20]
+       bench/rendezvous_sim.py --op_us 22.5 --validate_agents   (the tree model against the real agents' store)
 Python 3 standard library only.
 """
 import argparse
@@ -121,7 +122,11 @@ class Star(Rendezvous):
 class Tree(Rendezvous):
     """Each node's agent is its ranks' store; the agents combine ADDs and relay GETs/SETs (docstring)."""
 
+    parents = None  # set: the store tree of real agents (validate_agents), else a heap-ordered k-ary tree
+
     def parent(self, i):
+        if self.parents is not None:
+            return self.parents[i]
         return None if i == 0 else (i - 1) // self.width
 
     def run(self):
@@ -134,6 +139,7 @@ class Tree(Rendezvous):
         for r in range(self.world):
             self.sim.at(0.0, lambda r=r: self.rank(r, self.store, r // self.ranks))
         self.sim.run()
+        self.total_cpu_us = sum(a.cpu_us for a in self.agents)
         return self.finish, max(a.cpu_us for a in self.agents)
 
     def message(self, frm, to, nbytes, fn):
@@ -232,9 +238,60 @@ def fit_costs(real, launch_costs):
             "latency_us": launch_costs["loopback_one_way_us"], "fitted_from": len(runs)}
 
 
+# bench/rendezvous_agents.py --agents 8 --sizes 64,256,1024 --runs 2 --tree_widths 0,2 (docs/benchmarks.md
+# "Built: the agents' store, measured"), torch 2.15: per size and shape, the two tables' medians (the run with
+# the ranks' result lines relayed, and the one without) of the busiest agent's store CPU and of all agents', ms.
+AGENTS_MEASURED = {
+    (64, 0): ([3.9, 4.0], [17.9, 19.7]), (64, 2): ([3.7, 4.1], [20.5, 21.2]),
+    (256, 0): ([12.4, 12.8], [54.2, 55.8]), (256, 2): ([8.4, 9.2], [51.7, 51.4]),
+    (1024, 0): ([30.8, 22.2], [166, 124]), (1024, 2): ([38.2, 28.4], [191, 179]),
+}
+
+
+def agent_store_parents(nodes, width):
+    """The store tree of the real agents (docs/rendezvous.md): rank 0's agent (node 0) holds the keys; with the
+    star every other agent asks it directly; in a launch tree each agent asks its tree parent and a root
+    other than node 0 asks node 0."""
+    if width == 0:
+        return [None] + [0] * (nodes - 1)
+    from launch_sim import plan_tree
+    parent, _ = plan_tree(nodes, width)
+    return [None if i == 0 else (0 if p < 0 else p) for i, p in enumerate(parent)]
+
+
+def validate_agents(c, rng, cores):
+    """The tree model against the real agents' store (8 agents, N/8 ranks each, on this machine's cores)."""
+    print(f"\nvalidation, the agents' store (bench/rendezvous_agents.py, 8 real agents; the model on {cores:g} "
+          "shared cores):")
+    print("| ranks | shape | measured busiest agent CPU | simulated | error | measured all agents' CPU | simulated "
+          "| error |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    errs = []
+    for (world, width), (busiest, total) in sorted(AGENTS_MEASURED.items()):
+        t = Tree(c, 8, world // 8, max(width, 1), rng, cores=cores, jitter=False)
+        t.parents = agent_store_parents(8, width)
+        _, sim_busiest = t.run()
+        m_b, m_t = statistics.median(busiest), statistics.median(total)
+        e_b, e_t = (sim_busiest / 1e3 - m_b) / m_b, (t.total_cpu_us / 1e3 - m_t) / m_t
+        errs.append((e_b, e_t))
+        shape = "star" if width == 0 else f"tree width {width}"
+        print(f"| {world:,} | 8 agents, {shape} | {m_b:.1f} ms | {sim_busiest / 1e3:.1f} ms | {e_b:+.0%} | "
+              f"{m_t:.0f} ms | {t.total_cpu_us / 1e3:.0f} ms | {e_t:+.0%} |")
+    for k, name in enumerate(("busiest agent", "all agents")):
+        xs = [abs(e[k]) for e in errs]
+        print(f"{name}: mean |error| {statistics.mean(xs):.0%}, max {max(xs):.0%}, "
+              f"{sum(x > 0.2 for x in xs)} of {len(xs)} outside 20 %")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--real", required=True, help="bench/rendezvous_scale.py --json output (torch 2.x, libuv)")
+    ap.add_argument("--real", help="bench/rendezvous_scale.py --json output (torch 2.x, libuv)")
+    ap.add_argument("--op_us", type=float, default=None,
+                    help="without --real: the store's cost per request as fitted before (docs/benchmarks.md: 22.5)")
+    ap.add_argument("--validate_agents", action="store_true",
+                    help="also check the tree model against the real agents' store (rendezvous_agents.py)")
+    ap.add_argument("--cores", type=float, default=2.0, help="validate_agents: the cores the model shares")
+    ap.add_argument("--no_projection", action="store_true", help="validate_agents only")
     ap.add_argument("--costs", default=os.path.join(HERE, "launch_sim_costs.json"))
     ap.add_argument("--nodes", default="8,32,128,512,1250,10000")
     ap.add_argument("--ranks", type=int, default=8)
@@ -242,23 +299,38 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    real = json.load(open(args.real))
-    c = fit_costs(real, json.load(open(args.costs)))
-    print(f"costs: store op {c['op_us']:.1f} µs (fitted to {c['fitted_from']} runs of torch {real['torch']}), "
-          f"accept {c['accept_us']:.1f} µs, message {c['msg_us']:.1f} µs, latency {c['latency_us']:.1f} µs")
+    launch_costs = json.load(open(args.costs))
+    if args.real:
+        real = json.load(open(args.real))
+        c = fit_costs(real, launch_costs)
+        print(f"costs: store op {c['op_us']:.1f} µs (fitted to {c['fitted_from']} runs of torch {real['torch']}), "
+              f"accept {c['accept_us']:.1f} µs, message {c['msg_us']:.1f} µs, latency {c['latency_us']:.1f} µs")
+    elif args.op_us is not None:
+        real = None
+        c = {"op_us": args.op_us, "accept_us": args.op_us, "msg_us": launch_costs["dsrun_per_rank_us"] / 3,
+             "latency_us": launch_costs["loopback_one_way_us"], "fitted_from": 0}
+        print(f"costs: store op {c['op_us']:.1f} µs (given), message {c['msg_us']:.1f} µs, latency "
+              f"{c['latency_us']:.1f} µs")
+    else:
+        ap.error("--real RESULTS.json, or --op_us")
     rng = random.Random(args.seed)
+    if args.validate_agents:
+        validate_agents(c, rng, args.cores)
+    if args.validate_agents and args.no_projection:
+        return
 
-    print("\nvalidation, the star on this machine's 2 cores (the store shares them with the bench's clients):")
-    print("| ranks | measured all rendezvoused | simulated | error | measured store CPU | simulated | error |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    sizes = sorted({r["world"] for r in real["runs"] if r["libuv"]})
-    for world in sizes:
-        rs = [r for r in real["runs"] if r["libuv"] and r["world"] == world]
-        m_t = statistics.median(r["all_rendezvoused_s"] for r in rs) * 1e6
-        m_c = statistics.median(r["server_cpu_us"] for r in rs)
-        t, cpu = Star(c, 1, world, 0, rng, cores=1.0).run()
-        print(f"| {world:,} | {m_t / 1e3:,.0f} ms | {t / 1e3:,.0f} ms | {100 * (t - m_t) / m_t:+.0f} % "
-              f"| {m_c / 1e3:,.0f} ms | {cpu / 1e3:,.0f} ms | {100 * (cpu - m_c) / m_c:+.0f} % |")
+    if real is not None:
+        print("\nvalidation, the star on this machine's 2 cores (the store shares them with the bench's clients):")
+        print("| ranks | measured all rendezvoused | simulated | error | measured store CPU | simulated | error |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        sizes = sorted({r["world"] for r in real["runs"] if r["libuv"]})
+        for world in sizes:
+            rs = [r for r in real["runs"] if r["libuv"] and r["world"] == world]
+            m_t = statistics.median(r["all_rendezvoused_s"] for r in rs) * 1e6
+            m_c = statistics.median(r["server_cpu_us"] for r in rs)
+            t, cpu = Star(c, 1, world, 0, rng, cores=1.0).run()
+            print(f"| {world:,} | {m_t / 1e3:,.0f} ms | {t / 1e3:,.0f} ms | {100 * (t - m_t) / m_t:+.0f} % "
+                  f"| {m_c / 1e3:,.0f} ms | {cpu / 1e3:,.0f} ms | {100 * (cpu - m_c) / m_c:+.0f} % |")
 
     widths = [int(w) for w in args.widths.split(",")]
     print(f"\nprojection, a cluster (every process its own core), {args.ranks} ranks per node, "

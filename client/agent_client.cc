@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "proto/protocol.h"
+#include "proto/rank_events.h"
 #include "tls/ssl_context.h"
 
 namespace dsrun {
@@ -26,6 +27,7 @@ namespace {
 /// What an EventBatch may carry: what a star agent sends about its jobs, and NodeLost.
 bool isEvent(const wire::Envelope& e) {
   return e.has_rank_started() || e.has_output() || e.has_rank_exited() || e.has_rank_progress() ||
+         e.has_ranks_started() || e.has_ranks_exited() ||
          (e.has_error() && !e.error().job_id().empty()) || e.has_node_lost();
 }
 
@@ -120,6 +122,7 @@ void AgentClient::onConnected() {
     hello.mutable_hello()->set_agent_heartbeats(self->agentHeartbeats_);
     hello.mutable_hello()->set_agent_heartbeat_ms(self->beatMs_);
     hello.mutable_hello()->set_launcher_silence_ms(self->silenceMs_);
+    hello.mutable_hello()->set_merged_rank_events(self->mergedRankEvents_);
     self->send(hello);
     self->readMore();
   });
@@ -176,6 +179,7 @@ void AgentClient::onFrame(const wire::Envelope& e) {
       agentProbesMesh_ = e.welcome().mesh_probe();
       agentServesTrees_ = e.welcome().tree_launch();
       agentProbesTree_ = e.welcome().tree_probe();
+      agentMergesRankEvents_ = e.welcome().merged_rank_events();
       deadline_.cancel();
       if (callbacks_.onReady) callbacks_.onReady(e.welcome());
     } else if (e.has_error()) {
@@ -216,6 +220,26 @@ void AgentClient::onFrame(const wire::Envelope& e) {
       break;
     case wire::Envelope::kRankExited:
       if (callbacks_.onRankExited) callbacks_.onRankExited(e.rank_exited());
+      break;
+    case wire::Envelope::kRanksStarted:
+    case wire::Envelope::kRanksExited:
+      // Asked for (setMergedRankEvents): one rank at a time to the same callbacks as unmerged events.
+      try {
+        if (e.has_ranks_started()) {
+          for (const auto& s : proto::ranksStarted(e.ranks_started())) {
+            if (closed_) return;
+            if (callbacks_.onRankStarted) callbacks_.onRankStarted(s);
+          }
+        } else {
+          for (const auto& x : proto::ranksExited(e.ranks_exited())) {
+            if (closed_) return;
+            if (callbacks_.onRankExited) callbacks_.onRankExited(x);
+          }
+        }
+      } catch (const Error& error) {
+        fail(strCat("protocol error: ", error.what()));
+        return;
+      }
       break;
     case wire::Envelope::kRankProgress:
       if (callbacks_.onRankProgress) callbacks_.onRankProgress(e.rank_progress());

@@ -57,6 +57,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
     beatMs_ = beatMs;
     silenceMs_ = silenceMs;
   }
+  /// Asks for merged rank events (Hello.merged_rank_events): a tree agent may then send RanksStarted and
+  /// RanksExited, which reach onRankStarted and onRankExited one rank at a time like any other.
+  void setMergedRankEvents(bool merged) { mergedRankEvents_ = merged; }
   /// Dial `address` instead of the host name; the agent's certificate must still name the host (a tree
   /// launch says where each node's agent listens and which name its certificate carries).
   void setDialAddress(std::string address) { dialAddress_ = std::move(address); }
@@ -102,6 +105,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   bool agentServesTrees() const { return agentServesTrees_; }
   /// The agent holds a probed tree launch until TreeGo and reports its subtree's probe (Welcome.tree_probe).
   bool agentProbesTree() const { return agentProbesTree_; }
+  /// The agent merges rank events when asked (Welcome.merged_rank_events).
+  bool agentMergesRankEvents() const { return agentMergesRankEvents_; }
   /// When the last byte arrived from the agent (steady clock), and the same moment by the wall clock.
   std::chrono::steady_clock::time_point lastHeard() const { return lastHeard_; }
   std::chrono::system_clock::time_point lastHeardWall() const { return lastHeardWall_; }
@@ -150,12 +155,14 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   unsigned int userTimeoutMs_ = 0;                                 ///< TCP_USER_TIMEOUT
   uint32_t beatMs_ = 0;                                            ///< Hello.agent_heartbeat_ms
   uint32_t silenceMs_ = 0;                                         ///< Hello.launcher_silence_ms
+  bool mergedRankEvents_ = false;                                  ///< Hello.merged_rank_events
   uint32_t agentBeatMs_ = 0;                                       ///< Welcome.agent_heartbeat_ms
   bool agentChecksPorts_ = false;                                  ///< Welcome.port_check
   std::function<void(const wire::PortCheckReply&)> portCheckDone_;  ///< see checkPort()
   bool agentProbesMesh_ = false;                                   ///< Welcome.mesh_probe
   bool agentServesTrees_ = false;                                  ///< Welcome.tree_launch
   bool agentProbesTree_ = false;                                   ///< Welcome.tree_probe
+  bool agentMergesRankEvents_ = false;                             ///< Welcome.merged_rank_events
   std::function<void(const wire::MeshProbeReply&)> meshProbeDone_;  ///< see probeMesh()
   std::chrono::steady_clock::time_point lastHeard_;                ///< see lastHeard()
   std::chrono::system_clock::time_point lastHeardWall_;            ///< see lastHeardWall()

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <limits>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -57,6 +58,7 @@ Hostfile parseHostfile(std::string_view text, const std::string& sourceName) {
   Hostfile hostfile;
   hostfile.source = sourceName;
   const std::vector<std::string> lines = split(text, '\n');
+  std::unordered_map<std::string, int> lineOf;  // host -> its line
   for (size_t i = 0; i < lines.size(); ++i) {
     const int lineNo = static_cast<int>(i) + 1;
     const std::string line = trim(lines[i]);
@@ -76,9 +78,10 @@ Hostfile parseHostfile(std::string_view text, const std::string& sourceName) {
                               host.substr(host.find('@') + 1), "' / 'User ", host.substr(0, host.find('@')), "')"));
     }
     const int slots = parseSlots(sourceName, lineNo, host, rest);
-    if (const HostEntry* first = hostfile.find(host)) {
+    // An index, not find(): a scan per line made 10,000 hosts cost dsrun ~0.2 s before it dialled anything.
+    if (const auto [first, added] = lineOf.emplace(host, lineNo); !added) {
       throw ParseError(sourceName, lineNo,
-                       strCat("duplicate host '", host, "' (first on line ", first->line, "), got '", line, "'"));
+                       strCat("duplicate host '", host, "' (first on line ", first->second, "), got '", line, "'"));
     }
     hostfile.entries.push_back(HostEntry{host, slots, lineNo});
   }

@@ -1,7 +1,10 @@
 #include "launcher/world_plan.h"
 
 #include <algorithm>
+#include <exception>
+#include <future>
 #include <numeric>
+#include <thread>
 
 #include "common/env_contract.h"
 #include "common/error.h"
@@ -160,41 +163,69 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rend
 
 void planRanks(WorldPlan& plan, const RankProgram& program) {
   const std::vector<int>& coreList = plan.coreList;
-  plan.ranks.clear();
   const int hostCount = static_cast<int>(plan.hosts.size());
-  int totalRanks = 0;
-  for (const HostSlots& host : plan.hosts) totalRanks += static_cast<int>(host.slots.size());
-  int rank = 0;
-  for (int node = 0; node < hostCount; ++node) {
-    const HostSlots& host = plan.hosts[static_cast<size_t>(node)];
-    const int localSize = static_cast<int>(host.slots.size());
-    for (int localRank = 0; localRank < localSize; ++localRank, ++rank) {
-      PlannedRank r;
-      r.rank = rank;
-      r.localRank = localRank;
-      r.nodeRank = node;
-      r.host = host.host;
-      r.slot = host.slots[static_cast<size_t>(localRank)];
-      r.argv = rankArgv(program, localRank);
-      r.env = plan.exports;
-      r.env[kEnvRank] = std::to_string(rank);
-      r.env[kEnvLocalRank] = std::to_string(localRank);
-      r.env[kEnvWorldSize] = std::to_string(totalRanks);
-      r.env[kEnvLocalSize] = std::to_string(localSize);
-      r.env[kEnvCrossRank] = std::to_string(node);
-      r.env[kEnvCrossSize] = std::to_string(hostCount);
-      r.env[kEnvMasterAddr] = plan.masterAddr;
-      r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
-      r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
-      r.env[kEnvJobId] = plan.jobId;
-      addTorchrunRankEnv(r.env, rank, totalRanks, node, hostCount, localSize);
-      if (program.launch.bindCoresToRank) {
-        r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
-        r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
+  std::vector<size_t> firstRank(plan.hosts.size() + 1, 0);  // of each host, in rank order
+  for (size_t node = 0; node < plan.hosts.size(); ++node) firstRank[node + 1] = firstRank[node] + plan.hosts[node].slots.size();
+  const int totalRanks = static_cast<int>(firstRank.back());
+  plan.ranks.clear();
+  plan.ranks.resize(firstRank.back());
+  // Hosts [begin, end): every rank's plan is its own (argv, environment), so slices of hosts are planned on
+  // threads of their own; at 10,000 hosts x 8 ranks one thread took ~0.4 s before dsrun dialled anything.
+  auto planHosts = [&](size_t begin, size_t end) {
+    for (size_t node = begin; node < end; ++node) {
+      const HostSlots& host = plan.hosts[node];
+      const int localSize = static_cast<int>(host.slots.size());
+      for (int localRank = 0; localRank < localSize; ++localRank) {
+        const int rank = static_cast<int>(firstRank[node]) + localRank;
+        PlannedRank& r = plan.ranks[static_cast<size_t>(rank)];
+        r.rank = rank;
+        r.localRank = localRank;
+        r.nodeRank = static_cast<int>(node);
+        r.host = host.host;
+        r.slot = host.slots[static_cast<size_t>(localRank)];
+        r.argv = rankArgv(program, localRank);
+        r.env = plan.exports;
+        r.env[kEnvRank] = std::to_string(rank);
+        r.env[kEnvLocalRank] = std::to_string(localRank);
+        r.env[kEnvWorldSize] = std::to_string(totalRanks);
+        r.env[kEnvLocalSize] = std::to_string(localSize);
+        r.env[kEnvCrossRank] = std::to_string(node);
+        r.env[kEnvCrossSize] = std::to_string(hostCount);
+        r.env[kEnvMasterAddr] = plan.masterAddr;
+        r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
+        r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
+        r.env[kEnvJobId] = plan.jobId;
+        addTorchrunRankEnv(r.env, rank, totalRanks, static_cast<int>(node), hostCount, localSize);
+        if (program.launch.bindCoresToRank) {
+          r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
+          r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
+        }
       }
-      plan.ranks.push_back(std::move(r));
+    }
+  };
+  // One slice per 512 ranks at least (~2.5 ms of planning: a thread costs ~0.05 ms), at most a core each.
+  const size_t slices = std::clamp<size_t>(std::min<size_t>(firstRank.back() / 512, std::thread::hardware_concurrency()),
+                                           1, std::max<size_t>(plan.hosts.size(), 1));
+  std::vector<std::future<void>> others;
+  for (size_t s = 1; s < slices; ++s) {
+    others.push_back(std::async(std::launch::async, planHosts, plan.hosts.size() * s / slices,
+                                plan.hosts.size() * (s + 1) / slices));
+  }
+  std::exception_ptr first;
+  try {
+    planHosts(0, plan.hosts.size() / slices);
+  } catch (...) {
+    first = std::current_exception();
+  }
+  // In host order, so that the error is the one a single thread would have met first.
+  for (auto& other : others) {
+    try {
+      other.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
     }
   }
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace dsrun::launcher

@@ -1,5 +1,8 @@
 #include "proto/tree_launch_builder.h"
 
+#include <algorithm>
+#include <future>
+
 #include "common/error.h"
 #include "proto/tree_delta.h"
 #include "proto/tree_subtree.h"
@@ -15,17 +18,17 @@ void checkSameJob(const wire::LaunchRequest& first, const wire::LaunchRequest& r
               "node ", index, "'s LaunchRequest differs from node 0's outside its ranks");
 }
 
-const wire::RankLaunch* firstRank(const std::vector<TreeLaunchNode>& nodes) {
-  for (const auto& node : nodes) {
-    if (node.request.ranks_size() > 0) return &node.request.ranks(0);
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, const TreeLaunchStamp& stamp,
                                   const Sha256& sha256) {
+  return buildTreeLaunch(
+      nodes, [&nodes](size_t i, wire::LaunchRequest&) -> const wire::LaunchRequest& { return nodes[i].request; },
+      stamp, sha256, 1);
+}
+
+TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, const TreeRequestSource& request,
+                                  const TreeLaunchStamp& stamp, const Sha256& sha256, unsigned threads) {
   DSRUN_CHECK(!nodes.empty(), "a tree launch of no node");
   TreeLaunchContent content;
   for (const auto& node : nodes) content.parents.push_back(node.parent);
@@ -33,14 +36,19 @@ TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, cons
   DSRUN_CHECK(orderError.empty(), orderError);
   content.subtreeEnds = treeSubtreeEnds(content.parents);
 
-  const wire::LaunchRequest& first = nodes.front().request;
+  wire::LaunchRequest firstScratch;
+  const wire::LaunchRequest first = request(0, firstScratch);  // a copy: the scratch is refilled below
   wire::TreeLaunchHeader header;
   header.set_job_id(first.job_id());
-  if (const wire::RankLaunch* t = firstRank(nodes)) {
+  // The template is the first rank of the first node that has one.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const wire::LaunchRequest& r = request(i, firstScratch);
+    if (r.ranks_size() == 0) continue;
     wire::RankLaunch* rankTemplate = header.mutable_rank_template();
-    *rankTemplate->mutable_argv() = t->argv();
-    *rankTemplate->mutable_env() = t->env();
-    rankTemplate->set_cwd(t->cwd());
+    *rankTemplate->mutable_argv() = r.ranks(0).argv();
+    *rankTemplate->mutable_env() = r.ranks(0).env();
+    rankTemplate->set_cwd(r.ranks(0).cwd());
+    break;
   }
   *header.mutable_log() = first.log();
   header.set_kill_grace_s(first.kill_grace_s());
@@ -57,24 +65,36 @@ TreeLaunchContent buildTreeLaunch(const std::vector<TreeLaunchNode>& nodes, cons
   }
   content.header = header.SerializeAsString();
 
-  std::vector<std::string> partHashes;
-  partHashes.reserve(nodes.size());
-  // One part, cleared and refilled per node: protobuf keeps the cleared strings and arrays for reuse, which
-  // spares most of the allocations of 80,000 deltas (the builder's main cost at 10,000 nodes x 8 ranks).
-  wire::TreeNodePart part;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const TreeLaunchNode& node = nodes[i];
-    checkSameJob(first, node.request, i);
-    part.Clear();
-    part.set_host(node.host);
-    part.set_address(node.address);
-    part.set_port(node.port);
-    for (int a = node.parent; a >= 0; a = nodes[static_cast<size_t>(a)].parent) part.add_ancestors(nodes[static_cast<size_t>(a)].host);
-    for (const auto& rank : node.request.ranks()) fillRankDelta(header.rank_template(), rank, *part.add_ranks());
-    for (const std::string& target : node.probeTargets) part.add_probe_targets(target);
-    content.parts.push_back(part.SerializeAsString());
-    partHashes.push_back(treePartHash(content.parts.back(), sha256));
+  content.parts.resize(nodes.size());
+  std::vector<std::string> partHashes(nodes.size());
+  // Nodes [begin, end): one part and one request, cleared and refilled per node: protobuf keeps the cleared
+  // strings and arrays for reuse, which spares most of the allocations of 80,000 ranks.
+  auto buildSlice = [&](size_t begin, size_t end) {
+    wire::TreeNodePart part;
+    wire::LaunchRequest scratch;
+    for (size_t i = begin; i < end; ++i) {
+      const TreeLaunchNode& node = nodes[i];
+      const wire::LaunchRequest& r = request(i, scratch);
+      checkSameJob(first, r, i);
+      part.Clear();
+      part.set_host(node.host);
+      part.set_address(node.address);
+      part.set_port(node.port);
+      for (int a = node.parent; a >= 0; a = nodes[static_cast<size_t>(a)].parent) part.add_ancestors(nodes[static_cast<size_t>(a)].host);
+      for (const auto& rank : r.ranks()) fillRankDelta(header.rank_template(), rank, *part.add_ranks());
+      for (const std::string& target : node.probeTargets) part.add_probe_targets(target);
+      part.SerializeToString(&content.parts[i]);
+      partHashes[i] = treePartHash(content.parts[i], sha256);
+    }
+  };
+  const size_t slices = std::clamp<size_t>(threads, 1, nodes.size());
+  std::vector<std::future<void>> others;
+  for (size_t s = 1; s < slices; ++s) {
+    others.push_back(std::async(std::launch::async, buildSlice, nodes.size() * s / slices, nodes.size() * (s + 1) / slices));
   }
+  buildSlice(0, nodes.size() / slices);
+  for (auto& other : others) other.get();  // rethrows a slice's DSRUN_CHECK
+
   content.digests = treeDigests(partHashes, content.parents, sha256);
   std::vector<const std::string*> rootDigests;
   for (size_t r : treeRoots(content.subtreeEnds)) rootDigests.push_back(&content.digests[r]);

@@ -133,12 +133,20 @@ DSRUN_JOB_ID=agent-it-6 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir
   >"$tmp/out" 2>"$tmp/err" &
 dpid=$!
 id6=$(job_id_of 6)
-for _ in $(seq 100); do [ "$(job_procs "$id6")" -ge 4 ] && break; sleep 0.05; done
+six_running() { [ "$(job_procs "$id6")" -ge 4 ]; }
+wait_for 30 six_running || true  # a guard: the checks below say what is missing
+# The ranks' pids as the kernel has them (each rank execs sleep in place): the ones dsrun names must be these,
+# learnt from the agents' start events (merged into RanksStarted through a tree, DSRUN_TEST_TREE_WIDTH).
+rank_pids6=$(grep -l "DSRUN_JOB_ID=$id6" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | sort -n)
 kill -KILL "$agent2_pid"
 wait $dpid
 rc=$?
 check "dsrun fails when an agent dies" test "$rc" != 0
 check "it names the lost agent" grep -q "agent 127.0.0.2:$port: " "$tmp/err"
+named6=$(grep -oE "\(127\.0\.0\.2 pid [0-9]+\)" "$tmp/err" | grep -oE "[0-9]+\)$" | tr -d ')' | sort -un)
+# Subset, not equality: a rank whose start event had not reached dsrun when its agent died is named "pid -1".
+check "the pids it names for the lost host's ranks are theirs (the agents' start events)" \
+  test -z "$(comm -23 <(echo "$named6") <(echo "$rank_pids6"))"
 sleep 0.3
 check "no process of that job is left on either node" test "$(job_procs "$id6")" = 0
 

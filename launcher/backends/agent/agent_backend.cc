@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "launcher/elastic_training/elastic_job.h"
 #include "launcher/backends/agent/agent_job.h"
+#include "launcher/backends/agent/agent_launch_request.h"
 #include "launcher/backends/agent/silence_budget.h"
 #include "launcher/backends/agent/agent_elastic_rounds.h"
 #include "launcher/backends/agent/agent_port_preflight.h"
@@ -75,9 +76,10 @@ LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const Laun
 
 std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const {
   std::vector<NodeCommand> out;
+  const std::vector<std::vector<const PlannedRank*>> ranksOfNode = ranksByNode(plan);
   for (size_t i = 0; i < plan.hosts.size(); ++i) {
     std::vector<std::string> ranks;
-    for (const PlannedRank* r : plan.ranksOnNode(static_cast<int>(i))) ranks.push_back(std::to_string(r->rank));
+    for (const PlannedRank* r : ranksOfNode[i]) ranks.push_back(std::to_string(r->rank));
     if (ranks.empty()) continue;
     out.push_back(NodeCommand{plan.hosts[i].host,
                               {"dsrun-agent", strCat(plan.hosts[i].host, ":", ctx.options.agentPort), "--job_id",

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_launch_request.h"
+#include "launcher/backends/agent/agent_tree_build.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/agent_tree_probe.h"
@@ -77,13 +78,14 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
       prelaunchBeats_(io_, std::chrono::milliseconds(std::clamp<uint32_t>(settings_.agentBeatMs, 10, 500)), [this] {
         for (auto& node : nodes_) node->channel->heartbeat();  // only the welcomed and live ones beat
       }) {
+  const std::vector<std::vector<const PlannedRank*>> ranksOfNode = ranksByNode(plan_);
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
     auto node = std::make_unique<Node>();
     node->host = plan_.hosts[i].host;
     node->nodeRank = static_cast<int>(i);
     node->channel = std::make_unique<AgentChannel>(plan_.jobId, AgentChannel::Silence{settings_.silentPeriods,
                                                                                       settings_.silentBeats});
-    for (const PlannedRank* r : plan_.ranksOnNode(node->nodeRank)) {
+    for (const PlannedRank* r : ranksOfNode[i]) {
       node->ranks.push_back(r->rank);
       if (settings_.launch.tagOutput) output_[r->rank].prefix = strCat(r->host, ":", r->rank, " | ");
       else output_[r->rank];
@@ -169,6 +171,7 @@ int AgentJob::run() {
                                          " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun "
                                          "--make_node_cert' from --tls_dir")));
   }
+  if (treeBuild_) installTreeLaunches();
   // MASTER_PORT was checked before the plan was made: AgentBackend::prepareLaunch for a launch,
   // AgentElasticRounds::checkMasterPort for each elastic world.
   if (settings_.meshProbe && nodes_.size() > 1) {
@@ -316,6 +319,9 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
     // at least every agentBeatMs, launchAll), so a cut-off host's ranks stop when we give it up.
     node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
                            settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats));
+    // A tree's roots then pass their subtree's starts and clean exits up in a few packed messages, not one
+    // per rank (RanksStarted, RanksExited): dsrun's CPU per rank was most of its CPU at thousands of nodes.
+    node->client->setMergedRankEvents(true);
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
     node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
@@ -383,23 +389,11 @@ void AgentJob::prepareLaunches() {
     launch.rendezvous = rendezvous;
   }
   if (tree_) {
-    const tls::TreeSigner signer(settings_.tlsDir);
+    // Built while the roots are dialled (connectAll), installed once they answered (installTreeLaunches).
     const proto::TreeLaunchStamp stamp{nowUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
                                        settings_.clientName};
-    std::vector<proto::TreeLaunchNode> treeNodes = treeLaunchNodes(plan_, *tree_, settings_.port, launch);
-    if (settings_.meshProbe && nodes_.size() > 1) {
-      // Signed with each node's part: which agents it probes (agent_tree_probe.h).
-      std::vector<std::string> hosts;
-      for (const auto& node : nodes_) hosts.push_back(node->host);
-      std::vector<std::vector<std::string>> targets = treeProbeTargets(hosts, settings_.port);
-      for (size_t i = 0; i < treeNodes.size(); ++i) treeNodes[i].probeTargets = std::move(targets[i]);
-    }
-    for (RootTreeLaunch& root : signedTreeLaunches(treeNodes, stamp, signer)) {
-      wire::Envelope e;
-      *e.mutable_tree_launch() = std::move(root.launch);
-      rootLaunches_[root.node] = e;
-      nodes_.at(root.node)->channel->setLaunch(std::move(e));
-    }
+    treeBuild_ = std::make_unique<TreeLaunchBuild>(plan_, *tree_, settings_.port, launch, settings_.tlsDir, stamp,
+                                                   settings_.meshProbe && nodes_.size() > 1);
     return;
   }
   std::vector<wire::LaunchRequest> requests = nodeLaunchRequests(plan_, launch);
@@ -408,6 +402,23 @@ void AgentJob::prepareLaunches() {
     wire::Envelope e;
     *e.mutable_launch() = std::move(requests.at(static_cast<size_t>(node->nodeRank)));
     node->channel->setLaunch(std::move(e));
+  }
+}
+
+void AgentJob::installTreeLaunches() {
+  std::vector<RootTreeLaunch> roots;
+  try {
+    roots = treeBuild_->take();
+  } catch (...) {
+    closeAll();  // dialled while it was built: nothing was sent
+    throw;
+  }
+  treeBuild_.reset();
+  for (RootTreeLaunch& root : roots) {
+    wire::Envelope e;
+    *e.mutable_tree_launch() = std::move(root.launch);
+    rootLaunches_[root.node] = e;
+    nodes_.at(root.node)->channel->setLaunch(std::move(e));
   }
 }
 

@@ -26,6 +26,7 @@
 #include "supervision/output_writer.h"
 #include "launcher/backends/agent/agent_channel.h"
 #include "client/agent_client.h"
+#include "launcher/backends/agent/agent_tree_build.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "launcher/backends/agent/connect_pacer.h"
 #include "launcher/backends/agent/prelaunch_beats.h"
@@ -111,7 +112,11 @@ class AgentJob {
   RemoteJobSettings driverSettings();
   /// Every host's launch message: its LaunchRequest, or with treeWidth a root's signed TreeLaunch (the other
   /// hosts get theirs from their parents). Throws ConfigError when the launcher key cannot sign.
+  /// The star's requests, or the tree's launch started building (treeBuild_).
   void prepareLaunches();
+  /// Waits for the tree's launch and gives each root's channel its own; on a build error closes the
+  /// connections and rethrows.
+  void installTreeLaunches();
   /// Closes every connection dsrun opened.
   void closeAll();
   /// A root relayed NodeLost: that host is lost (its parent adopts its children).
@@ -178,6 +183,7 @@ class AgentJob {
   std::vector<size_t> subtreeEnd_;
   std::optional<AgentTreePlan> tree_;              ///< --tree_width: the tree, planned once; nullopt: the star
   std::vector<bool> dialled_;
+  std::unique_ptr<TreeLaunchBuild> treeBuild_;     ///< the tree's launch while it is built (prepareLaunches)
   std::map<size_t, wire::Envelope> rootLaunches_;  ///< tree: each root's signed TreeLaunch, by node index
   bool probing_ = false;                           ///< the tree's probe is under way: nothing has started
   std::set<size_t> probeWaiting_;                  ///< roots whose probe report has not come

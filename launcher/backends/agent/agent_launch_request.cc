@@ -8,8 +8,7 @@ namespace dsrun::launcher {
 
 namespace {
 
-wire::LaunchRequest emptyRequest(const WorldPlan& plan, const NodeLaunchSettings& settings) {
-  wire::LaunchRequest launch;
+void fillEmptyRequest(const WorldPlan& plan, const NodeLaunchSettings& settings, wire::LaunchRequest& launch) {
   launch.set_job_id(plan.jobId);
   // 0 would mean "the agent's default"; a grace of 0 asks for an immediate SIGKILL.
   launch.set_kill_grace_s(settings.killGraceS > 0 ? settings.killGraceS : 1e-3);
@@ -18,6 +17,11 @@ wire::LaunchRequest emptyRequest(const WorldPlan& plan, const NodeLaunchSettings
   // Four looks per timeout: a hang is noticed within a quarter of it.
   if (settings.hangTimeoutS > 0) launch.set_progress_interval_s(std::min(1.0, settings.hangTimeoutS / 4));
   if (settings.rendezvous) *launch.mutable_rendezvous() = *settings.rendezvous;
+}
+
+wire::LaunchRequest emptyRequest(const WorldPlan& plan, const NodeLaunchSettings& settings) {
+  wire::LaunchRequest launch;
+  fillEmptyRequest(plan, settings, launch);
   return launch;
 }
 
@@ -37,6 +41,19 @@ wire::LaunchRequest nodeLaunchRequest(const WorldPlan& plan, int nodeRank, const
   wire::LaunchRequest launch = emptyRequest(plan, settings);
   for (const PlannedRank* r : plan.ranksOnNode(nodeRank)) addRank(launch, *r, settings);
   return launch;
+}
+
+std::vector<std::vector<const PlannedRank*>> ranksByNode(const WorldPlan& plan) {
+  std::vector<std::vector<const PlannedRank*>> out(plan.hosts.size());
+  for (const PlannedRank& r : plan.ranks) out.at(static_cast<size_t>(r.nodeRank)).push_back(&r);
+  return out;
+}
+
+void fillNodeLaunchRequest(const WorldPlan& plan, const std::vector<const PlannedRank*>& ranks,
+                           const NodeLaunchSettings& settings, wire::LaunchRequest& out) {
+  out.Clear();
+  fillEmptyRequest(plan, settings, out);
+  for (const PlannedRank* r : ranks) addRank(out, *r, settings);
 }
 
 std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const NodeLaunchSettings& settings) {

@@ -28,6 +28,15 @@ struct NodeLaunchSettings {
 /// environment (in name order) and cores.
 wire::LaunchRequest nodeLaunchRequest(const WorldPlan& plan, int nodeRank, const NodeLaunchSettings& settings);
 
+/// Each host's ranks (plan.ranksOnNode of every host), in one pass over the ranks: ranksOnNode per host scans
+/// all ranks per host, 800 million comparisons at 10,000 hosts x 8 ranks.
+std::vector<std::vector<const PlannedRank*>> ranksByNode(const WorldPlan& plan);
+
+/// nodeLaunchRequest for a host whose ranks are `ranks` (ranksByNode's), made into `out`: cleared first, so that
+/// a message refilled host after host reuses its strings.
+void fillNodeLaunchRequest(const WorldPlan& plan, const std::vector<const PlannedRank*>& ranks,
+                           const NodeLaunchSettings& settings, wire::LaunchRequest& out);
+
 /// The same for every host, in one pass over the ranks (nodeLaunchRequest per host would scan all ranks per host).
 std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const NodeLaunchSettings& settings);
 

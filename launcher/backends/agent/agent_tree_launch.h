@@ -29,6 +29,9 @@ void requireTreeLaunch(const wire::Welcome& welcome, const std::string& host, in
 std::vector<proto::TreeLaunchNode> treeLaunchNodes(const WorldPlan& plan, const AgentTreePlan& tree, int port,
                                                    const NodeLaunchSettings& settings);
 
+/// treeLaunchNodes without the requests: what the launch's shape needs (names, addresses, ports, parents).
+std::vector<proto::TreeLaunchNode> treeLaunchShape(const WorldPlan& plan, const AgentTreePlan& tree, int port);
+
 /// One root's TreeLaunch and where to send it.
 struct RootTreeLaunch {
   size_t node = 0;  ///< index of the root in plan.hosts
@@ -41,5 +44,13 @@ struct RootTreeLaunch {
 std::vector<RootTreeLaunch> signedTreeLaunches(const std::vector<proto::TreeLaunchNode>& nodes,
                                                const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer,
                                                size_t maxFrameBytes = proto::kMaxFrameBytes);
+
+/// The same for `shape` (treeLaunchShape's), each node's request made from `plan` and `settings` as the parts
+/// are built, on `threads` threads (proto::buildTreeLaunch): what dsrun does, off its loop, while it dials the
+/// roots (docs/agent.md "Tree launch"). The same launches as signedTreeLaunches(treeLaunchNodes(...)).
+std::vector<RootTreeLaunch> signedTreeLaunches(const WorldPlan& plan, const std::vector<proto::TreeLaunchNode>& shape,
+                                               const NodeLaunchSettings& settings,
+                                               const proto::TreeLaunchStamp& stamp, const tls::TreeSigner& signer,
+                                               unsigned threads, size_t maxFrameBytes = proto::kMaxFrameBytes);
 
 }  // namespace dsrun::launcher

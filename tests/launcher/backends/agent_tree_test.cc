@@ -266,3 +266,43 @@ TEST_CASE("a root's launch over the agents' frame limit is refused, naming the r
                     Catch::Matchers::StartsWith("--tree_width 2: the launch for node-0 and the 4 hosts below it is ") &&
                         Catch::Matchers::Contains("hint: a wider tree gives each root fewer hosts"));
 }
+
+TEST_CASE("dsrun's launch built with each request made on demand, on several threads, is the launch of the full requests") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  const tls::TreeSigner signer(pki.launcher());
+  // Uneven slots, so that the threads' slices cut nodes of different sizes.
+  std::string hostfile;
+  for (size_t i = 0; i < 23; ++i) hostfile += strCat("node-", i, " slots=", 1 + i % 3, "\n");
+  auto f = test::makePlan(hostfile, {"--launcher", "agent", "train.py", "--lr", "0.1"});
+  const AgentTreePlan tree = planAgentTree(23, 3);
+  NodeLaunchSettings settings;
+  settings.cwd = "/work/job";
+  settings.hangTimeoutS = 8;
+  const proto::TreeLaunchStamp stamp{1700000000000000, 300, 3, "test"};
+  const std::vector<RootTreeLaunch> full = signedTreeLaunches(treeLaunchNodes(f->plan, tree, 29600, settings), stamp, signer);
+  for (unsigned threads : {1u, 2u, 5u, 64u}) {
+    const auto built = signedTreeLaunches(f->plan, treeLaunchShape(f->plan, tree, 29600), settings, stamp, signer, threads);
+    REQUIRE(built.size() == full.size());
+    for (size_t i = 0; i < built.size(); ++i) {
+      CHECK(built[i].node == full[i].node);
+      // ECDSA signatures are randomized: everything but the signature is the same bytes.
+      wire::TreeLaunch a = built[i].launch, b = full[i].launch;
+      a.clear_signature();
+      b.clear_signature();
+      CHECK(a.SerializeAsString() == b.SerializeAsString());
+    }
+    // And every host still expands exactly its own request.
+    for (const Received& r : deliver(built, f->plan)) {
+      const auto own = proto::ownLaunchRequest(proto::readTreeLaunch(r.launch, kSha));
+      CHECK(own.SerializeAsString() == nodeLaunchRequest(f->plan, static_cast<int>(r.node), settings).SerializeAsString());
+    }
+  }
+}
+
+TEST_CASE("ranksByNode is ranksOnNode of every host, in one pass") {
+  auto f = test::makePlan("a slots=2\nb slots=3\nc slots=1\n", {"--launcher", "agent", "train.py"});
+  const auto byNode = ranksByNode(f->plan);
+  REQUIRE(byNode.size() == f->plan.hosts.size());
+  for (size_t i = 0; i < byNode.size(); ++i) CHECK(byNode[i] == f->plan.ranksOnNode(static_cast<int>(i)));
+}
