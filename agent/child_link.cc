@@ -137,6 +137,14 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (done_) return;
   if (monitor_) monitor_->beat();
   if (envelope.has_heartbeat()) return;
+  if (envelope.has_error() && !envelope.error().job_id().empty() && envelope.error().unstarted_ranks().empty() &&
+      !startsWith(envelope.error().message(), "signal refused")) {
+    // The child refused its launch, adoption or go: it will start and report nothing of its subtree, so it is
+    // lost (its children are re-fanned from here). Passed up as it came, the refusal read at dsrun as the root's
+    // own, and nothing ended the ranks below it (docs/benchmarks.md "Launch at scale": a hung dsrun).
+    lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
+    return;
+  }
   acknowledged();
   if (envelope.has_tree_adopted()) return;  // for this edge only
   if (envelope.has_error() && startsWith(envelope.error().message(), "adopted:")) {

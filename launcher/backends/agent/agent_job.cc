@@ -299,7 +299,9 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
       const std::string via = end - nodeIndex < 2 ? std::string()
                                                   : strCat(" (for its subtree, ", node->host, " to ",
                                                            nodes_[end - 1]->host, ", ", end - nodeIndex, " hosts)");
-      job_->onSpawnFailed(nodeIndex, strCat("agent ", node->client->address(), via, ": ", e.message()), nowUs(), now());
+      const std::string what = strCat("agent ", node->client->address(), via, ": ", e.message());
+      if (e.unstarted_ranks().empty()) return onRefused(nodeIndex, what);
+      job_->onSpawnFailed(nodeIndex, what, nowUs(), now());
       // They report no exit: without this the job would wait for them forever.
       job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, now());
     };
