@@ -48,8 +48,11 @@ TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
+NET = 21  # the second octet of the agents' addresses (--net): another bench on the same machine picks another
+
+
 def address(i):
-    return f"127.21.{i // 250}.{i % 250 + 1}"
+    return f"127.{NET}.{i // 250}.{i % 250 + 1}"
 
 
 def proc_stat(pid):
@@ -353,7 +356,7 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
 def leftovers(cluster):
     """What the bench left behind: live agents, processes of its jobs, listeners on its port."""
     found = [f"agent pid {p.pid}" for p in cluster.procs if p.poll() is None]
-    marker = f"MASTER_ADDR={cluster.addrs[0]}\0".encode()  # in every rank's environment, and 127.21/16 is ours
+    marker = f"MASTER_ADDR={cluster.addrs[0]}\0".encode()  # in every rank's environment, and 127.NET/16 is ours
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -392,7 +395,11 @@ def main():
                     help="also launch through agent trees of these widths (dsrun --tree_width, e.g. 4,16), "
                          "interleaved with the star's runs")
     ap.add_argument("--json", default="")
+    ap.add_argument("--net", type=int, default=21, help="the agents listen on 127.NET.X.Y (another bench running "
+                                                           "on this machine at the same time needs another NET)")
     args = ap.parse_args()
+    global NET
+    NET = args.net
     args.dsrun = os.path.realpath(os.path.join(args.build, "launcher/dsrun"))
     args.agent = os.path.realpath(os.path.join(args.build, "agent/dsrun-agent"))
     for b in (args.dsrun, args.agent, "/usr/bin/time"):
