@@ -169,20 +169,20 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
     return;
   }
   // Ranks that ended, or that a spawn failure says will never start: once all have, a hang-up loses nothing.
-  const auto ended = [](const wire::Envelope& e) -> int {
-    if (e.has_rank_exited()) return 1;
-    return e.has_error() ? e.error().unstarted_ranks_size() : 0;
+  const auto ended = [this](const wire::Envelope& e) {
+    if (e.has_rank_exited()) exitedRanks_.insert(e.rank_exited().rank());
+    if (e.has_error()) exitedRanks_.insert(e.error().unstarted_ranks().begin(), e.error().unstarted_ranks().end());
   };
-  exitedRanks_ += ended(envelope);
+  ended(envelope);
   if (envelope.has_event_batch()) {
-    for (const auto& event : envelope.event_batch().events()) exitedRanks_ += ended(event);
+    for (const auto& event : envelope.event_batch().events()) ended(event);
   }
   if (callbacks_.onEvent) callbacks_.onEvent(envelope);
 }
 
 void ChildLink::onClosed(const std::string& reason) {
   if (done_) return;
-  if (launched_ && exitedRanks_ >= expectedRanks_) {
+  if (launched_ && static_cast<int>(exitedRanks_.size()) >= expectedRanks_) {
     // Every rank below has exited and been reported: a hang-up now (the child's agent restarted) loses nothing.
     DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << firstLine(reason);
     close();

@@ -2,6 +2,7 @@
 // or an adoption, running it, and a parent's loss — the wait for an adopter, the hand-over to it, or the stop.
 // Split from session.cc, which keeps the connection, its reads and writes, heartbeats and the star protocol.
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <utility>
 
@@ -107,6 +108,13 @@ void Session::takeOver(Session& from) {
   relay_ = std::move(from.relay_);
   pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
   from.pendingOwn_.clear();
+  // Their time may have come while the node waited for us (startOwnRanks keeps them for the adopter): the
+  // children had their launches long before the adoption (one silence budget at least), so they start now.
+  for (const auto& [job, own] : pendingOwn_) {
+    boost::asio::post(connection_->executor(), [weak = weak_from_this(), job = job] {
+      if (auto self = weak.lock()) self->startOwnRanks(job);
+    });
+  }
   storeJobs_ = std::move(from.storeJobs_);  // closed when this session ends the job
   from.storeJobs_.clear();
   if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
@@ -175,6 +183,10 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
 void Session::startOwnRanks(const std::string& job) {
   auto pending = pendingOwn_.find(job);
   if (pending == pendingOwn_.end()) return;  // started already (the children, then the deadline)
+  // Orphaned (stopped_, waiting for an adopter): kept for the adopter, which starts them (takeOver). Dropped
+  // here, they were never started nor reported, and dsrun waited for their ends (at 1,000 agents, 232 ranks
+  // on 29 hosts whose parents were given up before their own ranks' turn).
+  if (orphaned_) return;
   PendingOwn own = std::move(pending->second);
   pendingOwn_.erase(pending);
   if (stopped_ || closing_) return;
