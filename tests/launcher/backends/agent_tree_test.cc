@@ -72,7 +72,7 @@ TEST_CASE("the agent tree splits the hosts into contiguous spans of at most widt
       const AgentTreePlan tree = planAgentTree(n, width);
       CAPTURE(width, n);
       REQUIRE(tree.size() == n);
-      CHECK(proto::treeOrderError(tree.parent).empty());  // plan order is the pre-order
+      CHECK(proto::treeOrderError(tree.parent, false).empty());  // plan order is the pre-order
       CHECK(tree.subtreeEnd == proto::treeSubtreeEnds(tree.parent));
       CHECK(tree.roots().size() == std::min(n, static_cast<size_t>(width)));
       CHECK(tree.levels() == fewestLevels(n, width));
