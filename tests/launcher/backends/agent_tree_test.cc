@@ -6,7 +6,6 @@
 #include <set>
 
 #include "common/strings.h"
-#include "launcher/backends/agent/agent_tree_choice.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_listing.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
@@ -266,23 +265,4 @@ TEST_CASE("a root's launch over the agents' frame limit is refused, naming the r
   CHECK_THROWS_WITH(signedTreeLaunches(nodes, {0, 300, 2, "test"}, signer, size - 16),
                     Catch::Matchers::StartsWith("--tree_width 2: the launch for node-0 and the 4 hosts below it is ") &&
                         Catch::Matchers::Contains("hint: a wider tree gives each root fewer hosts"));
-}
-
-TEST_CASE("--tree_width auto keeps the star up to kAutoTreeAboveHosts hosts and takes kAutoTreeWidth above",
-          "[launcher][agent]") {
-  const AgentTreeChoice few = chooseAgentTree(kTreeWidthAuto, kAutoTreeAboveHosts);
-  CHECK(few.width == 0);
-  CHECK(few.why == strCat("--tree_width auto: ", kAutoTreeAboveHosts, " hosts, at most ", kAutoTreeAboveHosts,
-                          ": dsrun dials every agent (the star)"));
-  const AgentTreeChoice many = chooseAgentTree(kTreeWidthAuto, kAutoTreeAboveHosts + 1);
-  CHECK(many.width == kAutoTreeWidth);
-  CHECK(many.why == strCat("--tree_width auto: ", kAutoTreeAboveHosts + 1, " hosts, more than ", kAutoTreeAboveHosts,
-                           ": a tree of width ", kAutoTreeWidth, " (--tree_width 0 keeps the star)"));
-  CHECK(chooseAgentTree(kTreeWidthAuto, 1).why == strCat("--tree_width auto: 1 host, at most ",
-                                                                 kAutoTreeAboveHosts, ": dsrun dials every agent (the star)"));
-  // A width given is used as given (an elastic round chooses the same way for each world's host count).
-  CHECK(chooseAgentTree(0, 1000).width == 0);
-  CHECK(chooseAgentTree(0, 1000).why == "--tree_width 0: dsrun dials every agent (the star)");
-  CHECK(chooseAgentTree(4, 2).width == 4);
-  CHECK(chooseAgentTree(4, 2).why == "--tree_width 4");
 }
