@@ -108,15 +108,22 @@ void ChildLink::sendLaunch(bool probe) {
   // The silence budget again: a child that beats but never answers its launch is as lost as a silent one. A
   // probed launch is answered by the probe report, which waits for every level's probe below the child.
   const uint64_t ackMs = timing_.silenceMs + (probe ? uint64_t{probeTimeoutMs_} * levels_ : 0);
+  armAck(ackMs, 0);
+  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
+}
+
+void ChildLink::armAck(uint64_t ackMs, int extensions) {
   ack_.expires_after(std::chrono::milliseconds(ackMs));
-  ack_.async_wait([weak = weak_from_this(), ackMs](const boost::system::error_code& ec) {
+  ack_.async_wait([weak = weak_from_this(), ackMs, extensions](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || self->done_ || self->acknowledged_) return;
+    // Its answer may wait unread in our socket while this loop is behind (a starved CPU): then we are late, not
+    // the child a straggler -- judged again, a bounded number of times, as the silence budget is.
+    if (extensions < kAckExtensions && self->client_->bytesWaiting() > 0) return self->armAck(ackMs, extensions + 1);
     self->lose(strCat("agent ", self->client_->address(), ": did not acknowledge its ",
-                      self->adopt_ ? "adoption" : "launch", " within ", ackMs,
+                      self->adopt_ ? "adoption" : "launch", " within ", ackMs * (extensions + 1),
                       " ms (a straggler; heartbeat budget)"));
   });
-  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
 }
 
 void ChildLink::holdForProbe(uint32_t timeoutMs) { probeTimeoutMs_ = std::max<uint32_t>(1, timeoutMs); }

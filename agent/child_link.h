@@ -76,6 +76,10 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   const wire::TreeLaunch& launch() const { return child_.launch; }
 
  private:
+  /// How many times the launch's acknowledgement deadline is extended while the child's bytes wait unread.
+  static constexpr int kAckExtensions = 3;
+  /// The acknowledgement deadline (`ackMs`), judged again while the child's bytes wait unread.
+  void armAck(uint64_t ackMs, int extensions);
   ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks);
   void onReady(const wire::Welcome& welcome);
   void onEnvelope(const wire::Envelope& envelope);
