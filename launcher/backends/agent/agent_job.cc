@@ -123,7 +123,8 @@ RemoteJobSettings AgentJob::driverSettings() {
   s.hangTimeout = Seconds(std::max(settings_.hangTimeoutS, 0.0));
   // After the grace and the agents' own kill wait (nodeKillWait), a node lost during the stop is noticed by
   // its parent (or us) within one silence budget, and its children are re-attached within a connect timeout
-  // (our adoptions' is the budget when longer, dial()) and a second budget; then every end has had its way up, and the ranks still unreported are given up.
+  // (our adoptions' is the budget when longer, dial()) and a second budget; then every end has had its way up,
+  // and the ranks still unreported are given up.
   const auto budget = std::chrono::milliseconds(settings_.agentBeatMs) * settings_.silentBeats;
   s.reportSlack = 2 * budget + std::max<std::chrono::milliseconds>(settings_.connectTimeout, budget);
   s.onHang = [this](const std::string& what, const std::string& host, std::vector<RankOnHost> running) {
