@@ -54,4 +54,17 @@ if [ -n "$job" ] && wait_for 10 test "$(job_procs "$job")" = 0; then
 else
   not_ok "nothing of job ${job:-?} is left running ($(job_procs "${job:-none}") processes)"
 fi
+# The same root refusing its probed launch (the mesh probe on, the default): nothing has started anywhere, so
+# the job is refused before any rank starts, naming the refusal, instead of waiting for its probe report.
+rm -f "$t"/started-*
+timeout -k 5 25 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$t/tls" -H "$t/hostfile" --tree_width 2 \
+  --kill_grace_s 1 --master_addr 127.0.0.3 --no_python --no_local_rank "$t/rank.sh" >"$t/out" 2>"$t/err"
+rc=$?
+if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
+   grep -q "cannot start the job, nothing was started: agent 127.0.0.1:$port.*tree launch refused: .*a replay" "$t/err" &&
+   [ "$(ls "$t" | grep -c '^started-')" = 0 ]; then
+  ok "a root that refuses its probed launch ends the job before any rank starts (exit $rc)"
+else
+  not_ok "a refused probed launch ends the job at once, nothing started (rc $rc)"; sed 's/^/#   | /' "$t/err"
+fi
 finish

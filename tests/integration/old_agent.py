@@ -11,7 +11,7 @@ certificate that reads the client's Hello frame and answers as that agent would,
                                        agent from before the mesh probe in a tree; it reads the TreeLaunch dsrun
                                        sends, prints "tree launch probe=yes|no" (whether TreeLaunch.probe, field 53,
                                        is set: such an agent would start its ranks at once), and closes. Binds ADDR
-  old_agent.py NODEDIR PORT refuse ADDR -> Welcome{protocol_version: N, tree_launch: true}: an agent of this version
+  old_agent.py NODEDIR PORT refuse ADDR -> Welcome{protocol_version: N, tree_launch, tree_probe}: an agent of this version
                                        that refuses the TreeLaunch dsrun sends (Error{job_id, "tree launch refused:
                                        ... (a replay)"}, as an agent that already ran that job id answers), prints
                                        "refused JOB", then keeps the connection open, reading, until dsrun closes
@@ -139,9 +139,12 @@ def main():
                     envelope = field(9, field(2, text))
                 elif mode == "pretree":
                     envelope = field(2, bytes([0x08, client]))  # Welcome{protocol_version: client}
-                elif mode in ("preprobe", "refuse"):
+                elif mode == "preprobe":
                     # Welcome{protocol_version: client, tree_launch (field 50, varint): true}
                     envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01]))
+                elif mode == "refuse":
+                    # ... and tree_probe (field 53): dsrun sends it the probed launch when it probes
+                    envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01, 0xA8, 0x03, 0x01]))
                 else:
                     envelope = field(2, bytes([0x08, ours]))  # Welcome{protocol_version: ours}
                 tls.sendall(struct.pack(">I", len(envelope)) + envelope)

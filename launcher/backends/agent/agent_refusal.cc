@@ -23,6 +23,12 @@ Seconds steadyNow() { return std::chrono::steady_clock::now().time_since_epoch()
 void AgentJob::onRefused(size_t nodeIndex, const std::string& what) {
   Node& node = *nodes_[nodeIndex];
   DSRUN_LOG(DEBUG) << what;
+  if (probing_) {
+    // Its probed launch refused: nothing has started anywhere, and its report will not come.
+    node.client->close();
+    node.channel->closed(what);
+    return onProbeLost(nodeIndex, what);
+  }
   if (node.channel->launch().has_tree_adopt()) {
     // An adoption refused (the node gave the job up, or runs another under its id): the node is as lost as
     // one that cannot be reached, and its children, which may still run, are adopted in turn.
