@@ -184,8 +184,7 @@ void Session::startOwnRanks(const std::string& job) {
   auto pending = pendingOwn_.find(job);
   if (pending == pendingOwn_.end()) return;  // started already (the children, then the deadline)
   // Orphaned (stopped_, waiting for an adopter): kept for the adopter, which starts them (takeOver). Dropped
-  // here, they were never started nor reported, and dsrun waited for their ends (at 1,000 agents, 232 ranks
-  // on 29 hosts whose parents were given up before their own ranks' turn).
+  // here, they were never started nor reported, and the launcher would wait for ends that never come.
   if (orphaned_) return;
   PendingOwn own = std::move(pending->second);
   pendingOwn_.erase(pending);
