@@ -112,15 +112,22 @@ void ChildLink::sendLaunch(bool probe) {
   // The silence budget again: a child that beats but never answers its launch is as lost as a silent one. A
   // probed launch is answered by the probe report, which waits for every level's probe below the child.
   const uint64_t ackMs = timing_.silenceMs + (probe ? uint64_t{probeTimeoutMs_} * levels_ : 0);
+  armAck(ackMs, 0);
+  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
+}
+
+void ChildLink::armAck(uint64_t ackMs, int extensions) {
   ack_.expires_after(std::chrono::milliseconds(ackMs));
-  ack_.async_wait([weak = weak_from_this(), ackMs](const boost::system::error_code& ec) {
+  ack_.async_wait([weak = weak_from_this(), ackMs, extensions](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || self->done_ || self->acknowledged_) return;
+    // Its answer may wait unread in our socket while this loop is behind (a starved CPU): then we are late, not
+    // the child a straggler -- judged again, a bounded number of times, as the silence budget is.
+    if (extensions < kAckExtensions && self->client_->bytesWaiting() > 0) return self->armAck(ackMs, extensions + 1);
     self->lose(strCat("agent ", self->client_->address(), ": did not acknowledge its ",
-                      self->adopt_ ? "adoption" : "launch", " within ", ackMs,
+                      self->adopt_ ? "adoption" : "launch", " within ", ackMs * (extensions + 1),
                       " ms (a straggler; heartbeat budget)"));
   });
-  for (int signal : std::exchange(pendingSignals_, {})) this->signal(signal);
 }
 
 void ChildLink::holdForProbe(uint32_t timeoutMs) { probeTimeoutMs_ = std::max<uint32_t>(1, timeoutMs); }
@@ -141,6 +148,14 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (done_) return;
   if (monitor_) monitor_->beat();
   if (envelope.has_heartbeat()) return;
+  if (envelope.has_error() && !envelope.error().job_id().empty() && envelope.error().unstarted_ranks().empty() &&
+      !startsWith(envelope.error().message(), "signal refused")) {
+    // The child refused its launch, adoption or go: it will start and report nothing of its subtree, so it is
+    // lost (its children are re-fanned from here). Passed up as it came, the refusal read at dsrun as the root's
+    // own, and nothing ended the ranks below it (docs/benchmarks.md "Launch at scale": a hung dsrun).
+    lose(strCat("agent ", client_->address(), ": ", firstLine(envelope.error().message())));
+    return;
+  }
   acknowledged();
   if (envelope.has_tree_adopted()) return;  // for this edge only
   if (envelope.has_error() && startsWith(envelope.error().message(), "adopted:")) {
@@ -165,13 +180,13 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
     return;
   }
   // Ranks that ended, or that a spawn failure says will never start: once all have, a hang-up loses nothing.
-  exitedRanks_ += proto::endedRanks(envelope);
+  for (int rank : proto::endedRanks(envelope)) exitedRanks_.insert(rank);
   if (callbacks_.onEvent) callbacks_.onEvent(envelope);
 }
 
 void ChildLink::onClosed(const std::string& reason) {
   if (done_) return;
-  if (launched_ && exitedRanks_ >= expectedRanks_) {
+  if (launched_ && static_cast<int>(exitedRanks_.size()) >= expectedRanks_) {
     // Every rank below has exited and been reported: a hang-up now (the child's agent restarted) loses nothing.
     DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << firstLine(reason);
     close();

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   const wire::TreeLaunch& launch() const { return child_.launch; }
 
  private:
+  /// How many times the launch's acknowledgement deadline is extended while the child's bytes wait unread.
+  static constexpr int kAckExtensions = 3;
+  /// The acknowledgement deadline (`ackMs`), judged again while the child's bytes wait unread.
+  void armAck(uint64_t ackMs, int extensions);
   ChildLink(boost::asio::io_context& io, proto::ChildTreeLaunch child, Timing timing, Callbacks callbacks);
   void onReady(const wire::Welcome& welcome);
   void onEnvelope(const wire::Envelope& envelope);
@@ -89,7 +94,10 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   Callbacks callbacks_;                     ///< where events and the loss go
   std::string jobId_;                       ///< the launch's job id
   int expectedRanks_ = 0;                   ///< ranks in the child's subtree
-  int exitedRanks_ = 0;                     ///< ranks it reported ended (or never started): all = a later hang-up is no loss
+  /// Ranks it reported ended (or never started), each once: an adoption below re-sends the ends it passed up
+  /// before, so a count would reach expectedRanks_ early and a later loss pass for a clean hang-up. All of them:
+  /// a later hang-up is no loss.
+  std::set<int> exitedRanks_;
   std::shared_ptr<AgentClient> client_;     ///< the connection to the child's agent
   std::unique_ptr<HeartbeatMonitor> monitor_;  ///< the child's silence, from its Welcome on
   boost::asio::steady_timer ack_;           ///< the child's deadline to acknowledge its launch

@@ -40,6 +40,9 @@ class Connection {
   virtual std::string localAddress() = 0;
   /// Closes at once; pending operations complete with an error.
   virtual void close() = 0;
+  /// Bytes the peer sent that this side has not read yet (the socket's and TLS's buffers): nonzero when our
+  /// loop is behind rather than the peer silent. 0 where the medium cannot tell.
+  virtual size_t bytesWaiting() { return 0; }
 };
 
 }  // namespace dsrun::agent

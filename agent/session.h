@@ -91,6 +91,11 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& treeJob() const { return treeJob_; }
 
  private:
+  /// How many times the handshake deadline is extended while the peer's bytes wait unread (our loop is behind).
+  static constexpr int kHandshakeExtensions = 3;
+  /// The TLS handshake + Hello deadline; extended (at most kHandshakeExtensions times) while the peer's bytes
+  /// wait unread.
+  void armHandshakeDeadline(int extensions);
   void onHandshake(const std::string& failure, const std::string& peerIdentity);
   void readMore();
   void onRead(const boost::system::error_code& ec, size_t n);

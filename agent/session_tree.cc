@@ -1,6 +1,8 @@
 // Session's side of tree launches (docs/agent.md "Tree launch", "An interior agent dies"): admitting a launch
 // or an adoption, running it, and a parent's loss — the wait for an adopter, the hand-over to it, or the stop.
 // Split from session.cc, which keeps the connection, its reads and writes, heartbeats and the star protocol.
+#include <algorithm>
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <utility>
 
@@ -106,6 +108,13 @@ void Session::takeOver(Session& from) {
   relay_ = std::move(from.relay_);
   pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
   from.pendingOwn_.clear();
+  // Their time may have come while the node waited for us (startOwnRanks keeps them for the adopter): the
+  // children had their launches long before the adoption (one silence budget at least), so they start now.
+  for (const auto& [job, own] : pendingOwn_) {
+    boost::asio::post(connection_->executor(), [weak = weak_from_this(), job = job] {
+      if (auto self = weak.lock()) self->startOwnRanks(job);
+    });
+  }
   storeJobs_ = std::move(from.storeJobs_);  // closed when this session ends the job
   from.storeJobs_.clear();
   if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; },
@@ -176,6 +185,9 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
 void Session::startOwnRanks(const std::string& job) {
   auto pending = pendingOwn_.find(job);
   if (pending == pendingOwn_.end()) return;  // started already (the children, then the deadline)
+  // Orphaned (stopped_, waiting for an adopter): kept for the adopter, which starts them (takeOver). Dropped
+  // here, they were never started nor reported, and the launcher would wait for ends that never come.
+  if (orphaned_) return;
   PendingOwn own = std::move(pending->second);
   pendingOwn_.erase(pending);
   if (stopped_ || closing_) return;
@@ -221,12 +233,16 @@ void Session::abandon(const std::string& reason) {
 
 ChildLink::Timing Session::childTiming() const {
   ChildLink::Timing t;
-  t.connectTimeout = timing_.handshakeTimeout;
   const auto period = static_cast<uint32_t>(timing_.heartbeatPeriod.count());
   t.beatMs = hello_.agent_heartbeat_ms() > 0 ? agentBeatIntervalMs(hello_.agent_heartbeat_ms(), period)
                                              : std::max<uint32_t>(1, period / 2);
   t.silenceMs = hello_.launcher_silence_ms() > 0 ? hello_.launcher_silence_ms()
                                                  : period * static_cast<uint32_t>(timing_.heartbeatThreshold);
+  // A child that has not welcomed us is as silent as one that stopped beating: the launch's budget, which
+  // dsrun scales with the job (silence_budget.h), bounds it too, when longer than our own handshake deadline.
+  // At 1,000 agents on 2 cores the children's handshakes ran during 8,000 spawns and a fixed 10 s gave live
+  // children up "waiting for welcome" (docs/benchmarks.md "Launch at scale").
+  t.connectTimeout = std::max(timing_.handshakeTimeout, std::chrono::milliseconds(t.silenceMs));
   if (hello_.output_window_bytes() > 0) t.outputWindowBytes = hello_.output_window_bytes();
   return t;
 }

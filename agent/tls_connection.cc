@@ -1,6 +1,10 @@
 #include "agent/tls_connection.h"
 
 #include <openssl/ssl.h>
+
+#include <algorithm>
+
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <boost/asio/write.hpp>
@@ -58,6 +62,13 @@ bool TlsConnection::peerIsNode() { return tls::peerIsNode(stream_.native_handle(
 bool TlsConnection::peerNames(const std::string& host) {
   X509* cert = SSL_get0_peer_certificate(stream_.native_handle());
   return cert != nullptr && tls::certificateNames(cert, host);
+}
+
+size_t TlsConnection::bytesWaiting() {
+  boost::system::error_code ec;
+  const size_t inSocket = stream_.lowest_layer().available(ec);
+  const int inTls = ::SSL_pending(stream_.native_handle());
+  return (ec ? 0 : inSocket) + static_cast<size_t>(std::max(inTls, 0));
 }
 
 std::string TlsConnection::localAddress() {

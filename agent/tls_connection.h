@@ -24,6 +24,7 @@ class TlsConnection : public Connection {
   bool peerIsNode() override;
   bool peerNames(const std::string& host) override;
   std::string localAddress() override;
+  size_t bytesWaiting() override;
   void close() override;
 
  private:

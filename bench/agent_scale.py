@@ -48,8 +48,11 @@ TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
+NET = 21  # the second octet of the agents' addresses (--net): another bench on the same machine picks another
+
+
 def address(i):
-    return f"127.21.{i // 250}.{i % 250 + 1}"
+    return f"127.{NET}.{i // 250}.{i % 250 + 1}"
 
 
 def proc_stat(pid):
@@ -293,6 +296,8 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     res = {"rc": rc, "dsrun_exit_s": t1 - t0, "probe": probe}
     if rc != 0:
         res["error"] = next((line for line in err_text.splitlines() if line.startswith("dsrun:")), err_text[-300:])
+    if args.keep_logs:
+        shutil.copy(err_path, os.path.join(args.keep_logs, f"{job_id}.err"))
     if m:
         res["dsrun_cpu_us"] = (usage.ru_utime + usage.ru_stime) * 1e6
         res["dsrun_maxrss_kb"] = int(m.group(4))
@@ -353,7 +358,7 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
 def leftovers(cluster):
     """What the bench left behind: live agents, processes of its jobs, listeners on its port."""
     found = [f"agent pid {p.pid}" for p in cluster.procs if p.poll() is None]
-    marker = f"MASTER_ADDR={cluster.addrs[0]}\0".encode()  # in every rank's environment, and 127.21/16 is ours
+    marker = f"MASTER_ADDR={cluster.addrs[0]}\0".encode()  # in every rank's environment, and 127.NET/16 is ours
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -392,7 +397,15 @@ def main():
                     help="also launch through agent trees of these widths (dsrun --tree_width, e.g. 4,16), "
                          "interleaved with the star's runs")
     ap.add_argument("--json", default="")
+    ap.add_argument("--net", type=int, default=21, help="the agents listen on 127.NET.X.Y (another bench running "
+                                                           "on this machine at the same time needs another NET)")
+    ap.add_argument("--skip_star", action="store_true", help="only the --tree_widths runs")
+    ap.add_argument("--keep_logs", default="", help="copy each job's dsrun stderr and every agent's log here")
     args = ap.parse_args()
+    if args.keep_logs:
+        os.makedirs(args.keep_logs, exist_ok=True)
+    global NET
+    NET = args.net
     args.dsrun = os.path.realpath(os.path.join(args.build, "launcher/dsrun"))
     args.agent = os.path.realpath(os.path.join(args.build, "agent/dsrun-agent"))
     for b in (args.dsrun, args.agent, "/usr/bin/time"):
@@ -415,7 +428,7 @@ def main():
                 with open(hostfile, "w") as f:
                     f.writelines(f"{a} slots={args.ranks}\n" for a in cluster.addrs)
                 widths = [int(w) for w in args.tree_widths.split(",") if w]
-                runs = {"probe": [], "no_probe": []}
+                runs = {} if args.skip_star else {"probe": [], "no_probe": []}
                 for w in widths:
                     runs.update({f"tree{w}": [], f"tree{w}-noprobe": []})
                 for r in range(args.runs):
@@ -433,12 +446,13 @@ def main():
                     print(f"[{count}] old probe: {json.dumps(entry['old_probe'])}", file=sys.stderr)
                 # Ranks that sleep for longer than a launch takes, so every connection is sampled while open;
                 # the edges' bytes include the heartbeats of that time (about 3 frames a second each way).
-                sleep_s = min(20.0, max(3.0, 3 * (median(x.get("all_exited_s") for x in runs["no_probe"]) or 1.0)))
+                sleep_s = min(20.0, max(3.0, 3 * (median(x.get("all_exited_s") for x in runs.get("no_probe", [])) or
+                                                  (20.0 if args.skip_star else 1.0))))
                 entry["sleep_s"] = sleep_s
                 entry["resources"] = {}
                 # One resource job per shape: the star, and each tree width (without the probe, as the star's).
                 trees = [v for v in runs if v.startswith("tree") and not v.endswith("-noprobe")]
-                for variant in ["no_probe"] + trees:
+                for variant in ([] if args.skip_star else ["no_probe"]) + trees:
                     width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
                     res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res-{variant}", args.dsrun, False,
                                   ["/bin/sleep", f"{sleep_s:.1f}"], sample=True, tree_width=width)
@@ -451,6 +465,10 @@ def main():
                 results["sizes"][count] = entry
             finally:
                 cluster.stop()
+                if args.keep_logs:
+                    os.makedirs(os.path.join(args.keep_logs, f"agents-{count}"), exist_ok=True)
+                    for log in cluster.logs:
+                        shutil.copy(log, os.path.join(args.keep_logs, f"agents-{count}"))
                 time.sleep(0.5)
                 left = leftovers(cluster)
                 if left:

@@ -148,15 +148,30 @@ std::vector<wire::RankExited> ranksExited(const wire::RanksExited& merged) {
   return out;
 }
 
-int endedRanks(const wire::Envelope& event) {
-  if (event.has_rank_exited()) return 1;
-  if (event.has_ranks_exited()) return event.ranks_exited().rank_deltas_size();
-  if (event.has_error()) return event.error().unstarted_ranks_size();
-  int sum = 0;
-  if (event.has_event_batch()) {
-    for (const auto& inner : event.event_batch().events()) sum += endedRanks(inner);
+namespace {
+
+void appendEndedRanks(const wire::Envelope& event, std::vector<int>& out) {
+  if (event.has_rank_exited()) out.push_back(event.rank_exited().rank());
+  if (event.has_ranks_exited()) {
+    // From the rank deltas alone: a message whose other lists are broken still says which ranks ended.
+    int64_t rank = 0;
+    for (int64_t delta : event.ranks_exited().rank_deltas()) {
+      rank += delta;
+      out.push_back(static_cast<int>(rank));
+    }
   }
-  return sum;
+  if (event.has_error()) out.insert(out.end(), event.error().unstarted_ranks().begin(), event.error().unstarted_ranks().end());
+  if (event.has_event_batch()) {
+    for (const auto& inner : event.event_batch().events()) appendEndedRanks(inner, out);
+  }
+}
+
+}  // namespace
+
+std::vector<int> endedRanks(const wire::Envelope& event) {
+  std::vector<int> out;
+  appendEndedRanks(event, out);
+  return out;
 }
 
 }  // namespace dsrun::proto

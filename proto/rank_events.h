@@ -26,8 +26,8 @@ void expandRankEvents(std::vector<wire::Envelope>& events);
 std::vector<wire::RankStarted> ranksStarted(const wire::RanksStarted& merged);
 std::vector<wire::RankExited> ranksExited(const wire::RanksExited& merged);
 
-/// How many ranks an event reports as ended: a RankExited 1, a RanksExited its ranks, a job Error its unstarted
-/// ranks (an EventBatch: the sum of its events').
-int endedRanks(const wire::Envelope& event);
+/// The ranks an event reports as ended: a RankExited's rank, a RanksExited's ranks, a job Error's unstarted
+/// ranks (an EventBatch: its events', in order). A parent keeps them as a set: an adoption below re-sends ends.
+std::vector<int> endedRanks(const wire::Envelope& event);
 
 }  // namespace dsrun::proto

@@ -160,7 +160,10 @@ void RemoteJob::onSignal(int signal, Seconds now) {
   // stops its ranks with it, a second kills them, USR1/USR2 pass through), so the ranks see what dsrun saw.
   // The controller starts the stop's clock, remembers the first stop signal and says when a medium kills.
   const JobDecision decision = controller_.onSignal(signal, now.count());
-  if (perRank()) return onRankSignal(signal, decision);
+  if (perRank()) {
+    onRankSignal(signal, decision);
+    return noteStop(now);
+  }
   if (decision.action == JobDecision::Action::Kill) return carryOut(decision);
   for (Node& node : nodes_) {
     if (!node.ended) node.channel->signal(signal);
@@ -192,6 +195,10 @@ void RemoteJob::onTime(Seconds now) {
       printExitTimeoutLine();
     }
     carryOut(decision);
+  }
+  noteStop(now);
+  if (const std::optional<Seconds> deadline = reportDeadline(); deadline && now >= *deadline && !done()) {
+    giveUpUnreported(now);
   }
 }
 
@@ -227,6 +234,7 @@ std::optional<Seconds> RemoteJob::nextDeadline() const {
   std::optional<Seconds> next;
   if (const std::optional<double> deadline = controller_.nextDeadline()) next = Seconds(*deadline);
   if (nextBeat_ && (perRank() || !controller_.stopping()) && (!next || *nextBeat_ < *next)) next = nextBeat_;
+  if (const std::optional<Seconds> report = reportDeadline(); report && (!next || *report < *next)) next = report;
   return next;
 }
 

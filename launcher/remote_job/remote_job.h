@@ -71,11 +71,17 @@ struct RemoteJobSettings {
   bool elasticRound = false;            ///< report the outcome instead of printing the cause
   RoundHooks hooks;                     ///< elastic rounds: rescaleWanted, onAllRanksStarted
   /// Per-rank reports (the agent medium): the global ranks of each node, in node order. Empty: the node is
-  /// the unit. When set, the nodes apply the grace and are never killed by the clock (nodeKillWait is
-  /// ignored), a second stop signal kills every rank and ends the job at once, a rank ended by the stop
+  /// the unit. When set, the nodes apply the grace and report every rank's end, and the clock only bounds
+  /// that: ranks whose end has not been reported by the stop's report deadline (the grace + nodeKillWait +
+  /// reportSlack from the stop's start) are sent SIGKILL and given up, their hosts named and counted lost;
+  /// a second stop signal kills every rank and ends the job at once, a rank ended by the stop
   /// decides the exit code only when nothing failed on its own, heartbeats go on while stopping, and the
   /// driver words the signal notices (the nodes print none).
   std::vector<std::vector<int>> nodeRanks;
+  /// Per-rank reports: how long beyond the grace and nodeKillWait the ends may take to reach the driver (the
+  /// agent medium: a node lost during the stop noticed by its parent, its children re-attached, their ends
+  /// passed up). Never unbounded: a stopping job that waits for an end nobody will report hangs dsrun.
+  Seconds reportSlack{30};
   /// Per-rank reports: --each_rank_log_dir on the nodes and the job's log tag, for the root-cause block.
   std::string eachRankLogDir;
   std::string logTag;
@@ -194,6 +200,13 @@ class RemoteJob {
   void afterFailure(const JobDecision& decision, Seconds now);
   /// Per rank: a rank stuck for hangTimeout starts the stack collection (onHang).
   void checkHang(Seconds now);
+  /// Per rank: remembers when the stop began (the report deadline runs from there).
+  void noteStop(Seconds now);
+  /// Per rank: when the ranks still running are given up (giveUpUnreported); nullopt before a stop, or after.
+  std::optional<Seconds> reportDeadline() const;
+  /// Per rank: the report deadline passed with ranks still running: SIGKILL to every node still reachable,
+  /// the silent ones named once and counted lost, so the job ends.
+  void giveUpUnreported(Seconds now);
   void exitTimeoutStopped();
   int finishRanks();
   void printRootCauseBlock();
@@ -221,6 +234,8 @@ class RemoteJob {
   bool launched_ = false;                 ///< start() ran: signals have somewhere to go
   bool abandoned_ = false;                ///< see abandoned()
   bool collectingStacks_ = false;         ///< a hang was seen: its stacks are being taken
+  std::optional<Seconds> stopSince_;      ///< per rank: when the job began stopping
+  bool gaveUp_ = false;                   ///< per rank: the report deadline passed (giveUpUnreported ran)
 };
 
 }  // namespace dsrun::launcher

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <limits>
 
 #include "common/error.h"
 #include "common/exit_status.h"
@@ -19,6 +20,9 @@ namespace dsrun::launcher {
 namespace {
 
 std::string plural(size_t n, const char* word) { return strCat(n, " ", word, n == 1 ? "" : "s"); }
+
+/// How many hosts a give-up line names before "and N more" (a tree of 1,000 nodes may lose a subtree).
+constexpr size_t kNamedHosts = 8;
 
 }  // namespace
 
@@ -107,6 +111,49 @@ void RemoteJob::afterFailure(const JobDecision& decision, Seconds now) {
   if (decision.action != JobDecision::Action::Stop) return;
   detected(now);
   carryOut(decision);
+  noteStop(now);
+}
+
+void RemoteJob::noteStop(Seconds now) {
+  if (perRank() && controller_.stopping() && !stopSince_) stopSince_ = now;
+}
+
+std::optional<Seconds> RemoteJob::reportDeadline() const {
+  if (!stopSince_ || gaveUp_ || abandoned_) return std::nullopt;
+  return *stopSince_ + settings_.stop.killGrace + settings_.nodeKillWait.value_or(Seconds(0)) + settings_.reportSlack;
+}
+
+void RemoteJob::giveUpUnreported(Seconds now) {
+  gaveUp_ = true;
+  std::vector<size_t> silent;
+  std::vector<std::string> named;
+  size_t ranks = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    std::vector<std::string> unreported;
+    for (int rank : settings_.nodeRanks[i]) {
+      if (controller_.running(ranks_.at(rank).slot)) unreported.push_back(std::to_string(rank));
+    }
+    if (unreported.empty()) continue;
+    silent.push_back(i);
+    ranks += unreported.size();
+    if (named.size() < kNamedHosts) named.push_back(strCat(nodes_[i].host, " (rank", unreported.size() == 1 ? " " : "s ", join(unreported, ", "), ")"));
+  }
+  const std::string more = silent.size() > named.size() ? strCat(" and ", silent.size() - named.size(), " more") : "";
+  const Seconds waited = now - *stopSince_;
+  const std::string why = strCat("no end reported within ", static_cast<int64_t>(waited.count()), " s of the stop (",
+                                 "the kill grace ", settings_.stop.killGrace.count(), " s, then ",
+                                 (settings_.nodeKillWait.value_or(Seconds(0)) + settings_.reportSlack).count(),
+                                 " s for the agents to report)");
+  output_.line(true, strCat("dsrun: ", plural(ranks, "rank"), " on ", plural(silent.size(), "host"), " ", why, ": ",
+                            join(named, "; "), more, "; sent SIGKILL to every host still connected and gave them up"));
+  // Every node still connected, not only the silent ones: in a tree, a silent node is reached through its root.
+  JobDecision kill;
+  kill.action = JobDecision::Action::Kill;
+  kill.signal = SIGKILL;
+  carryOut(kill);
+  // After every other failure in time: the one that stopped the job stays the root cause.
+  constexpr int64_t kAfterAll = std::numeric_limits<int64_t>::max();
+  for (size_t i : silent) onLostAt(i, strCat("host ", nodes_[i].host, ": ", why), kAfterAll, now);
 }
 
 void RemoteJob::onRankSignal(int signal, const JobDecision& decision) {

@@ -170,5 +170,5 @@ TEST_CASE("a merged message whose lists differ in length is refused", "[agent][t
   CHECK_THROWS_WITH(dsrun::proto::ranksExited(broken), Catch::Matchers::Contains("1 ranks, 1 pids, 0 times"));
   Envelope e;
   *e.mutable_ranks_exited() = broken;
-  CHECK(dsrun::proto::endedRanks(e) == 1);
+  CHECK(dsrun::proto::endedRanks(e) == std::vector<int>{1});
 }

@@ -482,3 +482,28 @@ TEST_CASE("a node adopted while its parent is still connected tells that parent,
   CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
   CHECK(agent.table.jobIds().count("job-l") == 1);
 }
+
+TEST_CASE("a node orphaned before its own ranks' turn keeps them for its adopter, which starts them",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("mid-1");
+  // mid-1's child takes the TCP connection and never answers: mid-1's own rank waits for its bounded turn.
+  boost::asio::ip::tcp::acceptor silent(agent.io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const std::vector<testing::TreeTestNode> nodes{{"tree-0", "127.0.0.1", 29600, -1, 1},
+                                                 {"mid-1", "127.0.0.1", 29601, 0, 1},
+                                                 {"leaf-2", "127.0.0.1", silent.local_endpoint().port(), 1, 1}};
+  const auto root = testing::signedRootLaunch(agent.signer, "job-p", nodes, kScript);
+  auto parent = agent.connect({"tree-0"});
+  parent->send(wrap(testing::forwardedLaunch(root, "mid-1")));
+  runUntil(agent.io, [&] { return agent.sessions.treeCarrier("job-p") != nullptr; }, "the launch admitted");
+  parent->hangUp();  // tree-0's agent died before mid-1's rank had its turn
+  runUntil(agent.io, [&] { return parent->closed; }, "the session to notice its parent gone");
+  // Past the turn (Session's 2 s wait for the children): dropped here before, the rank never started.
+  const auto until = std::chrono::steady_clock::now() + 2500ms;
+  runUntil(agent.io, [&] { return std::chrono::steady_clock::now() > until; }, "the own ranks' turn to pass");
+  CHECK(agent.spawner.spawned.empty());  // not while nobody supervises it
+  auto launcher = agent.connect();  // dsrun adopts a lost root's children
+  launcher->send(adoption(testing::forwardedLaunch(root, "mid-1")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "mid-1's rank, started by its adopter");
+  CHECK(agent.spawner.spawned[0].command.env.at("RANK") == "1");
+  CHECK(has(*launcher, &Envelope::has_tree_adopted));
+}

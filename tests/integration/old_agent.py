@@ -11,6 +11,11 @@ certificate that reads the client's Hello frame and answers as that agent would,
                                        agent from before the mesh probe in a tree; it reads the TreeLaunch dsrun
                                        sends, prints "tree launch probe=yes|no" (whether TreeLaunch.probe, field 53,
                                        is set: such an agent would start its ranks at once), and closes. Binds ADDR
+  old_agent.py NODEDIR PORT refuse ADDR -> Welcome{protocol_version: N, tree_launch, tree_probe}: an agent of this version
+                                       that refuses the TreeLaunch dsrun sends (Error{job_id, "tree launch refused:
+                                       ... (a replay)"}, as an agent that already ran that job id answers), prints
+                                       "refused JOB", then keeps the connection open, reading, until dsrun closes
+                                       it (agent_refusal.sh). Binds ADDR
 Prints "listening" once bound; answers every connection the same way until killed. Frames: a 4-byte big-endian
 length, then an Envelope (proto/agent.proto: Envelope.welcome = 2, Envelope.error = 9, Error.message = 2,
 Welcome.protocol_version = 1), encoded by hand so that no protobuf module is needed."""
@@ -77,6 +82,10 @@ def fields(data):
             size, at = varint(data, at)
             out.append((tag >> 3, data[at:at + size]))
             at += size
+        elif tag & 7 in (1, 5):  # fixed64 (a double), fixed32
+            size = 8 if tag & 7 == 1 else 4
+            out.append((tag >> 3, data[at:at + size]))
+            at += size
         else:
             raise ValueError(f"wire type {tag & 7}")
     return out
@@ -133,6 +142,9 @@ def main():
                 elif mode == "preprobe":
                     # Welcome{protocol_version: client, tree_launch (field 50, varint): true}
                     envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01]))
+                elif mode == "refuse":
+                    # ... and tree_probe (field 53): dsrun sends it the probed launch when it probes
+                    envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01, 0xA8, 0x03, 0x01]))
                 else:
                     envelope = field(2, bytes([0x08, ours]))  # Welcome{protocol_version: ours}
                 tls.sendall(struct.pack(">I", len(envelope)) + envelope)
@@ -147,6 +159,21 @@ def main():
                         probed = any(number == 53 for number, _ in fields(launch))
                         print(f"tree launch probe={'yes' if probed else 'no'}", flush=True)
                         break
+                while mode == "refuse":
+                    frame = read_frame(tls)
+                    if frame is None:
+                        break
+                    launch = dict(fields(frame)).get(50)  # Envelope.tree_launch
+                    if launch is None:
+                        continue  # heartbeats, signals: a refusing agent ignores them
+                    header = dict(fields(dict(fields(launch)).get(1, b"")))  # TreeLaunch.header
+                    job = header.get(1, b"")  # TreeLaunchHeader.job_id
+                    text = b"tree launch refused: tree launch of job " + job + b": this agent already ran that job id (a replay)"
+                    error = field(9, field(1, job) + field(2, text))  # Envelope.error{job_id, message}
+                    tls.sendall(struct.pack(">I", len(error)) + error)
+                    print(f"refused {job.decode()}", flush=True)
+                if mode == "refuse":
+                    continue  # dsrun closed it: TLS is over
                 tls.unwrap()
         except (ssl.SSLError, OSError):
             pass

@@ -123,6 +123,12 @@ RemoteJobSettings AgentJob::driverSettings() {
   s.eachRankLogDir = settings_.launch.eachRankLogDir;
   s.logTag = settings_.logTag;
   s.hangTimeout = Seconds(std::max(settings_.hangTimeoutS, 0.0));
+  // After the grace and the agents' own kill wait (nodeKillWait), a node lost during the stop is noticed by
+  // its parent (or us) within one silence budget, and its children are re-attached within a connect timeout
+  // (our adoptions' is the budget when longer, dial()) and a second budget; then every end has had its way up,
+  // and the ranks still unreported are given up.
+  const auto budget = std::chrono::milliseconds(settings_.agentBeatMs) * settings_.silentBeats;
+  s.reportSlack = 2 * budget + std::max<std::chrono::milliseconds>(settings_.connectTimeout, budget);
   s.onHang = [this](const std::string& what, const std::string& host, std::vector<RankOnHost> running) {
     collectHungStacks(what, host, std::move(running));
   };
@@ -297,7 +303,9 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
       const std::string via = end - nodeIndex < 2 ? std::string()
                                                   : strCat(" (for its subtree, ", node->host, " to ",
                                                            nodes_[end - 1]->host, ", ", end - nodeIndex, " hosts)");
-      job_->onSpawnFailed(nodeIndex, strCat("agent ", node->client->address(), via, ": ", e.message()), nowUs(), now());
+      const std::string what = strCat("agent ", node->client->address(), via, ": ", e.message());
+      if (e.unstarted_ranks().empty()) return onRefused(nodeIndex, what);
+      job_->onSpawnFailed(nodeIndex, what, nowUs(), now());
       // They report no exit: without this the job would wait for them forever.
       job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, now());
     };
@@ -328,7 +336,10 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
     // Paced (connect_pacer.h): an agent's handshake deadline runs from our TCP connect, so a connection
     // waits its turn here, on no one's clock, instead of on the agent's.
     if (adoption) {
-      node->client->connect(settings_.connectTimeout);  // a few at a time: nothing to pace
+      // A few at a time: nothing to pace. Given the job's silence budget when longer, as a parent agent gives its
+      // children (Session::childTiming): an adoption happens under the load that lost the root.
+      const auto budget = std::chrono::milliseconds(settings_.agentBeatMs) * settings_.silentBeats;
+      node->client->connect(std::max<std::chrono::milliseconds>(settings_.connectTimeout, budget));
     } else {
       pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
     }

@@ -128,6 +128,10 @@ class AgentJob {
   /// A root dsrun dialled is lost: only its own ranks are; dsrun adopts its children, as an agent adopts a
   /// lost child's (docs/agent.md "An interior agent dies").
   void onRootLost(size_t nodeIndex, const std::string& reason);
+  /// The agent of `nodeIndex` refused what we sent it (a job-scoped Error naming no unstarted ranks; a tree
+  /// parent turns its children's refusals into NodeLost, so only a connection's own agent says this): the
+  /// agent starts and reports nothing for it, so its part ends here (agent_refusal.cc).
+  void onRefused(size_t nodeIndex, const std::string& what);
   /// Dials the tree children of `nodeIndex` with TreeAdopt (their launches cut from the one it was sent).
   void adoptChildren(size_t nodeIndex);
   /// A stop signal arrived before the launch (`during` says when): every connection closed, nothing started.

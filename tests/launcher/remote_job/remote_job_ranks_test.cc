@@ -263,3 +263,58 @@ TEST_CASE("RemoteJob per rank: heartbeats go on while the job stops", "[launcher
   h.job->onTime(Seconds(2));
   CHECK(h.take() == Log{"dsn1 beat", "dsn2 beat"});
 }
+
+TEST_CASE("RemoteJob per rank: ends still unreported at the stop's deadline are given up, their host named, and the "
+          "job fails instead of waiting forever", "[launcher][remote_job]") {
+  RemoteJobSettings settings;
+  settings.heartbeat = Seconds(0);  // no beat to arm a timer: the deadline alone must
+  settings.stop.killGrace = Seconds(2);
+  settings.nodeKillWait = Seconds(15);
+  settings.reportSlack = Seconds(5);
+  RankHarness h(settings);
+  h.startAll();
+  CHECK_FALSE(h.job->nextDeadline());  // nothing to wait for while the job runs
+  h.job->onSignal(SIGTERM, Seconds(1));
+  h.exit(0, killedBy(SIGTERM), 2);
+  h.exit(1, killedBy(SIGTERM), 2);
+  h.take();
+  // dsn2 stays connected and says nothing: the stop began at 1 s, so 1 + 2 + 15 + 5.
+  REQUIRE(h.job->nextDeadline());
+  CHECK(h.job->nextDeadline()->count() == Approx(23));
+  h.job->onTime(Seconds(22.5));
+  CHECK_FALSE(h.job->done());
+  CHECK(h.take().empty());
+  h.job->onTime(Seconds(23));
+  REQUIRE(h.job->done());
+  CHECK(h.take() == Log{"dsn1 kill", "dsn2 kill"});
+  CHECK_THAT(h.errFd.text(), Contains("dsrun: 2 ranks on 1 host no end reported within 22 s of the stop (the kill grace "
+                                      "2 s, then 20 s for the agents to report): dsn2 (ranks 2, 3); sent SIGKILL"));
+  CHECK(h.job->finish() == 1);
+  CHECK_FALSE(h.job->nextDeadline());
+}
+
+TEST_CASE("RemoteJob per rank: a failure's stop gives up the unreported ranks too, and the failure stays the root "
+          "cause", "[launcher][remote_job]") {
+  const bool elastic = GENERATE(false, true);
+  RemoteJobSettings settings;
+  settings.elasticRound = elastic;
+  settings.stop.killGrace = Seconds(1);
+  settings.nodeKillWait = Seconds(0);
+  settings.reportSlack = Seconds(4);
+  RankHarness h(settings);
+  h.startAll();
+  h.exit(0, exited(7), 10);
+  h.exit(1, killedBy(SIGTERM), 11);
+  h.take();
+  h.job->onTime(Seconds(15));  // 10 + 1 + 0 + 4
+  REQUIRE(h.job->done());
+  CHECK(h.job->finish() == 7);
+  if (elastic) {
+    const RoundOutcome& o = h.job->outcome();
+    CHECK_THAT(o.cause, Contains("rank 0 (dsn1 pid 10) exited with code 7"));
+    CHECK(o.lostHosts == Log{"dsn2"});
+  } else {
+    CHECK_THAT(h.errFd.text(), Contains("dsn2 (ranks 2, 3)"));
+    CHECK_THAT(h.errFd.text(), Contains("Root Cause"));
+  }
+}
