@@ -133,10 +133,13 @@ void MasterPartition::stepPipelined(optim::FlatOptimizer& optimizer, const at::T
     runOffloadPipeline(ends, ops, injectedStreams_, pieceEnds, pieceDone);
     return;
   }
+  if (!upload_) {
+    download_ = std::make_shared<C10PipelineStream>(C10PipelineStream::fromPool(model_.device()));
+    upload_ = std::make_shared<C10PipelineStream>(C10PipelineStream::fromPool(model_.device()));
+  }
+  // The compute stream is whichever is current now: the caller's kernels (and the all-gather) run there.
   C10PipelineStream compute = C10PipelineStream::current(model_.device());
-  C10PipelineStream download = C10PipelineStream::fromPool(model_.device());
-  C10PipelineStream upload = C10PipelineStream::fromPool(model_.device());
-  runOffloadPipeline(ends, ops, PipelineStreams{&compute, &download, &upload}, pieceEnds, pieceDone);
+  runOffloadPipeline(ends, ops, PipelineStreams{&compute, download_.get(), upload_.get()}, pieceEnds, pieceDone);
 }
 
 void MasterPartition::load(const at::Tensor& fp32) {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace dsrt::optim {
@@ -88,6 +89,10 @@ class MasterPartition {
   bool offload_;
   bool aliased_;
   PipelineStreams injectedStreams_;  ///< tests only; compute == nullptr: the device's own streams
+  /// The device's copy streams, taken from its pool once: the next step's first wait is on the same upload
+  /// stream as this step's uploads.
+  std::shared_ptr<PipelineStream> download_;
+  std::shared_ptr<PipelineStream> upload_;
   int64_t pieceNumel_ = kOffloadPieceNumel;
 };
 
