@@ -20,26 +20,38 @@ using dsrt::zero::PipelineStreams;
 
 namespace {
 
+// Built by appending: GCC 12 at -O3 reports a false -Wrestrict for `"literal" + std::string&&` (an insert).
 std::string range(int64_t begin, int64_t end) {
-  return "[" + std::to_string(begin) + "," + std::to_string(end) + ")";
+  std::string out = "[";
+  out += std::to_string(begin);
+  out += ",";
+  out += std::to_string(end);
+  out += ")";
+  return out;
+}
+
+std::string logLine(const char* what, const std::string& detail) {
+  std::string out = what;
+  out += detail;
+  return out;
 }
 
 /// Ops that only log what they do: copies when their stream runs them, the rest when the host does.
 OffloadPieceOps loggingOps(std::vector<std::string>* log, bool download) {
   OffloadPieceOps ops;
   if (download) {
-    ops.download = [log](int64_t b, int64_t e) { log->push_back("copy down " + range(b, e)); };
+    ops.download = [log](int64_t b, int64_t e) { log->push_back(logLine("copy down ", range(b, e))); };
   }
-  ops.prepare = [log](int64_t b, int64_t e) { log->push_back("prepare " + range(b, e)); };
+  ops.prepare = [log](int64_t b, int64_t e) { log->push_back(logLine("prepare ", range(b, e))); };
   ops.step = [log](const std::vector<int64_t>& ends, const std::function<void(int64_t)>& stepped) {
     int64_t begin = 0;
     for (int64_t end : ends) {
-      log->push_back("adam " + range(begin, end));
+      log->push_back(logLine("adam ", range(begin, end)));
       stepped(end);
       begin = end;
     }
   };
-  ops.upload = [log](int64_t b, int64_t e) { log->push_back("copy up " + range(b, e)); };
+  ops.upload = [log](int64_t b, int64_t e) { log->push_back(logLine("copy up ", range(b, e))); };
   return ops;
 }
 
@@ -55,7 +67,7 @@ TEST_CASE("the offload pipeline downloads ahead, waits once per piece and upload
 
   SECTION("the gradient on the device") {
     dsrt::zero::runOffloadPipeline({64, 128, 192}, loggingOps(&log, true), streams, {128, 192},
-                                   [&](int64_t end) { log.push_back("reported " + std::to_string(end)); });
+                                   [&](int64_t end) { log.push_back(logLine("reported ", std::to_string(end))); });
     compute.drain();
     const std::vector<std::string> expected{
         "host waits for upload",  // the previous step's uploads (nothing here)
