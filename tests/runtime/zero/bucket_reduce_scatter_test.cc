@@ -40,6 +40,9 @@ at::Tensor reducePartition(const PartitionPlan& plan, int64_t bucketNumel, int r
   dsrt::zero::BucketIo io;
   io.input = [&](size_t b) { return flat.narrow(0, buckets[b].flatBegin, buckets[b].numel()).clone(); };
   io.deliver = [&](size_t b, const at::Tensor& averaged) {
+    if (averaged.numel() == 0) {
+      return;  // a bucket wholly outside this rank's partition
+    }
     const dsrt::zero::ReduceBucket& bucket = buckets[b];
     const int64_t offset = bucket.flatBegin + bucket.rankOffset(rank) - plan.partitionBegin(rank);
     partition.narrow(0, offset, averaged.numel()).copy_(averaged);
