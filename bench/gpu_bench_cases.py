@@ -7,6 +7,11 @@ ds_z<S>_<dtype>[_off...]     real DeepSpeed; optimizer torch.optim.AdamW (torch_
                              built in the timed process (FusedAdam/CPUAdam compile for a minute or more)
 dsrt_z<S>_<dtype>[_off...]   dsrt (import dsrt as deepspeed), its own Adam (device or CPU)
 Offload suffixes: _offopt = offload_optimizer (stage 2), _offboth = offload_optimizer + offload_param (stage 3).
+floor_copy_<dtype>           the copies an offloaded step cannot avoid, alone: the model's gradients device ->
+                             pinned fp32 host memory, the updated <dtype> parameters pinned host -> device
+floor_cpu_adam               dsrt's CPU Adam over the model's parameter count alone (a CPU engine, stage 0 fp32,
+                             engine.step() timed): with the copies, the floor max(copy, CPU Adam) an offloaded
+                             step approaches when they overlap (gpu_step_time.py prints it per offload case)
 """
 
 import os
@@ -27,11 +32,13 @@ def case_names(dsrt=True, deepspeed=True):
     layouts = [(s, "") for s in range(4)] + [(2, "_offopt"), (3, "_offboth")]
     names = ["torch_amp_bf16", "torch_fp32", "fsdp2_bf16"]
     names += [f"dsrt_z{s}_bf16" for s in range(4)] if dsrt else []
+    # bf16 offload and its floor early: the overlap of the offload pipeline is what the next GPU run measures.
+    names += [f"dsrt_z{s}_bf16{o}" for s, o in layouts if o] + ["floor_copy_bf16", "floor_cpu_adam"] if dsrt else []
     names += [f"ds_z{s}_bf16" for s in range(4)] if deepspeed else []
     for dtype in ("fp32", "fp16"):
         names += [f"dsrt_z{s}_{dtype}" for s in range(4)] if dsrt else []
-    for dtype in ("bf16", "fp32", "fp16"):
-        names += [f"dsrt_z{s}_{dtype}{o}" for s, o in layouts if o] if dsrt else []
+    for dtype in ("fp32", "fp16"):
+        names += [f"dsrt_z{s}_{dtype}{o}" for s, o in layouts if o] + [f"floor_copy_{dtype}"] if dsrt else []
     names += [f"ds_z{s}_bf16{o}" for s, o in layouts if o] if deepspeed else []
     return names
 
@@ -162,6 +169,53 @@ def _fsdp2_case(name, model, batch_shape, device, warmup, steps):
         os.unlink(store)
 
 
+def _floor_copy_case(name, model, device, warmup, steps):
+    """The offload copies of one step without the step: n gradients to pinned fp32, n parameters back."""
+    n = gpu_model.parameter_count(model)
+    dtype = DTYPES[name.split("_")[2]]
+    pin = device.type == "cuda"
+    grad = torch.randn(n, device=device).to(dtype)
+    host_grad = torch.empty(n, dtype=torch.float32, pin_memory=pin)
+    host_params = torch.empty(n, dtype=dtype, pin_memory=pin)
+    params = torch.empty(n, dtype=dtype, device=device)
+    d2h, h2d = [], []
+    for i in range(warmup + steps):
+        _sync(device)
+        t0 = time.perf_counter()
+        host_grad.copy_(grad, non_blocking=True)
+        _sync(device)
+        t1 = time.perf_counter()
+        params.copy_(host_params, non_blocking=True)
+        _sync(device)
+        t2 = time.perf_counter()
+        if i >= warmup:
+            d2h.append((t1 - t0) * 1e3)
+            h2d.append((t2 - t1) * 1e3)
+    times = [a + b for a, b in zip(d2h, h2d)]
+    return times, [0.0], {"d2h_ms": round(statistics.median(d2h), 2), "h2d_ms": round(statistics.median(h2d), 2),
+                          "numel": n}
+
+
+def _floor_cpu_adam_case(model, warmup, steps):
+    """dsrt's CPU Adam over as many elements as the model has: one flat fp32 parameter on the CPU, stage 0."""
+    import dsrt
+    n = gpu_model.parameter_count(model)
+    flat = torch.nn.Module()
+    flat.weight = torch.nn.Parameter(torch.zeros(n))
+    cfg = {"train_batch_size": 1, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0},
+           "optimizer": {"type": "AdamW", "params": {"lr": LR, "weight_decay": WD}}, "steps_per_print": 1 << 30}
+    engine, _, _, _ = dsrt.initialize(model=flat, model_parameters=flat.parameters(), config=cfg)
+    times = []
+    for i in range(warmup + steps):
+        loss = (flat.weight * 1e-3).sum()
+        engine.backward(loss)
+        t0 = time.perf_counter()
+        engine.step()
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times, [0.0], {"optimizer": "dsrt Adam (CPU)", "numel": n}
+
+
 def run_case(name, size, device, warmup, steps):
     """One case in this process; returns its result dict (the JSON line gpu_step_time.py prints)."""
     device = torch.device(device)
@@ -175,7 +229,11 @@ def run_case(name, size, device, warmup, steps):
     model, batch_shape = gpu_model.build(size)
     result = {"case": name, "size": size, "params_m": round(gpu_model.parameter_count(model) / 1e6, 1),
               "batch": batch_shape[0], "seq": batch_shape[1], "device": str(device), "torch": torch.__version__}
-    if name.startswith("torch_"):
+    if name == "floor_cpu_adam":
+        times, losses, extra = _floor_cpu_adam_case(model, warmup, steps)
+    elif name.startswith("floor_copy_"):
+        times, losses, extra = _floor_copy_case(name, model, device, warmup, steps)
+    elif name.startswith("torch_"):
         times, losses, extra = _torch_case(name, model, batch_shape, device, warmup, steps)
     elif name.startswith("fsdp2_"):
         times, losses, extra = _fsdp2_case(name, model, batch_shape, device, warmup, steps)

@@ -61,12 +61,16 @@ def free_port():
 
 def run_child(name, args, size, timeout):
     """Runs one case in a fresh process; its JSON result, or one that says how it failed."""
-    cmd = [sys.executable, __file__, "--run-case", name, "--device", args.device, "--warmup", str(args.warmup),
+    # dsrt's CPU Adam alone runs on a CPU engine: no GPU visible, so its process group is Gloo.
+    device = "cpu" if name == "floor_cpu_adam" else args.device
+    cmd = [sys.executable, __file__, "--run-case", name, "--device", device, "--warmup", str(args.warmup),
            "--steps", str(args.steps)] + (["--tiny"] if args.tiny else []) + (["--large"] if args.large else [])
     # A world of one for the engines and FSDP2 (torch's env:// rendezvous, DeepSpeed's init_distributed).
     env = dict(os.environ, RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    if name == "floor_cpu_adam":
+        env["CUDA_VISIBLE_DEVICES"] = ""
     t0 = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -110,6 +114,35 @@ def table(results):
     return "\n".join(rows)
 
 
+def overlap_table(results):
+    """Each offload case against its floor, max(copy time, CPU Adam time) over the same parameter count: how
+    close the piece pipeline comes to overlapping the copies with CPU Adam (1.00 = fully)."""
+    by_name = {r["case"]: r for r in results if r.get("ok")}
+    adam = by_name.get("floor_cpu_adam")
+    rows = []
+    for r in results:
+        name = r["case"]
+        if not (name.startswith("dsrt_") and "_off" in name and r.get("ok")):
+            continue
+        dtype = name.split("_")[2]
+        copy = by_name.get(f"floor_copy_{dtype}")
+        if not (copy and adam):
+            rows.append(f"{name:<24} {r['step_ms']:>9.2f}  floor not measured (floor_copy_{dtype}, floor_cpu_adam)")
+            continue
+        floor = max(copy["step_ms"], adam["step_ms"])
+        # What offloading adds to the same stage and dtype on the device: the part the floor bounds.
+        plain = by_name.get(name.rsplit("_", 1)[0])
+        extra = f"{r['step_ms'] - plain['step_ms']:>9.2f} {(r['step_ms'] - plain['step_ms']) / floor:>7.2f}" \
+            if plain else f"{'-':>9} {'-':>7}"
+        rows.append(f"{name:<24} {r['step_ms']:>9.2f} {copy['step_ms']:>9.2f} {adam['step_ms']:>9.2f} "
+                    f"{floor:>9.2f} {r['step_ms'] / floor:>7.2f} {extra}")
+    if not rows:
+        return ""
+    head = (f"{'offload case':<24} {'ms/step':>9} {'copy ms':>9} {'adam ms':>9} {'floor ms':>9} {'x floor':>7} "
+            f"{'+ms':>9} {'+x floor':>7}  (+: over the same stage without offload)")
+    return "\n".join([head] + rows)
+
+
 def main():
     args = parse_args()
     size = "tiny" if args.tiny else ("large" if args.large else "base")
@@ -139,6 +172,9 @@ def main():
             out.write(line + "\n")
             out.flush()
     print("\n" + table(results), flush=True)
+    overlap = overlap_table(results)
+    if overlap:
+        print("\n" + overlap, flush=True)
     # Failing when the baseline was asked for and did not run: without it there is no comparison.
     base_ok = any(r["case"] == BASELINE and r.get("ok") for r in results)
     return 0 if base_ok or BASELINE not in names else 1

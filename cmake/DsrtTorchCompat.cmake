@@ -15,6 +15,8 @@
 #    paths, which the linker does not follow when it links a program: it would take the system's libnccl (an
 #    older one from the CUDA toolkit: "libtorch_cuda.so: undefined reference to ncclCommGrow"). Those
 #    directories go to -rpath-link of everything that links libdsrt.
+include(${CMAKE_CURRENT_LIST_DIR}/DsrtTorchHeaders.cmake)
+
 function(dsrt_torch_compat target)
   if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
     message(FATAL_ERROR "libdsrt: the torch ${Torch_VERSION} in ${TORCH_INSTALL_PREFIX} is built with the "
@@ -22,15 +24,9 @@ function(dsrt_torch_compat target)
       "with the system's C++ libraries libdsrt links. Use torch 2.7 or later (pip install 'torch>=2.7') or "
       "Debian's python3-torch (docs/runtime.md \"Two torches\").")
   endif()
-  set(_aten_header)
-  foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
-    if(EXISTS "${dir}/ATen/ATen.h")
-      set(_aten_header "${dir}/ATen/ATen.h")
-      break()
-    endif()
-  endforeach()
-  if(_aten_header)
-    file(STRINGS "${_aten_header}" _needs_cxx20 REGEX "C\\+\\+20 or later")
+  dsrt_torch_header_dir(_aten_dir "ATen/ATen.h")
+  if(_aten_dir)
+    file(STRINGS "${_aten_dir}/ATen/ATen.h" _needs_cxx20 REGEX "C\\+\\+20 or later")
     if(_needs_cxx20)
       target_compile_features(${target} PUBLIC cxx_std_20)
     endif()
@@ -44,13 +40,8 @@ function(dsrt_torch_compat target)
     endif()
   endforeach()
 
-  set(_has_gloo FALSE)
-  foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
-    if(EXISTS "${dir}/gloo/algorithm.h")
-      set(_has_gloo TRUE)
-    endif()
-  endforeach()
-  if(NOT _has_gloo AND Torch_VERSION VERSION_GREATER_EQUAL 2)
+  dsrt_torch_header_dir(_gloo_dir "gloo/algorithm.h")
+  if(NOT _gloo_dir AND Torch_VERSION VERSION_GREATER_EQUAL 2)
     target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/third_party/gloo/include>)
   endif()
 endfunction()

@@ -3,14 +3,10 @@
 # torch/include), else to the system's (Debian's torch 1.13 was built with pybind11-dev), and
 # DSRT_PYBIND11_ABI_DEFINITIONS to torch's PYBIND11_COMPILER_TYPE/STDLIB/BUILD_ABI as
 # torch.utils.cpp_extension passes them (empty where torch reports none: pybind11 3 handles its ABI itself).
+include(${CMAKE_CURRENT_LIST_DIR}/DsrtTorchHeaders.cmake)
+
 function(dsrt_torch_pybind11)
-  set(_dir)
-  foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
-    if(EXISTS "${dir}/pybind11/pybind11.h")
-      set(_dir "${dir}")
-      break()
-    endif()
-  endforeach()
+  dsrt_torch_header_dir(_dir "pybind11/pybind11.h")
   if(NOT _dir)
     find_path(_dsrt_system_pybind11 pybind11/pybind11.h NO_CACHE)
     if(_dsrt_system_pybind11)

@@ -2,7 +2,9 @@
 target_sources(dsrt PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/backend_device_check.cc
   ${CMAKE_CURRENT_LIST_DIR}/compat/allgather_into_tensor.cc
+  ${CMAKE_CURRENT_LIST_DIR}/compat/event_compat.cc
   ${CMAKE_CURRENT_LIST_DIR}/compat/process_group_compat.cc
+  ${CMAKE_CURRENT_LIST_DIR}/compat/reduce_scatter_tensor.cc
   ${CMAKE_CURRENT_LIST_DIR}/dist_env.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine_checkpoint.cc

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The table at the end of scripts/gpu_check.sh: each step's status, each GPU test case's outcome (from
-pytest's JUnit XML) and the benchmark's rows (bench/gpu_step_time.py's JSON lines), read from OUT.
+pytest's JUnit XML) and the benchmark's rows (bench/gpu_step_time.py's JSON lines) with the offload rows
+against their floor, read from OUT.
 Usage: gpu_summary.py OUT"""
 
 import json
@@ -9,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from gpu_step_time import table  # noqa: E402
+from gpu_step_time import overlap_table, table  # noqa: E402
 
 
 def steps(out):
@@ -57,7 +58,9 @@ def bench(out):
     if not path.exists():
         return "  (no bench.jsonl: the benchmark did not run)"
     results = [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
-    return table(results)
+    overlap = overlap_table(results)
+    # The offload rows against max(copy, CPU Adam): how well the piece pipeline overlaps (docs/gpu.md).
+    return table(results) + ("\n\n" + overlap if overlap else "")
 
 
 def main():

@@ -3,6 +3,8 @@
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
+#include "runtime/optim/adam_state.h"
+
 namespace dsrt::optim {
 
 AdamFlatOptimizer::AdamFlatOptimizer(const OptimizerSpec& spec, int64_t numel, CpuIsa isa)
@@ -86,25 +88,9 @@ void AdamFlatOptimizer::runRange(at::Tensor& params, const at::Tensor& grads, do
 OptimizerState AdamFlatOptimizer::state() const { return {{"exp_avg", expAvg_}, {"exp_avg_sq", expAvgSq_}}; }
 
 void AdamFlatOptimizer::loadState(const OptimizerState& state, int64_t stepCount) {
-  TORCH_CHECK(stepCount >= 0, "optimizer: step count must be >= 0, got '", stepCount, "'");
-  TORCH_CHECK(state.size() == 2, "optimizer: Adam state needs exp_avg and exp_avg_sq, got ", state.size(),
-              " tensors");
-  at::Tensor expAvg;
-  at::Tensor expAvgSq;
-  for (const auto& entry : state) {
-    if (entry.first == "exp_avg") {
-      expAvg = entry.second;
-    } else if (entry.first == "exp_avg_sq") {
-      expAvgSq = entry.second;
-    } else {
-      TORCH_CHECK(false, "optimizer: unknown Adam state '", entry.first, "' (expected exp_avg, exp_avg_sq)");
-    }
-  }
-  TORCH_CHECK(expAvg.defined() && expAvgSq.defined(), "optimizer: Adam state needs exp_avg and exp_avg_sq");
-  TORCH_CHECK(expAvg.numel() == numel_ && expAvgSq.numel() == numel_, "optimizer: Adam state must have ", numel_,
-              " elements, got '", expAvg.numel(), "' and '", expAvgSq.numel(), "'");
-  expAvg_.copy_(expAvg.reshape({numel_}));
-  expAvgSq_.copy_(expAvgSq.reshape({numel_}));
+  const AdamStateTensors loaded = adamStateOf(state, stepCount, numel_);
+  expAvg_.copy_(loaded.expAvg);
+  expAvgSq_.copy_(loaded.expAvgSq);
   step_ = stepCount;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "runtime/compat/fused_adam_compat.h"
+#include "runtime/optim/adam_state.h"
 
 namespace dsrt::optim {
 
@@ -91,25 +92,10 @@ OptimizerState DeviceAdamFlatOptimizer::state() const {
 }
 
 void DeviceAdamFlatOptimizer::loadState(const OptimizerState& state, int64_t stepCount) {
-  TORCH_CHECK(stepCount >= 0, "optimizer: step count must be >= 0, got '", stepCount, "'");
-  at::Tensor expAvg;
-  at::Tensor expAvgSq;
-  for (const auto& entry : state) {
-    if (entry.first == "exp_avg") {
-      expAvg = entry.second;
-    } else if (entry.first == "exp_avg_sq") {
-      expAvgSq = entry.second;
-    } else {
-      TORCH_CHECK(false, "optimizer: unknown Adam state '", entry.first, "' (expected exp_avg, exp_avg_sq)");
-    }
-  }
-  TORCH_CHECK(state.size() == 2 && expAvg.defined() && expAvgSq.defined(),
-              "optimizer: Adam state needs exp_avg and exp_avg_sq, got ", state.size(), " tensors");
-  TORCH_CHECK(expAvg.numel() == numel_ && expAvgSq.numel() == numel_, "optimizer: Adam state must have ", numel_,
-              " elements, got '", expAvg.numel(), "' and '", expAvgSq.numel(), "'");
+  const AdamStateTensors loaded = adamStateOf(state, stepCount, numel_);
   // copy_ moves checkpoint tensors (CPU) onto this optimizer's device.
-  expAvg_.copy_(expAvg.reshape({numel_}));
-  expAvgSq_.copy_(expAvgSq.reshape({numel_}));
+  expAvg_.copy_(loaded.expAvg);
+  expAvgSq_.copy_(loaded.expAvgSq);
   step_ = stepCount;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "runtime/compat/process_group_compat.h"
+#include "runtime/compat/reduce_scatter_tensor.h"
 
 namespace dsrt::zero {
 
@@ -17,10 +18,11 @@ struct BucketReducer::Pending {
   at::Tensor input;                     ///< kept alive until the collective is done
   at::Tensor wire;                      ///< what the collective reads: input, or its commDtype copy
   at::Tensor wireBase;                  ///< pooled buffer `wire` views (commDtype only)
-  at::Tensor received;                  ///< kReduceScatter: worldSize copies of this rank's run
+  at::Tensor received;                  ///< alltoall: worldSize copies of this rank's run; padded: the summed chunk
   at::Tensor receivedBase;              ///< pooled buffer `received` views
   std::vector<int64_t> inCounts;        ///< alltoall split sizes (the op keeps references)
   std::vector<int64_t> outCounts;
+  bool padded = false;                  ///< reduce_scatter_tensor of the padded bucket
   comms::PendingComm timing;            ///< comms_logger record of the collective
 };
 
@@ -40,6 +42,7 @@ BucketReducer::BucketReducer(c10::intrusive_ptr<c10d::ProcessGroup> pg, int rank
     missing_.push_back(b.endParam - b.firstParam);
     maxBucketNumel_ = std::max(maxBucketNumel_, b.numel());
     maxRunNumel_ = std::max(maxRunNumel_, b.rankNumels[static_cast<size_t>(rank_)]);
+    maxChunkNumel_ = std::max(maxChunkNumel_, b.evenChunk());
   }
 }
 
@@ -95,7 +98,12 @@ void BucketReducer::launch(size_t bucket) {
   TORCH_CHECK(p.input.numel() == b.numel() && p.input.is_contiguous(), "zero: bucket ", bucket, " input has ",
               p.input.numel(), " elements, expected '", b.numel(), "'");
   p.wire = p.input;
-  if (worldSize_ > 1 && commDtype_ && *commDtype_ != p.input.scalar_type()) {
+  p.padded = worldSize_ > 1 && mode_ == ReduceMode::kReduceScatter &&
+             forcedChoice_.value_or(chooseBucketReduceScatter(pg_->getBackendName(), p.input.device().type())) ==
+                 BucketReduceScatter::kPaddedTensor;
+  if (p.padded) {
+    padBucket(b, p);
+  } else if (worldSize_ > 1 && commDtype_ && *commDtype_ != p.input.scalar_type()) {
     c10::AutoGradMode noGrad(false);
     p.wireBase = takeBuffer(freeWire_, maxBucketNumel_, p.input.options().dtype(*commDtype_));
     p.wire = p.wireBase.narrow(0, 0, b.numel());
@@ -106,20 +114,52 @@ void BucketReducer::launch(size_t bucket) {
     p.timing = comms::PendingComm::start(commsLog_, comms::kAllReduce, p.wire);
     p.work = pg_->allreduce(tensors);
   } else if (worldSize_ > 1) {
-    c10::AutoGradMode noGrad(false);
-    // DeepSpeed's average_tensor divides before the reduce-scatter, so a 16-bit sum cannot overflow
-    // where the average would not (exact for power-of-two world sizes).
-    p.wire.div_(worldSize_);
-    p.inCounts = b.rankNumels;
-    p.outCounts.assign(static_cast<size_t>(worldSize_), b.rankNumels[static_cast<size_t>(rank_)]);
-    p.receivedBase = takeBuffer(freeReceive_, worldSize_ * maxRunNumel_, p.wire.options());
-    p.received = p.receivedBase.narrow(0, 0, worldSize_ * b.rankNumels[static_cast<size_t>(rank_)]);
-    // Gloo has no reduce-scatter, so it travels as an alltoall; it is logged as the collective it is.
-    p.timing = comms::PendingComm::start(commsLog_, comms::kReduceScatterTensor, p.wire);
-    p.work = compat::allToAllSingle(*pg_, p.received, p.wire, p.outCounts, p.inCounts);
+    launchReduceScatter(b, p);
   }
   p.timing.watch(p.work);
   inFlight_.push_back(std::move(p));
+}
+
+void BucketReducer::padBucket(const ReduceBucket& b, Pending& p) {
+  c10::AutoGradMode noGrad(false);
+  // Rank r's run moves to r * chunk, zeros after it: reduce_scatter_tensor needs an even split. The copy
+  // is also the communication_data_type conversion when there is one (the bucket is read once).
+  const int64_t chunk = b.evenChunk();
+  const at::ScalarType wireDtype = commDtype_.value_or(p.input.scalar_type());
+  if (chunk * worldSize_ == b.numel() && wireDtype == p.input.scalar_type()) {
+    return;  // already an even split (a bucket spanning whole partitions): the input is the wire
+  }
+  p.wireBase = takeBuffer(freeWire_, worldSize_ * maxChunkNumel_, p.input.options().dtype(wireDtype));
+  p.wire = p.wireBase.narrow(0, 0, worldSize_ * chunk);
+  int64_t offset = 0;
+  for (int r = 0; r < worldSize_; ++r) {
+    const int64_t n = b.rankNumels[static_cast<size_t>(r)];
+    at::Tensor slot = p.wire.narrow(0, r * chunk, chunk);
+    slot.narrow(0, 0, n).copy_(p.input.narrow(0, offset, n));
+    slot.narrow(0, n, chunk - n).zero_();
+    offset += n;
+  }
+}
+
+void BucketReducer::launchReduceScatter(const ReduceBucket& b, Pending& p) {
+  c10::AutoGradMode noGrad(false);
+  // DeepSpeed's average_tensor divides before the reduce-scatter, so a 16-bit sum cannot overflow
+  // where the average would not (exact for power-of-two world sizes).
+  p.wire.div_(worldSize_);
+  const int64_t receiveNumel = std::max(worldSize_ * maxRunNumel_, maxChunkNumel_);
+  p.receivedBase = takeBuffer(freeReceive_, receiveNumel, p.wire.options());
+  if (p.padded) {
+    p.received = p.receivedBase.narrow(0, 0, b.evenChunk());
+    p.timing = comms::PendingComm::start(commsLog_, comms::kReduceScatterTensor, p.wire);
+    p.work = compat::reduceScatterTensor(*pg_, p.received, p.wire);
+    return;
+  }
+  p.inCounts = b.rankNumels;
+  p.outCounts.assign(static_cast<size_t>(worldSize_), b.rankNumels[static_cast<size_t>(rank_)]);
+  p.received = p.receivedBase.narrow(0, 0, worldSize_ * b.rankNumels[static_cast<size_t>(rank_)]);
+  // Gloo has no reduce-scatter, so it travels as an alltoall; it is logged as the collective it is.
+  p.timing = comms::PendingComm::start(commsLog_, comms::kReduceScatterTensor, p.wire);
+  p.work = compat::allToAllSingle(*pg_, p.received, p.wire, p.outCounts, p.inCounts);
 }
 
 bool BucketReducer::completeOldest() {
@@ -147,6 +187,8 @@ bool BucketReducer::completeOldest() {
       p.input.copy_(p.wire);
     }
     averaged = p.input.narrow(0, b.rankOffset(rank_), run);
+  } else if (p.padded) {
+    averaged = p.received.narrow(0, 0, run);  // summed by the collective; the padding after it is zeros
   } else {
     // Row r holds rank r's copy (already divided); summing rows in rank order makes every world
     // size's sum deterministic. Written where the owner wants it, or into the recycled sum buffer.

@@ -4,10 +4,11 @@
 // rank issues the same collectives in the same order), and hands this rank its averaged run of each
 // bucket when the reduction finishes.
 //
-// Reduce-scatter on Gloo (torch 1.13 has no reduce_scatter for Gloo): alltoall_base with the
-// bucket's per-rank counts, then a local sum of the worldSize received copies of this rank's run.
-// Measured here against allreduce + keep the slice and against a send/recv ring: 1.6-2x faster than
-// allreduce, 1.2-1.4x faster than the ring, and one asynchronous op (docs/zero.md has the table).
+// Reduce-scatter (collective_choice.h picks by backend and device): on NCCL, each rank's run padded to
+// an even split and one reduce_scatter_tensor; on Gloo (torch 1.13 has no reduce_scatter for Gloo),
+// alltoall_base with the bucket's per-rank counts, then a local sum of the worldSize received copies of
+// this rank's run. Measured here against allreduce + keep the slice and against a send/recv ring: 1.6-2x
+// faster than allreduce, 1.2-1.4x faster than the ring, and one asynchronous op (docs/zero.md has the table).
 //
 // Nothing bucket-sized is allocated per step: receive buffers, the sum and communication_data_type
 // copies come from pools that are filled on first use and recycled (a multi-MB tensor freed every step
@@ -15,6 +16,7 @@
 
 #include "runtime/comms/pending_comm.h"
 #include "runtime/engine_timers.h"
+#include "runtime/zero/collective_choice.h"
 #include "runtime/zero/reduce_bucket_plan.h"
 
 #include <ATen/core/Tensor.h>
@@ -83,11 +85,18 @@ class BucketReducer {
   /// comms_logger: each bucket's collective is recorded (all_reduce, or reduce_scatter_tensor of the whole
   /// bucket as deepspeed.comm measures it); null records nothing.
   void setCommsLog(std::shared_ptr<comms::CommsLog> log) { commsLog_ = std::move(log); }
+  /// Tests: reduce-scatter this way whatever the backend (a padded reduce_scatter_tensor on Gloo, which
+  /// torch 2.x implements). Unset: chooseBucketReduceScatter(backend, the bucket's device).
+  void setReduceScatterChoice(std::optional<BucketReduceScatter> choice) { forcedChoice_ = choice; }
 
  private:
   struct Pending;
   static constexpr size_t kMaxPooledInFlight = 2;
   void launch(size_t bucket);
+  /// Padded reduce-scatter: p.wire becomes the bucket with every rank's run padded to b.evenChunk().
+  void padBucket(const ReduceBucket& b, Pending& p);
+  /// kReduceScatter: divides p.wire by worldSize and posts its reduce-scatter.
+  void launchReduceScatter(const ReduceBucket& b, Pending& p);
   /// A recycled buffer of at least `numel` elements of `options` from `pool` (allocated on first use).
   static at::Tensor takeBuffer(std::vector<at::Tensor>& pool, int64_t numel, const at::TensorOptions& options);
 
@@ -102,12 +111,14 @@ class BucketReducer {
   std::optional<at::ScalarType> commDtype_;
   EngineTimers* timers_ = nullptr;
   std::shared_ptr<comms::CommsLog> commsLog_;
+  std::optional<BucketReduceScatter> forcedChoice_;
   std::vector<int64_t> missing_;    ///< per bucket: parameters not yet ready this micro-step
   std::vector<bool> ready_;         ///< per parameter
   size_t nextLaunch_ = 0;           ///< buckets [0, nextLaunch_) are launched
   std::deque<Pending> inFlight_;    ///< launched, not yet delivered, in launch order
   int64_t maxBucketNumel_ = 0;      ///< size of every pooled wire buffer
   int64_t maxRunNumel_ = 0;         ///< largest rankNumels[rank_]; pooled receive buffers hold worldSize of it
+  int64_t maxChunkNumel_ = 0;       ///< largest evenChunk(): padded buffers hold worldSize of it
   std::vector<at::Tensor> freeReceive_;  ///< kReduceScatter receive buffers not in flight
   std::vector<at::Tensor> freeWire_;     ///< commDtype copies of buckets not in flight
   at::Tensor sum_;                       ///< the averaged run when io_.output gives no destination

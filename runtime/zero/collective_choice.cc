@@ -25,4 +25,13 @@ const char* flatCollectiveName(FlatCollective c) {
   return "?";
 }
 
+BucketReduceScatter chooseBucketReduceScatter(const std::string& backend, c10::DeviceType device) {
+  return chooseFlatCollective(backend, device) == FlatCollective::kFlatBase ? BucketReduceScatter::kPaddedTensor
+                                                                             : BucketReduceScatter::kAlltoall;
+}
+
+const char* bucketReduceScatterName(BucketReduceScatter c) {
+  return c == BucketReduceScatter::kPaddedTensor ? "padded-tensor" : "alltoall";
+}
+
 }  // namespace dsrt::zero

@@ -2,13 +2,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <c10/core/Event.h>
 #include <c10/core/GradMode.h>
-#include <c10/core/StreamGuard.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/c10_pipeline_stream.h"
 
 namespace dsrt::zero {
 namespace {
@@ -77,11 +75,13 @@ void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& gr
     optimizer.stepInPieces(master_, g32, lr, model_, pieceEnds, pieceDone);
     return;
   }
-  copyGradToHost(grad);
-  if (gradScale != 1.0) {
-    hostGrad_.mul_(gradScale);
-  }
-  if (model_.device().is_cpu()) {
+  if (model_.device().is_cpu() && injectedStreams_.compute == nullptr) {
+    if (!grad.is_same(hostGrad_)) {
+      hostGrad_.copy_(grad);
+    }
+    if (gradScale != 1.0) {
+      hostGrad_.mul_(gradScale);
+    }
     // The "device" is host memory too: an fp16/bf16 model receives the values from CPU Adam's own pass,
     // an fp32 model by a copy of each finished piece.
     if (lowPrecision) {
@@ -98,60 +98,48 @@ void MasterPartition::step(optim::FlatOptimizer& optimizer, const at::Tensor& gr
     });
     return;
   }
-  if (!lowPrecision) {
-    optimizer.step(master_, hostGrad_, lr);
-    uploadToModel(master_);
-  } else {
-    optimizer.stepAndCopy(master_, hostGrad_, lr, hostLow_);
-    uploadToModel(hostLow_);
-  }
-  if (pieceDone) {
-    for (int64_t end : pieceEnds) {
-      pieceDone(end);
-    }
-  }
+  stepPipelined(optimizer, grad, gradScale, lr, pieceEnds, pieceDone);
 }
 
-void MasterPartition::copyGradToHost(const at::Tensor& grad) {
-  if (grad.is_same(hostGrad_)) {
-    return;  // ZeRO-2 offload reduced straight into the host buffer
+void MasterPartition::stepPipelined(optim::FlatOptimizer& optimizer, const at::Tensor& grad, double gradScale,
+                                    double lr, const std::vector<int64_t>& pieceEnds,
+                                    const std::function<void(int64_t end)>& pieceDone) {
+  // A 16-bit model receives CPU Adam's fused 16-bit copy, an fp32 model the master itself.
+  if (model_.scalar_type() != at::kFloat && !hostLow_.defined()) {
+    hostLow_ = at::empty({model_.numel()}, model_.options().device(at::kCPU));  // a CPU model on injected streams
   }
-  if (grad.device().is_cpu()) {
-    hostGrad_.copy_(grad);
+  const at::Tensor lowOut = model_.scalar_type() != at::kFloat ? hostLow_ : at::Tensor();
+  // The copies hold their tensors by value: a stream may issue them after this call returns.
+  OffloadPieceOps ops;
+  if (!grad.is_same(hostGrad_)) {  // ZeRO-2/3 offload reduce straight into hostGrad_: nothing to download
+    ops.download = [host = hostGrad_, grad](int64_t begin, int64_t end) {
+      host.narrow(0, begin, end - begin).copy_(grad.narrow(0, begin, end - begin), /*non_blocking=*/true);
+    };
+  }
+  if (gradScale != 1.0) {
+    ops.prepare = [this, gradScale](int64_t begin, int64_t end) {
+      hostGrad_.narrow(0, begin, end - begin).mul_(gradScale);
+    };
+  }
+  ops.step = [&](const std::vector<int64_t>& ends, const std::function<void(int64_t)>& stepped) {
+    optimizer.stepInPieces(master_, hostGrad_, lr, lowOut, ends, stepped);
+  };
+  ops.upload = [model = model_, src = lowOut.defined() ? lowOut : master_](int64_t begin, int64_t end) {
+    model.narrow(0, begin, end - begin).copy_(src.narrow(0, begin, end - begin), /*non_blocking=*/true);
+  };
+  const std::vector<int64_t> ends =
+      offloadPieceEnds(model_.numel(), pieceEnds, pieceNumel_, optim::FlatOptimizer::kPieceAlign);
+  if (injectedStreams_.compute != nullptr) {
+    runOffloadPipeline(ends, ops, injectedStreams_, pieceEnds, pieceDone);
     return;
   }
-  // Untested here (CPU-only machine): the gradient is final on the compute stream; the download runs on
-  // a side stream, and the CPU step waits for it.
-  c10::impl::VirtualGuardImpl impl(grad.device().type());
-  const c10::Stream compute = impl.getStream(grad.device());
-  const c10::Stream side = impl.getStreamFromGlobalPool(grad.device());
-  c10::Event ready(grad.device().type());
-  ready.record(compute);
-  ready.block(side);
-  {
-    c10::StreamGuard onSide(side);
-    hostGrad_.copy_(grad, /*non_blocking=*/true);
+  if (!upload_) {
+    download_ = std::make_shared<C10PipelineStream>(C10PipelineStream::fromPool(model_.device()));
+    upload_ = std::make_shared<C10PipelineStream>(C10PipelineStream::fromPool(model_.device()));
   }
-  side.synchronize();
-}
-
-void MasterPartition::uploadToModel(const at::Tensor& src) {
-  if (model_.device().is_cpu()) {
-    model_.copy_(src);
-    return;
-  }
-  // Untested here: the upload runs on a side stream; the compute stream (and the all-gather issued on
-  // it) waits for it through an event, the CPU does not.
-  c10::impl::VirtualGuardImpl impl(model_.device().type());
-  const c10::Stream compute = impl.getStream(model_.device());
-  const c10::Stream side = impl.getStreamFromGlobalPool(model_.device());
-  {
-    c10::StreamGuard onSide(side);
-    model_.copy_(src, /*non_blocking=*/true);
-  }
-  c10::Event done(model_.device().type());
-  done.record(side);
-  done.block(compute);
+  // The compute stream is whichever is current now: the caller's kernels (and the all-gather) run there.
+  C10PipelineStream compute = C10PipelineStream::current(model_.device());
+  runOffloadPipeline(ends, ops, PipelineStreams{&compute, download_.get(), upload_.get()}, pieceEnds, pieceDone);
 }
 
 void MasterPartition::load(const at::Tensor& fp32) {

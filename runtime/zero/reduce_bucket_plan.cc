@@ -14,6 +14,10 @@ int64_t ReduceBucket::rankOffset(int rank) const {
   return offset;
 }
 
+int64_t ReduceBucket::evenChunk() const {
+  return rankNumels.empty() ? 0 : *std::max_element(rankNumels.begin(), rankNumels.end());
+}
+
 namespace {
 
 ReduceBucket makeBucket(const PartitionPlan& plan, int64_t firstParam, int64_t endParam) {

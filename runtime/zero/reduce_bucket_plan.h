@@ -24,6 +24,9 @@ struct ReduceBucket {
   int64_t numel() const { return flatEnd - flatBegin; }
   /// Offset inside the bucket of `rank`'s run.
   int64_t rankOffset(int rank) const;
+  /// The longest run: each rank's share of the bucket padded to an even split (reduce_scatter_tensor),
+  /// rank r's run then starting at r * evenChunk(), zeros after it.
+  int64_t evenChunk() const;
 };
 
 /// Buckets in launch order (bucket 0 holds the last parameters). A bucket is closed before a

@@ -30,7 +30,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def spawn_two_ranks(backend, stage):
+def spawn_two_ranks(backend, stage, offload="none", reduce_bucket_size=0):
     """Starts both ranks, waits (killing both after TIMEOUT: a hang fails the test); [(rc, out, err)]."""
     port = free_port()
     procs = []
@@ -39,7 +39,7 @@ def spawn_two_ranks(backend, stage):
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
         cmd = [sys.executable, str(HERE / "two_rank_worker.py"), "--backend", backend, "--stage", str(stage),
-               "--steps", str(STEPS)]
+               "--steps", str(STEPS), "--offload", offload, "--reduce-bucket-size", str(reduce_bucket_size)]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = []
     try:
@@ -99,11 +99,19 @@ def test_two_ranks_over_gloo_on_one_gpu_train_or_refuse_clearly(stage):
                     f"(exit codes {codes})\n{describe(results)}")
 
 
+# NCCL's layouts: each stage, and the offload ones (the piece pipeline on 2 ranks). Buckets of 500 elements
+# lie inside one rank's partition or straddle two, so the reduce-scatter pads uneven runs (BucketReducer's
+# kPaddedTensor); DeepSpeed's default bucket spans the whole model, whose runs are already even.
+NCCL_LAYOUTS = [(0, "none", 0), (2, "none", 0), (3, "none", 0), (2, "none", 500), (3, "none", 500),
+                (2, "optimizer", 500), (3, "both", 500)]
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2,
                     reason=f"NCCL refuses 2 ranks on one device and this machine has "
                            f"{torch.cuda.device_count()} GPU(s); the 2-rank NCCL case needs 2")
-@pytest.mark.parametrize("stage", [0, 2, 3])
-def test_two_ranks_over_nccl_on_two_gpus_match_one_process(stage):
-    results = spawn_two_ranks("nccl", stage)
+@pytest.mark.parametrize("stage,offload,bucket", NCCL_LAYOUTS,
+                         ids=[f"stage{s}-{o}-bucket{b or 'default'}" for s, o, b in NCCL_LAYOUTS])
+def test_two_ranks_over_nccl_on_two_gpus_match_one_process(stage, offload, bucket):
+    results = spawn_two_ranks("nccl", stage, offload, bucket)
     assert [rc for rc, _, _ in results] == [0, 0], describe(results)
     check_trained(results, "nccl", stage)

@@ -22,6 +22,9 @@ def main():
     parser.add_argument("--backend", required=True, choices=["gloo", "nccl"])
     parser.add_argument("--stage", type=int, required=True)
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--offload", choices=["none", "optimizer", "both"], default="none")
+    parser.add_argument("--reduce-bucket-size", type=int, default=0,
+                        help="zero_optimization.reduce_bucket_size (0: DeepSpeed's default)")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -35,7 +38,10 @@ def main():
     model = make_model().to(device)
     try:
         deepspeed.init_distributed(dist_backend=args.backend)
-        engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config(args.stage, world=world))
+        config = ds_config(args.stage, world=world, offload=None if args.offload == "none" else args.offload)
+        if args.reduce_bucket_size:
+            config["zero_optimization"]["reduce_bucket_size"] = args.reduce_bucket_size
+        engine, _, _, _ = deepspeed.initialize(model=model, config=config)
     except deepspeed.DsrtError as e:
         print("REFUSED " + json.dumps(str(e)), flush=True)
         sys.exit(REFUSED_RC)

@@ -25,3 +25,19 @@ TEST_CASE("chooseFlatCollective uses point-to-point on Gloo host memory and flat
   INFO("backend '" << backend << "' device " << c10::DeviceTypeName(device));
   CHECK(std::string(flatCollectiveName(chooseFlatCollective(backend, device))) == flatCollectiveName(want));
 }
+
+TEST_CASE("chooseBucketReduceScatter pads buckets for reduce_scatter_tensor on NCCL and keeps Gloo's alltoall",
+          "[runtime][zero]") {
+  using dsrt::zero::BucketReduceScatter;
+  auto [backend, device, want] = GENERATE(table<std::string, c10::DeviceType, BucketReduceScatter>({
+      {"nccl", c10::DeviceType::CUDA, BucketReduceScatter::kPaddedTensor},
+      {"gloo", c10::DeviceType::CPU, BucketReduceScatter::kAlltoall},
+      {"gloo", c10::DeviceType::CUDA, BucketReduceScatter::kAlltoall},
+      {"nccl", c10::DeviceType::CPU, BucketReduceScatter::kAlltoall},
+      {"mpi", c10::DeviceType::CPU, BucketReduceScatter::kAlltoall},
+      {"", c10::DeviceType::CUDA, BucketReduceScatter::kAlltoall},
+  }));
+  INFO("backend '" << backend << "' device " << c10::DeviceTypeName(device));
+  CHECK(std::string(dsrt::zero::bucketReduceScatterName(dsrt::zero::chooseBucketReduceScatter(backend, device))) ==
+        dsrt::zero::bucketReduceScatterName(want));
+}

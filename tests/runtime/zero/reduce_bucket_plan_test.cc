@@ -81,3 +81,19 @@ TEST_CASE("planReduceBuckets rejects a non-positive bucket size naming the confi
   auto plan = planPartition({4}, 2);
   REQUIRE_THROWS_WITH(planReduceBuckets(plan, 0), Contains("reduce_bucket_size must be >= 1, got '0'"));
 }
+
+TEST_CASE("evenChunk is the longest per-rank run, so rank r's run fits at r * evenChunk()", "[runtime][zero]") {
+  using Counts = std::vector<int64_t>;
+  auto [counts, chunk] = GENERATE(table<Counts, int64_t>({
+      {Counts{0, 12, 0, 0}, 12},  // inside one partition: padded to worldSize x the bucket
+      {Counts{3, 9}, 9},          // straddling two
+      {Counts{6, 6, 6}, 6},       // already even: no padding
+      {Counts{}, 0},
+  }));
+  ReduceBucket b;
+  b.rankNumels = counts;
+  CHECK(b.evenChunk() == chunk);
+  for (size_t r = 0; r < counts.size(); ++r) {
+    CHECK(counts[r] <= b.evenChunk());
+  }
+}
