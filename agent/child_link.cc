@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agent/tree_edge_signal.h"
+
 #include "common/logging.h"
 #include "common/strings.h"
 
@@ -51,6 +53,7 @@ std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost:
                                       std::move(clientName), std::move(cb));
   link->client_->setDialAddress(link->child_.address);
   link->client_->setHello(timing.outputWindowBytes, true, timing.beatMs, timing.silenceMs);
+  link->client_->announceTreeEdgeSignals();  // a child adopted away tells us with TreeReattached
   return link;
 }
 
@@ -67,6 +70,7 @@ void ChildLink::start() { client_->connect(timing_.connectTimeout); }
 
 void ChildLink::onReady(const wire::Welcome& welcome) {
   if (done_) return;
+  childTyped_ = welcome.tree_edge_signals();
   if (!welcome.tree_launch()) {
     lose(strCat("agent ", client_->address(), ": its dsrun-agent predates tree launches (Welcome.tree_launch unset)"));
     return;
@@ -139,10 +143,10 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   if (envelope.has_heartbeat()) return;
   acknowledged();
   if (envelope.has_tree_adopted()) return;  // for this edge only
-  if (envelope.has_error() && startsWith(envelope.error().message(), "adopted:")) {
+  if (edgeSignalOf(envelope, childTyped_) == EdgeSignal::Reattached) {
     // An ancestor (or dsrun) adopted the child while this edge still stood (this node was cut off above):
     // the subtree is supervised from there, so this is no loss and nothing to re-fan.
-    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << envelope.error().message();
+    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": re-attached to an ancestor";
     close(false);
     return;
   }
@@ -225,9 +229,7 @@ void ChildLink::close(bool release) {
   ack_.cancel();
   if (release && launched_) {
     // Connection-level: the child's Session ends at once, without waiting for an adopter.
-    wire::Envelope released;
-    released.mutable_error()->set_message(strCat("released: job ", jobId_, " ends here, nobody adopts it"));
-    client_->send(released);
+    client_->send(releasedMessage(jobId_, childTyped_));
     client_->closeAfterFlush();
     return;
   }

@@ -11,6 +11,7 @@
 #include "agent/session_wire.h"
 #include "agent/store_env.h"
 #include "agent/store_service.h"
+#include "agent/tree_edge_signal.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -126,7 +127,7 @@ void Session::dispatch(const wire::Envelope& envelope) {
       useLauncherBudget(true);
     }
     // The parent ends the job here and will adopt nobody: stop at once instead of waiting for an adopter.
-    if (envelope.has_error() && startsWith(envelope.error().message(), "released:")) released_ = true;
+    if (edgeSignalOf(envelope, hello_.tree_edge_signals()) == EdgeSignal::Released) released_ = true;
   }
   SessionView view;
   view.welcomed = welcomed_;

@@ -8,6 +8,7 @@
 #include "agent/session.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
+#include "agent/tree_edge_signal.h"
 #include "agent/tree_gate.h"
 #include "common/error.h"
 #include "common/logging.h"
@@ -127,7 +128,7 @@ std::vector<wire::Envelope> Session::handOver() {
   if (!stopped_) {
     // A parent given up by an ancestor (or cut off from dsrun) while still connected: told, so that it neither
     // reports this node lost nor re-fans below it; the job lives on with the adopter.
-    send(makeError("", strCat("adopted: job ", job, " re-attached to an ancestor")));
+    send(reattachedMessage(job, hello_.tree_edge_signals()));
     closeAfterFlush(strCat("closing: job ", job, " was adopted by an ancestor"));
     return held;
   }

@@ -57,6 +57,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
     beatMs_ = beatMs;
     silenceMs_ = silenceMs;
   }
+  /// Hello.tree_edge_signals: this client (a tree parent's edge) takes TreeReattached (agent/tree_edge_signal.h).
+  void announceTreeEdgeSignals() { treeEdgeSignals_ = true; }
   /// Dial `address` instead of the host name; the agent's certificate must still name the host (a tree
   /// launch says where each node's agent listens and which name its certificate carries).
   void setDialAddress(std::string address) { dialAddress_ = std::move(address); }
@@ -150,6 +152,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   unsigned int userTimeoutMs_ = 0;                                 ///< TCP_USER_TIMEOUT
   uint32_t beatMs_ = 0;                                            ///< Hello.agent_heartbeat_ms
   uint32_t silenceMs_ = 0;                                         ///< Hello.launcher_silence_ms
+  bool treeEdgeSignals_ = false;                                   ///< Hello.tree_edge_signals
   uint32_t agentBeatMs_ = 0;                                       ///< Welcome.agent_heartbeat_ms
   bool agentChecksPorts_ = false;                                  ///< Welcome.port_check
   std::function<void(const wire::PortCheckReply&)> portCheckDone_;  ///< see checkPort()

@@ -60,7 +60,10 @@ struct TreeAgent {
   /// A new connection from a peer holding a launcher certificate (`nodeHosts` empty) or a node certificate
   /// naming `nodeHosts`; welcomed.
   /// `silenceMs`: the budget the peer's Hello gives this edge (0: the session's own, 30 s here).
-  std::shared_ptr<FakeWire> connect(std::vector<std::string> nodeHosts = {}, uint32_t silenceMs = 0) {
+  /// `edgeSignals`: the peer announces TreeReattached (Hello.tree_edge_signals), as a current parent agent does;
+  /// false: as an agent from before the typed signals (and dsrun) does.
+  std::shared_ptr<FakeWire> connect(std::vector<std::string> nodeHosts = {}, uint32_t silenceMs = 0,
+                                    bool edgeSignals = false) {
     auto wire = std::make_shared<FakeWire>();
     wire->peerNode = !nodeHosts.empty();
     wire->peerHosts = std::move(nodeHosts);
@@ -75,6 +78,7 @@ struct TreeAgent {
     hello.mutable_hello()->set_protocol_version(dsrun::proto::kProtocolVersion);
     hello.mutable_hello()->set_client_name("tree_session_test");
     hello.mutable_hello()->set_launcher_silence_ms(silenceMs);
+    hello.mutable_hello()->set_tree_edge_signals(edgeSignals);
     wire->send(hello);
     return wire;
   }
@@ -106,6 +110,13 @@ struct TreeAgent {
 Envelope wrap(const dsrun::wire::TreeLaunch& launch) {
   Envelope e;
   *e.mutable_tree_launch() = launch;
+  return e;
+}
+
+/// A connection-level Error from the peer.
+Envelope parentError(const std::string& text) {
+  Envelope e;
+  e.mutable_error()->set_message(text);
   return e;
 }
 
@@ -445,6 +456,41 @@ TEST_CASE("a node its parent releases stops at once, without waiting for an adop
   CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
 }
 
+TEST_CASE("a node its parent releases with TreeReleased stops at once, without waiting for an adopter",
+          "[agent][tree][adopt][edge]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-t", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 0, /*edgeSignals=*/true);
+  // The Welcome says the typed signals are understood here, so a parent sends them.
+  runUntil(agent.io, [&] { return has(*parent, &Envelope::has_welcome); }, "Welcome");
+  CHECK(parent->frames()[0].welcome().tree_edge_signals());
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  Envelope released;
+  released.mutable_tree_released()->set_job_id("job-t");
+  parent->send(released);
+  // The orphan's wait would be 2 x 30 s here: stopped within the guard means it did not wait.
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the rank to be stopped");
+  CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
+  CHECK(parent->closed);
+  CHECK_FALSE(has(*parent, &Envelope::has_error));
+}
+
+TEST_CASE("from a parent that announced the typed signals, an Error worded like an older agent's release is an "
+          "error: the node waits for an adopter",
+          "[agent][tree][adopt][edge]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-w", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 0, /*edgeSignals=*/true);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  parent->send(parentError("released: job job-w ends here, nobody adopts it"));
+  runUntil(agent.io, [&] { return parent->closed; }, "the connection closed");
+  CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());  // waiting, not stopped
+  CHECK(agent.sessions.size() == 1);
+}
+
 TEST_CASE("an adopted node passes up again the ends it had passed to its lost parent, which may have died with "
           "them",
           "[agent][tree][adopt]") {
@@ -481,4 +527,25 @@ TEST_CASE("a node adopted while its parent is still connected tells that parent,
   CHECK_THAT(TreeAgent::errorOn(agent.io, *parent).message(), Contains("adopted: job job-l re-attached"));
   CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
   CHECK(agent.table.jobIds().count("job-l") == 1);
+}
+
+TEST_CASE("a node adopted while a parent that announced the typed signals is still connected tells it with "
+          "TreeReattached, not an Error",
+          "[agent][tree][adopt][edge]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-k", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 0, /*edgeSignals=*/true);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_tree_adopted) && parent->closed; },
+           "TreeAdopted, and the old parent's connection closed");
+  bool told = false;
+  for (const auto& e : parent->frames()) {
+    if (e.has_tree_reattached()) told = e.tree_reattached().job_id() == "job-k";
+  }
+  CHECK(told);
+  CHECK_FALSE(has(*parent, &Envelope::has_error));
+  CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
 }
