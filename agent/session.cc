@@ -258,6 +258,12 @@ void Session::closeStores() {
 void Session::routeStore(const wire::Envelope& envelope) {
   if (tree_.stores == nullptr) return;
   if (envelope.has_store_reply()) {
+    // From the tree parent: only for a job whose store this connection opened (a parent speaks for its job only).
+    const std::string& job = envelope.store_reply().job_id();
+    if (std::find(storeJobs_.begin(), storeJobs_.end(), job) == storeJobs_.end()) {
+      DSRUN_LOG(WARN) << peer_ << ": ignored a store reply for job '" << job << "', which this connection does not carry";
+      return;
+    }
     tree_.stores->fromAbove(envelope.store_reply());
     return;
   }

@@ -32,7 +32,8 @@ bool parseCounter(const std::string& text, int64_t& out) {
 
 }  // namespace
 
-StoreHub::StoreHub(std::string jobId, Send up) : jobId_(std::move(jobId)), up_(std::move(up)) {}
+StoreHub::StoreHub(std::string jobId, Send up, std::string scope)
+    : jobId_(std::move(jobId)), scope_(std::move(scope)), up_(std::move(up)) {}
 
 bool StoreHub::has(const std::vector<std::string>& keys) const {
   for (const auto& key : keys) {
@@ -54,6 +55,7 @@ void StoreHub::request(wire::StoreRequest request, Done done) {
     return;
   }
   request.set_job_id(jobId_);
+  request.set_scope(scope_);
   if (done) {
     request.set_id(nextId_++);
     pending_[request.id()] = std::move(done);

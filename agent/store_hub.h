@@ -36,8 +36,8 @@ class StoreHub {
   using Done = std::function<void(const StoreResult&)>;
   using Send = std::function<void(const wire::Envelope&)>;
 
-  /// `up` empty: this is the root.
-  StoreHub(std::string jobId, Send up);
+  /// `up` empty: this is the root. `scope`: the launch's StoreRendezvous.scope, carried by every request sent up.
+  StoreHub(std::string jobId, Send up, std::string scope = {});
 
   bool root() const { return !up_; }
   const std::string& jobId() const { return jobId_; }
@@ -91,6 +91,7 @@ class StoreHub {
   std::vector<std::string> valuesOf(const std::vector<std::string>& keys) const;
 
   std::string jobId_;
+  std::string scope_;                                    ///< StoreRendezvous.scope (a secret: never logged)
   Send up_;                                              ///< empty at the root
   std::string lost_;                                     ///< the link above was lost: why
   std::unordered_map<std::string, std::string> keys_;    ///< the root: every key; elsewhere: the cache

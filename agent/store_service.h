@@ -38,9 +38,13 @@ class StoreService {
 
   /// A link below (a child's ChildLink, or a star agent's Session at the root) gets an id unique in this agent.
   uint64_t newLinkId() { return nextLinkId_++; }
+  /// Link `link` carries job `jobId` only (a child's edge: the job of the launch it was dialled for). A link not
+  /// bound here is bound to the job of its first request.
+  void bindLink(uint64_t link, const std::string& jobId) { linkJobs_[link] = jobId; }
   /// A StoreRequest from link `link`; answers go to `down`. A request for a job whose store is not open yet is
   /// held until it opens (in the star, an agent's ranks may ask before rank 0's agent has its own launch), up to
-  /// kMaxEarlyRequests per agent; beyond that it is answered with an error.
+  /// kMaxEarlyRequests per agent; beyond that it is answered with an error. Refused (an error answer, one WARN
+  /// line): a request for another job than the link's, or whose StoreRequest.scope is not its launch's.
   void fromBelow(uint64_t link, const wire::StoreRequest& request, const StoreHub::Send& down);
   void fromAbove(const wire::StoreReply& reply);
   /// Link `link` is gone (every job's hub forgets it).
@@ -48,6 +52,7 @@ class StoreService {
 
  private:
   struct Job {
+    std::string scope;  ///< StoreRendezvous.scope: what every request from below must carry (empty: unchecked)
     std::shared_ptr<StoreHub> hub;
     std::unique_ptr<StoreListener> listener;
     std::shared_ptr<StoreUplink> uplink;
@@ -63,7 +68,13 @@ class StoreService {
   };
   static constexpr size_t kMaxEarlyRequests = 65536;
 
+  /// Why `request` from `link` is not served ("": it is), binding an unbound link to its job.
+  std::string refusal(uint64_t link, const wire::StoreRequest& request);
+  /// Answers `request` with `error` (when it wants an answer).
+  static void answerError(const wire::StoreRequest& request, const std::string& error, const StoreHub::Send& down);
+
   std::map<std::string, Job> jobs_;
+  std::map<uint64_t, std::string> linkJobs_;  ///< the one job each link below carries
   std::map<std::string, std::vector<Early>> early_;  ///< requests for jobs not open yet, by job
   std::deque<std::string> closed_;                   ///< the last jobs closed here: asked later, they answer an error
   size_t earlyCount_ = 0;
