@@ -8,6 +8,7 @@
 #include "agent/session.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
+#include "agent/store_service.h"
 #include "agent/tree_edge_signal.h"
 #include "agent/tree_gate.h"
 #include "common/error.h"
@@ -113,7 +114,18 @@ void Session::takeOver(Session& from) {
   table_.reassign(treeJob_, id_);
   DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
                   << (from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
-  for (auto& e : from.handOver()) send(e);
+  for (auto& e : from.handOver()) {
+    if (!e.has_store_request()) send(e);  // the job's store sends what it has pending again, below
+  }
+  if (tree_.stores == nullptr) return;
+  // Adopted by an ancestor agent: its store requests go up this connection; by dsrun: to rank 0's agent.
+  StoreHub::Send up;
+  if (peerIsNode_) {
+    up = [weak = weak_from_this()](const wire::Envelope& e) {
+      if (auto self = weak.lock()) self->send(e);
+    };
+  }
+  for (const auto& job : storeJobs_) tree_.stores->reattach(job, up);
 }
 
 std::vector<wire::Envelope> Session::handOver() {

@@ -24,13 +24,14 @@ StoreService::~StoreService() {
 uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvous& rendezvous, StoreHub::Send parent) {
   if (jobs_.count(jobId) > 0) throw Error(strCat("job '", jobId, "': its store is already open on this agent"));
   Job job;
+  job.rendezvous = rendezvous;
   job.scope = rendezvous.scope();
   std::string via;
   if (rendezvous.root()) {
-    job.hub = std::make_shared<StoreHub>(jobId, nullptr, job.scope);
+    job.hub = std::make_shared<StoreHub>(jobId, nullptr, job.scope, agentHost_);
     via = "the root: it holds the job's keys";
   } else if (parent) {
-    job.hub = std::make_shared<StoreHub>(jobId, std::move(parent), job.scope);
+    job.hub = std::make_shared<StoreHub>(jobId, std::move(parent), job.scope, agentHost_);
     via = "through its tree parent";
   } else {
     if (dial_ == nullptr) {
@@ -40,7 +41,7 @@ uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvou
     auto uplink = std::make_shared<std::shared_ptr<StoreUplink>>();
     job.hub = std::make_shared<StoreHub>(jobId, [uplink](const wire::Envelope& e) {
       if (*uplink) (*uplink)->send(e);
-    }, job.scope);
+    }, job.scope, agentHost_);
     *uplink = StoreUplink::create(io_, *dial_, rendezvous, strCat("dsrun-agent on ", agentHost_, " (store)"), *job.hub);
     job.uplink = *uplink;
     via = strCat("through the root's agent ", rendezvous.root_host(), " at ",
@@ -58,6 +59,31 @@ uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvou
     for (const Early& e : held) fromBelow(e.link, e.request, e.down);  // the scope is checked now
   }
   return port;
+}
+
+void StoreService::reattach(const std::string& jobId, StoreHub::Send parent) {
+  auto it = jobs_.find(jobId);
+  if (it == jobs_.end() || it->second.hub->root()) return;
+  Job& job = it->second;
+  if (job.uplink) job.uplink->close();
+  job.uplink.reset();
+  std::string via = "through its new tree parent";
+  if (!parent) {
+    if (dial_ == nullptr) {
+      job.hub->lostAbove(strCat("job '", jobId, "': adopted by dsrun, and without a node certificate (--tls_dir) this "
+                                "agent cannot reach the root's agent ", job.rendezvous.root_host()));
+      return;
+    }
+    job.uplink = StoreUplink::create(io_, *dial_, job.rendezvous, strCat("dsrun-agent on ", agentHost_, " (store)"),
+                                     *job.hub);
+    parent = [uplink = std::weak_ptr<StoreUplink>(job.uplink)](const wire::Envelope& e) {
+      if (auto link = uplink.lock()) link->send(e);
+    };
+    via = strCat("through the root's agent ", job.rendezvous.root_host());
+  }
+  job.hub->reattach(std::move(parent));
+  DSRUN_LOG(INFO) << "job " << jobId << ": store re-attached " << via << ", " << job.hub->resent()
+                  << " pending request(s) sent again";
 }
 
 void StoreService::close(const std::string& jobId) {

@@ -35,6 +35,11 @@ class StoreService {
   uint16_t open(const std::string& jobId, const wire::StoreRendezvous& rendezvous, StoreHub::Send parent);
   /// Closes the job's store (its listener, connections and uplink); unknown jobs are ignored.
   void close(const std::string& jobId);
+  /// The node running job `jobId` was adopted (docs/agent.md "An interior agent dies"): its store's requests go
+  /// to `parent` (the adopter's connection) from now on, and everything pending is sent again there
+  /// (StoreHub::reattach). `parent` empty: adopted by dsrun (a lost root's child), so rank 0's agent is dialled,
+  /// as a root's store does. Unknown jobs and the root's own store are left alone.
+  void reattach(const std::string& jobId, StoreHub::Send parent);
 
   /// A link below (a child's ChildLink, or a star agent's Session at the root) gets an id unique in this agent.
   uint64_t newLinkId() { return nextLinkId_++; }
@@ -52,6 +57,7 @@ class StoreService {
 
  private:
   struct Job {
+    wire::StoreRendezvous rendezvous;  ///< as opened: where rank 0's agent is
     std::string scope;  ///< StoreRendezvous.scope: what every request from below must carry (empty: unchecked)
     std::shared_ptr<StoreHub> hub;
     std::unique_ptr<StoreListener> listener;
