@@ -2,7 +2,10 @@
 // or a parent agent may hand this node, and what it starts. The launches are signed as dsrun signs them.
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <csignal>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +14,7 @@
 #include "agent/request_handler.h"
 #include "agent/session.h"
 #include "agent/session_manager.h"
+#include "agent/store_service.h"
 #include "agent/tree_gate.h"
 #include "proto/protocol.h"
 #include "proto/rank_env.h"
@@ -45,7 +49,8 @@ struct TreeAgent {
         table(io, spawner, sessions, tableOptions(self)),
         handler({self, 10000, 4096, true}),
         gate(nodeDir, 4096),
-        dial(dsrun::tls::makeSslContext(nodeDir, dsrun::tls::Role::TreeClient)) {}
+        dial(dsrun::tls::makeSslContext(nodeDir, dsrun::tls::Role::TreeClient)),
+        stores(std::make_unique<StoreService>(io, &dial, self)) {}
   ~TreeAgent() {
     sessions.stopAll("");
     io.poll();
@@ -71,7 +76,7 @@ struct TreeAgent {
     timing.heartbeatPeriod = 10s;
     auto session = std::make_shared<Session>(nextId, std::make_unique<FakeConnection>(io, wire),
                                              "peer-" + std::to_string(nextId), sessions, table, handler, timing,
-                                             TreeServices{&gate, &dial});
+                                             TreeServices{&gate, &dial, false, stores.get()});
     ++nextId;
     sessions.start(session);
     Envelope hello;
@@ -104,6 +109,7 @@ struct TreeAgent {
   RequestHandler handler;
   TreeGate gate;
   boost::asio::ssl::context dial;
+  std::unique_ptr<StoreService> stores;  ///< --rendezvous agent
   uint64_t nextId = 1;
 };
 
@@ -548,4 +554,116 @@ TEST_CASE("a node adopted while a parent that announced the typed signals is sti
   CHECK(told);
   CHECK_FALSE(has(*parent, &Envelope::has_error));
   CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
+}
+
+namespace {
+
+/// A launch with --rendezvous agent: tree-0 (rank 0's node) holds the job's keys.
+dsrun::wire::TreeLaunch signedStoreLaunch(const dsrun::tls::TreeSigner& signer, const std::string& job,
+                                          const std::vector<testing::TreeTestNode>& nodes, const std::string& scope) {
+  auto launchNodes = testing::treeNodes(job, nodes, kScript);
+  for (auto& node : launchNodes) {
+    auto* rendezvous = node.request.mutable_rendezvous();
+    rendezvous->set_root_host("tree-0");
+    rendezvous->set_root_address("127.0.0.1");
+    rendezvous->set_root_port(29600);
+    rendezvous->set_scope(scope);
+  }
+  const auto content = dsrun::proto::buildTreeLaunch(launchNodes, {testing::nowUnixUs(), 300, 2, "agent tree test"},
+                                                     testing::testSha());
+  return dsrun::proto::rootTreeLaunch(content, 0, signer.sign(dsrun::proto::treeSignedMessage(content.root)),
+                                      signer.certificateDer());
+}
+
+/// A rank's connection to its agent's store, speaking torch 1.13's TCPStore protocol (agent/store_wire.h).
+struct RankStore {
+  RankStore(boost::asio::io_context& io, uint16_t port) : io(io), socket(io) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  void send(uint8_t query, const std::string& key, const std::string* delta8 = nullptr) {
+    std::string out(1, static_cast<char>(query));
+    const uint64_t n = key.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(key);
+    if (delta8) out += *delta8;
+    boost::asio::write(socket, boost::asio::buffer(out));
+  }
+  void add(const std::string& key, int64_t delta) {
+    const std::string d(reinterpret_cast<const char*>(&delta), sizeof delta);
+    send(3, key, &d);
+  }
+  void get(const std::string& key) { send(2, key); }
+  /// The next `n` bytes of the answer, stepping the agent's loop until they are there.
+  std::string read(size_t n) {
+    runUntil(io, [&] { return socket.available() >= n; }, "the store's answer to the rank");
+    std::string in(n, '\0');
+    boost::asio::read(socket, boost::asio::buffer(in.data(), n));
+    return in;
+  }
+  boost::asio::io_context& io;
+  boost::asio::ip::tcp::socket socket;
+};
+
+/// The StoreRequests a peer got, batches opened.
+std::vector<dsrun::wire::StoreRequest> storeRequests(const FakeWire& wire) {
+  std::vector<dsrun::wire::StoreRequest> out;
+  for (const auto& e : wire.frames()) {
+    if (e.has_store_request()) out.push_back(e.store_request());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a rank's store requests in flight through a parent that dies are sent again to the ancestor that "
+          "adopts the node, with the same identity, and their answers reach the rank",
+          "[agent][tree][adopt][store]") {
+  TreeAgent agent("leaf-2");
+  const auto root = signedStoreLaunch(agent.signer, "job-s", chain(), "scope-of-job-s!!");
+  auto parent = agent.connect({"mid-1"}, 0, true);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  const auto port = static_cast<uint16_t>(std::stoi(agent.spawner.spawned[0].command.env.at("MASTER_PORT")));
+  RankStore adder(agent.io, port), getter(agent.io, port);
+  adder.add("init/", 1);
+  getter.get("nccl/0");
+  runUntil(agent.io, [&] { return storeRequests(*parent).size() == 2; }, "the ADD and the FETCH at mid-1");
+  const auto sent = storeRequests(*parent);
+  parent->hangUp();  // mid-1 dies with both unanswered
+  runUntil(agent.io, [&] { return parent->closed; }, "the session to notice its parent gone");
+  auto adopter = agent.connect({"tree-0"}, 0, true);
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return storeRequests(*adopter).size() == 2; }, "both sent again to tree-0");
+  const auto again = storeRequests(*adopter);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("request " << i);
+    CHECK(again[i].op() == sent[i].op());
+    CHECK(again[i].id() == sent[i].id());
+    CHECK(again[i].write().origin() == sent[i].write().origin());
+    CHECK(again[i].write().seq() == sent[i].write().seq());
+    CHECK(again[i].scope() == "scope-of-job-s!!");
+  }
+  const auto& add = again[0].op() == dsrun::wire::STORE_ADD ? again[0] : again[1];
+  const auto& fetch = again[0].op() == dsrun::wire::STORE_ADD ? again[1] : again[0];
+  CHECK(add.write().origin() == "leaf-2");
+  REQUIRE(add.parts_size() == 1);
+  CHECK(add.parts(0).delta() == 1);
+  // tree-0 answers (as it would from what mid-1's sum had already brought it): the ranks get their answers.
+  Envelope reply;
+  reply.mutable_store_reply()->set_job_id("job-s");
+  reply.mutable_store_reply()->set_id(add.id());
+  reply.mutable_store_reply()->set_number(8);
+  adopter->send(reply);
+  reply.mutable_store_reply()->set_id(fetch.id());
+  reply.mutable_store_reply()->set_number(0);
+  reply.mutable_store_reply()->add_values("the-nccl-id");
+  adopter->send(reply);
+  const std::string added = adder.read(8);
+  int64_t value = 0;
+  std::memcpy(&value, added.data(), sizeof value);
+  CHECK(value == 8);
+  const std::string length = getter.read(8);
+  uint64_t n = 0;
+  std::memcpy(&n, length.data(), sizeof n);
+  REQUIRE(n == 11);
+  CHECK(getter.read(n) == "the-nccl-id");
 }
