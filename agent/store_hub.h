@@ -37,7 +37,7 @@ class StoreHub {
   using Send = std::function<void(const wire::Envelope&)>;
 
   /// `up` empty: this is the root. `scope`: the launch's StoreRendezvous.scope, carried by every request sent up.
-  /// `origin`: names this hub's writes (its agent's host: unique among the job's agents).
+  /// `origin`: names this hub's writes; unique among the job's hubs (StoreService draws it at random).
   StoreHub(std::string jobId, Send up, std::string scope = {}, std::string origin = {});
 
   bool root() const { return !up_; }

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/strings.h"
+#include "tls/random_bytes.h"
 
 namespace dsrun::agent {
 
@@ -23,15 +24,18 @@ StoreService::~StoreService() {
 
 uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvous& rendezvous, StoreHub::Send parent) {
   if (jobs_.count(jobId) > 0) throw Error(strCat("job '", jobId, "': its store is already open on this agent"));
+  // Names this hub's writes (StoreWriteId.origin): drawn, not the host name, which agents may share (several on one
+  // machine, or nodes with the same hostname); 8 random bytes never meet among one job's agents.
+  const std::string origin = tls::randomBytes(8);
   Job job;
   job.rendezvous = rendezvous;
   job.scope = rendezvous.scope();
   std::string via;
   if (rendezvous.root()) {
-    job.hub = std::make_shared<StoreHub>(jobId, nullptr, job.scope, agentHost_);
+    job.hub = std::make_shared<StoreHub>(jobId, nullptr, job.scope, origin);
     via = "the root: it holds the job's keys";
   } else if (parent) {
-    job.hub = std::make_shared<StoreHub>(jobId, std::move(parent), job.scope, agentHost_);
+    job.hub = std::make_shared<StoreHub>(jobId, std::move(parent), job.scope, origin);
     via = "through its tree parent";
   } else {
     if (dial_ == nullptr) {
@@ -41,7 +45,7 @@ uint16_t StoreService::open(const std::string& jobId, const wire::StoreRendezvou
     auto uplink = std::make_shared<std::shared_ptr<StoreUplink>>();
     job.hub = std::make_shared<StoreHub>(jobId, [uplink](const wire::Envelope& e) {
       if (*uplink) (*uplink)->send(e);
-    }, job.scope, agentHost_);
+    }, job.scope, origin);
     *uplink = StoreUplink::create(io_, *dial_, rendezvous, strCat("dsrun-agent on ", agentHost_, " (store)"), *job.hub);
     job.uplink = *uplink;
     via = strCat("through the root's agent ", rendezvous.root_host(), " at ",

@@ -644,7 +644,7 @@ TEST_CASE("a rank's store requests in flight through a parent that dies are sent
   }
   const auto& add = again[0].op() == dsrun::wire::STORE_ADD ? again[0] : again[1];
   const auto& fetch = again[0].op() == dsrun::wire::STORE_ADD ? again[1] : again[0];
-  CHECK(add.write().origin() == "leaf-2");
+  CHECK(add.write().origin().size() == 8);  // drawn by the leaf's store
   REQUIRE(add.parts_size() == 1);
   CHECK(add.parts(0).delta() == 1);
   // tree-0 answers (as it would from what mid-1's sum had already brought it): the ranks get their answers.
