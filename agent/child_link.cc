@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "agent/tree_edge_signal.h"
-
 #include "common/logging.h"
 #include "common/strings.h"
 

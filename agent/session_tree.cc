@@ -108,6 +108,9 @@ void Session::takeOver(Session& from) {
   relay_ = std::move(from.relay_);
   pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
   from.pendingOwn_.clear();
+  // Their store (--rendezvous agent) opens when they start: up this connection, or, adopted by dsrun, through
+  // rank 0's agent, as a root's does.
+  for (auto& [job, own] : pendingOwn_) own.parentIsAgent = peerIsNode_;
   storeJobs_ = std::move(from.storeJobs_);  // closed when this session ends the job
   from.storeJobs_.clear();
   if (relay_) relay_->rebind(TreeRelay::Upstream{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; }});
