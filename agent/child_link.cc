@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "agent/tree_edge_signal.h"
 #include "common/logging.h"
 #include "common/strings.h"
 
@@ -55,6 +56,7 @@ std::shared_ptr<ChildLink> ChildLink::create(boost::asio::io_context& io, boost:
   link->client_->setHello(timing.outputWindowBytes, true, timing.beatMs, timing.silenceMs);
   // Merged events are read here always: the relay expands them for a parent that did not ask (EventBatcher).
   link->client_->setMergedRankEvents(true);
+  link->client_->announceTreeEdgeSignals();  // a child adopted away tells us with TreeReattached
   return link;
 }
 
@@ -71,6 +73,7 @@ void ChildLink::start() { client_->connect(timing_.connectTimeout); }
 
 void ChildLink::onReady(const wire::Welcome& welcome) {
   if (done_) return;
+  childTyped_ = welcome.tree_edge_signals();
   if (!welcome.tree_launch()) {
     lose(strCat("agent ", client_->address(), ": its dsrun-agent predates tree launches (Welcome.tree_launch unset)"));
     return;
@@ -158,10 +161,10 @@ void ChildLink::onEnvelope(const wire::Envelope& envelope) {
   }
   acknowledged();
   if (envelope.has_tree_adopted()) return;  // for this edge only
-  if (envelope.has_error() && startsWith(envelope.error().message(), "adopted:")) {
+  if (edgeSignalOf(envelope, childTyped_) == EdgeSignal::Reattached) {
     // An ancestor (or dsrun) adopted the child while this edge still stood (this node was cut off above):
     // the subtree is supervised from there, so this is no loss and nothing to re-fan.
-    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": " << envelope.error().message();
+    DSRUN_LOG(INFO) << "tree child " << child_.host << " of job " << jobId_ << ": re-attached to an ancestor";
     close(false);
     return;
   }
@@ -237,9 +240,7 @@ void ChildLink::close(bool release) {
   ack_.cancel();
   if (release && launched_) {
     // Connection-level: the child's Session ends at once, without waiting for an adopter.
-    wire::Envelope released;
-    released.mutable_error()->set_message(strCat("released: job ", jobId_, " ends here, nobody adopts it"));
-    client_->send(released);
+    client_->send(releasedMessage(jobId_, childTyped_));
     client_->closeAfterFlush();
     return;
   }

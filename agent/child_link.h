@@ -108,6 +108,7 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   uint32_t levels_ = 1;                     ///< the child's subtree's depth (its probe reports wait for all)
   bool acknowledged_ = false;               ///< the child answered the launch (an event, or TreeAdopted)
   bool adopt_ = false;                      ///< the launch goes as a TreeAdopt
+  bool childTyped_ = false;                 ///< the child's Welcome.tree_edge_signals (else: the older Error texts)
   bool done_ = false;                       ///< closed or lost: nothing more is reported
 };
 

@@ -49,7 +49,7 @@ bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 bool allowedFromNode(const wire::Envelope& in) {
   return in.has_hello() || in.has_tree_launch() || in.has_tree_go() || in.has_tree_adopt() || in.has_signal() ||
          in.has_heartbeat() || in.has_output_credit() || in.has_error() || in.has_store_request() ||
-         in.has_store_reply();
+         in.has_store_reply() || in.has_tree_released();
 }
 
 }  // namespace
@@ -78,6 +78,8 @@ const char* messageName(const wire::Envelope& envelope) {
     case wire::Envelope::kNodeLost: return "node_lost";
     case wire::Envelope::kTreeAdopt: return "tree_adopt";
     case wire::Envelope::kTreeAdopted: return "tree_adopted";
+    case wire::Envelope::kTreeReleased: return "tree_released";
+    case wire::Envelope::kTreeReattached: return "tree_reattached";
     case wire::Envelope::kStoreRequest: return "store_request";
     case wire::Envelope::kStoreReply: return "store_reply";
     case wire::Envelope::kRanksStarted: return "ranks_started";
@@ -123,6 +125,12 @@ std::vector<Action> RequestHandler::handle(const wire::Envelope& in, const Sessi
       Action a{Action::Kind::TreeAdopt, in, {}, {}, 0, {}, 0};
       return {std::move(a)};
     }
+    case wire::Envelope::kTreeReleased: {
+      // The parent ends the edge on purpose: the Session stops the job at once instead of waiting for an adopter
+      // (agent/tree_edge_signal.h), and logs the close at INFO, a normal end.
+      if (!config_.treeLaunch) return refuse("protocol error: this agent serves no tree launches");
+      return {close(strCat("released: job ", in.tree_released().job_id(), " ends here, nobody adopts it"))};
+    }
     case wire::Envelope::kStoreRequest:
     case wire::Envelope::kStoreReply: {
       // Store traffic runs between agents only (docs/rendezvous.md): a launcher has no store to ask or answer.
@@ -165,6 +173,7 @@ std::vector<Action> RequestHandler::handleHello(const wire::Hello& hello, const 
   welcome.mutable_welcome()->set_tree_launch(config_.treeLaunch);
   welcome.mutable_welcome()->set_tree_probe(config_.treeLaunch);
   welcome.mutable_welcome()->set_merged_rank_events(config_.treeLaunch);  // a tree's relays merge (TreeRelay)
+  welcome.mutable_welcome()->set_tree_edge_signals(config_.treeLaunch);
   Action marked{Action::Kind::MarkWelcomed, {}, {}, {}, 0, {}, 0};
   return {marked, send(std::move(welcome))};
 }

@@ -11,6 +11,7 @@
 #include "agent/session_wire.h"
 #include "agent/store_env.h"
 #include "agent/store_service.h"
+#include "agent/tree_edge_signal.h"
 #include "common/error.h"
 #include "common/logging.h"
 
@@ -144,7 +145,7 @@ void Session::dispatch(const wire::Envelope& envelope) {
       useLauncherBudget(true);
     }
     // The parent ends the job here and will adopt nobody: stop at once instead of waiting for an adopter.
-    if (envelope.has_error() && startsWith(envelope.error().message(), "released:")) released_ = true;
+    if (edgeSignalOf(envelope, hello_.tree_edge_signals()) == EdgeSignal::Released) released_ = true;
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -275,6 +276,12 @@ void Session::closeStores() {
 void Session::routeStore(const wire::Envelope& envelope) {
   if (tree_.stores == nullptr) return;
   if (envelope.has_store_reply()) {
+    // From the tree parent: only for a job whose store this connection opened (a parent speaks for its job only).
+    const std::string& job = envelope.store_reply().job_id();
+    if (std::find(storeJobs_.begin(), storeJobs_.end(), job) == storeJobs_.end()) {
+      DSRUN_LOG(WARN) << peer_ << ": ignored a store reply for job '" << job << "', which this connection does not carry";
+      return;
+    }
     tree_.stores->fromAbove(envelope.store_reply());
     return;
   }

@@ -10,6 +10,8 @@
 #include "agent/session.h"
 #include "agent/session_manager.h"
 #include "agent/session_wire.h"
+#include "agent/store_service.h"
+#include "agent/tree_edge_signal.h"
 #include "agent/tree_gate.h"
 #include "common/error.h"
 #include "common/logging.h"
@@ -108,6 +110,9 @@ void Session::takeOver(Session& from) {
   relay_ = std::move(from.relay_);
   pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
   from.pendingOwn_.clear();
+  // Their store (--rendezvous agent) opens when they start: up this connection, or, adopted by dsrun, through
+  // rank 0's agent, as a root's does.
+  for (auto& [job, own] : pendingOwn_) own.parentIsAgent = peerIsNode_;
   // Their time may have come while the node waited for us (startOwnRanks keeps them for the adopter): the
   // children had their launches long before the adoption (one silence budget at least), so they start now.
   for (const auto& [job, own] : pendingOwn_) {
@@ -122,7 +127,18 @@ void Session::takeOver(Session& from) {
   table_.reassign(treeJob_, id_);
   DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
                   << (from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
-  for (auto& e : from.handOver()) send(e);
+  for (auto& e : from.handOver()) {
+    if (!e.has_store_request()) send(e);  // the job's store sends what it has pending again, below
+  }
+  if (tree_.stores == nullptr) return;
+  // Adopted by an ancestor agent: its store requests go up this connection; by dsrun: to rank 0's agent.
+  StoreHub::Send up;
+  if (peerIsNode_) {
+    up = [weak = weak_from_this()](const wire::Envelope& e) {
+      if (auto self = weak.lock()) self->send(e);
+    };
+  }
+  for (const auto& job : storeJobs_) tree_.stores->reattach(job, up);
 }
 
 std::vector<wire::Envelope> Session::handOver() {
@@ -137,7 +153,7 @@ std::vector<wire::Envelope> Session::handOver() {
   if (!stopped_) {
     // A parent given up by an ancestor (or cut off from dsrun) while still connected: told, so that it neither
     // reports this node lost nor re-fans below it; the job lives on with the adopter.
-    send(makeError("", strCat("adopted: job ", job, " re-attached to an ancestor")));
+    send(reattachedMessage(job, hello_.tree_edge_signals()));
     closeAfterFlush(strCat("closing: job ", job, " was adopted by an ancestor"));
     return held;
   }

@@ -32,7 +32,15 @@ bool parseCounter(const std::string& text, int64_t& out) {
 
 }  // namespace
 
-StoreHub::StoreHub(std::string jobId, Send up) : jobId_(std::move(jobId)), up_(std::move(up)) {}
+StoreHub::StoreHub(std::string jobId, Send up, std::string scope, std::string origin)
+    : jobId_(std::move(jobId)), scope_(std::move(scope)), up_(std::move(up)), origin_(std::move(origin)) {}
+
+wire::StoreWriteId StoreHub::newWrite() {
+  wire::StoreWriteId write;
+  write.set_origin(origin_);
+  write.set_seq(nextSeq_++);
+  return write;
+}
 
 bool StoreHub::has(const std::vector<std::string>& keys) const {
   for (const auto& key : keys) {
@@ -54,17 +62,42 @@ void StoreHub::request(wire::StoreRequest request, Done done) {
     return;
   }
   request.set_job_id(jobId_);
-  if (done) {
-    request.set_id(nextId_++);
-    pending_[request.id()] = std::move(done);
-  }
+  request.set_scope(scope_);
   wire::Envelope e;
-  *e.mutable_store_request() = std::move(request);
+  if (done) {
+    const uint64_t id = nextId_++;
+    request.set_id(id);
+    *e.mutable_store_request() = request;
+    pending_[id] = Pending{std::move(request), std::move(done)};
+  } else {
+    *e.mutable_store_request() = std::move(request);
+  }
   ++sentUp_;
   up_(e);
 }
 
-void StoreHub::set(const std::string& key, const std::string& value) {
+void StoreHub::reattach(Send up) {
+  if (root()) return;
+  up_ = std::move(up);
+  lost_.clear();
+  // Invalidations of what this cache (and those below, through it) held came through the lost parent, and some
+  // may have died with it: drop it all here and below; the next reads ask the new parent, which records them.
+  keys_.clear();
+  std::vector<std::string> dropped(exported_.begin(), exported_.end());
+  exported_.clear();
+  invalidateBelow(dropped);
+  // In id order: a write goes up again before a fetch made after it.
+  for (const auto& [id, pending] : pending_) {
+    wire::Envelope e;
+    *e.mutable_store_request() = pending.request;
+    ++resent_;
+    up_(e);
+  }
+}
+
+void StoreHub::set(const std::string& key, const std::string& value) { setFrom(key, value, nullptr, nullptr); }
+
+void StoreHub::setFrom(const std::string& key, const std::string& value, const wire::StoreWriteId* write, Done done) {
   if (root()) {
     written(key);
   } else {
@@ -72,18 +105,25 @@ void StoreHub::set(const std::string& key, const std::string& value) {
     r.set_op(wire::STORE_SET);
     r.add_keys(key);
     r.add_values(value);
-    request(std::move(r), nullptr);
+    *r.mutable_write() = write ? *write : newWrite();
+    // Pending until acknowledged: re-sent after a re-attach if the lost parent may have dropped it.
+    request(std::move(r), done ? std::move(done) : [](const StoreResult&) {});
   }
   // Kept below the root too: the writer's ranks read their own write at once (rule 1).
   keys_[key] = value;
   wake(key);
+  if (root() && done) done(StoreResult{});
 }
 
-void StoreHub::append(const std::string& key, const std::string& value) {
+void StoreHub::append(const std::string& key, const std::string& value) { appendFrom(key, value, nullptr, nullptr); }
+
+void StoreHub::appendFrom(const std::string& key, const std::string& value, const wire::StoreWriteId* write,
+                          Done done) {
   if (root()) {
     written(key);
     keys_[key] += value;
     wake(key);
+    if (done) done(StoreResult{});
     return;
   }
   keys_.erase(key);  // the result is the root's to know
@@ -91,7 +131,8 @@ void StoreHub::append(const std::string& key, const std::string& value) {
   r.set_op(wire::STORE_APPEND);
   r.add_keys(key);
   r.add_values(value);
-  request(std::move(r), nullptr);
+  *r.mutable_write() = write ? *write : newWrite();
+  request(std::move(r), done ? std::move(done) : [](const StoreResult&) {});
 }
 
 void StoreHub::fetch(const std::vector<std::string>& keys, Done done) {
@@ -151,7 +192,9 @@ void StoreHub::wake(const std::string& key) {
   for (auto& [done, result] : ready) done(result);
 }
 
-void StoreHub::add(const std::string& key, int64_t delta, Done done) {
+void StoreHub::add(const std::string& key, int64_t delta, Done done) { addFrom(key, delta, nullptr, std::move(done)); }
+
+void StoreHub::addFrom(const std::string& key, int64_t delta, const wire::StoreWriteId* write, Done done) {
   if (root()) {
     int64_t value = 0;
     auto it = keys_.find(key);
@@ -169,8 +212,34 @@ void StoreHub::add(const std::string& key, int64_t delta, Done done) {
     return;
   }
   keys_.erase(key);  // a counter is read with ADD 0, from the root, never from a cache (rule 2)
-  counters_[key].queued.emplace_back(delta, std::move(done));
+  counters_[key].queued.push_back(AddEntry{delta, std::move(done), write ? *write : newWrite()});
   sendAdds(key);
+}
+
+void StoreHub::addSumFromBelow(const wire::StoreRequest& request, Done reply) {
+  const wire::StoreWriteId& sum = request.write();
+  // Seen: a re-send after a re-attach (the sum itself, or a part of a sum of the lost agent's that came here).
+  if (replay_.answer(sum, reply)) return;
+  replay_.expect(sum);
+  for (const auto& part : request.parts()) replay_.expect(part.write());
+  std::vector<wire::StoreAddPart> parts(request.parts().begin(), request.parts().end());
+  addFrom(request.keys(0), request.delta(), &sum, [this, sum, parts, reply](const StoreResult& result) {
+    if (!result.error.empty()) {
+      replay_.fail(sum, result);
+      for (const auto& part : parts) replay_.fail(part.write(), result);
+    } else {
+      replay_.fill(sum, result);
+      // The sender split the sum in its parts' order: part i saw the new value less the deltas after it.
+      int64_t running = result.number;
+      for (size_t i = parts.size(); i-- > 0;) {
+        StoreResult r = result;
+        r.number = running;
+        replay_.fill(parts[i].write(), r);
+        running -= parts[i].delta();
+      }
+    }
+    reply(result);
+  });
 }
 
 void StoreHub::sendAdds(const std::string& key) {
@@ -179,12 +248,18 @@ void StoreHub::sendAdds(const std::string& key) {
   counter.inFlight = std::move(counter.queued);
   counter.queued.clear();
   int64_t sum = 0;
-  for (const auto& add : counter.inFlight) sum += add.first;
-  combinedAdds_ += counter.inFlight.size() - 1;
   wire::StoreRequest r;
+  for (const auto& add : counter.inFlight) {
+    sum += add.delta;
+    wire::StoreAddPart* part = r.add_parts();
+    *part->mutable_write() = add.write;
+    part->set_delta(add.delta);
+  }
+  combinedAdds_ += counter.inFlight.size() - 1;
   r.set_op(wire::STORE_ADD);
   r.add_keys(key);
   r.set_delta(sum);
+  *r.mutable_write() = newWrite();
   request(std::move(r), [this, key](const StoreResult& result) {
     auto adds = std::move(counters_[key].inFlight);
     counters_[key].inFlight.clear();
@@ -193,12 +268,12 @@ void StoreHub::sendAdds(const std::string& key) {
     int64_t running = result.number;
     for (size_t i = adds.size(); i-- > 0;) {
       values[i] = running;
-      running -= adds[i].first;
+      running -= adds[i].delta;
     }
     for (size_t i = 0; i < adds.size(); ++i) {
       StoreResult r = result;
       r.number = values[i];
-      adds[i].second(r);
+      adds[i].done(r);
     }
     sendAdds(key);
   });
@@ -218,6 +293,11 @@ void StoreHub::check(const std::vector<std::string>& keys, Done done) {
 }
 
 void StoreHub::compareSet(const std::string& key, const std::string& expected, const std::string& desired, Done done) {
+  compareSetFrom(key, expected, desired, nullptr, std::move(done));
+}
+
+void StoreHub::compareSetFrom(const std::string& key, const std::string& expected, const std::string& desired,
+                              const wire::StoreWriteId* write, Done done) {
   if (!root()) {
     keys_.erase(key);
     wire::StoreRequest r;
@@ -225,6 +305,7 @@ void StoreHub::compareSet(const std::string& key, const std::string& expected, c
     r.add_keys(key);
     r.add_values(expected);
     r.add_values(desired);
+    *r.mutable_write() = write ? *write : newWrite();
     request(std::move(r), std::move(done));
     return;
   }
@@ -252,12 +333,15 @@ void StoreHub::compareSet(const std::string& key, const std::string& expected, c
   done(r);
 }
 
-void StoreHub::remove(const std::string& key, Done done) {
+void StoreHub::remove(const std::string& key, Done done) { removeFrom(key, nullptr, std::move(done)); }
+
+void StoreHub::removeFrom(const std::string& key, const wire::StoreWriteId* write, Done done) {
   if (!root()) {
     keys_.erase(key);
     wire::StoreRequest r;
     r.set_op(wire::STORE_DELETE);
     r.add_keys(key);
+    *r.mutable_write() = write ? *write : newWrite();
     request(std::move(r), std::move(done));
     return;
   }
@@ -308,6 +392,20 @@ void StoreHub::fromBelow(uint64_t below, const wire::StoreRequest& request, cons
     r->set_error(result.error);
     it->second(e);
   };
+  // A write with its identity, at the root: applied once; a repeat (re-sent after a re-attach) gets the first answer.
+  if (root() && request.has_write() && request.op() != wire::STORE_ADD) {
+    if (replay_.answer(request.write(), reply)) return;
+    replay_.expect(request.write());
+    reply = [this, write = request.write(), reply](const StoreResult& result) {
+      if (result.error.empty()) {
+        replay_.fill(write, result);
+      } else {
+        replay_.fail(write, result);
+      }
+      reply(result);
+    };
+  }
+  const wire::StoreWriteId* write = request.has_write() ? &request.write() : nullptr;
   const std::vector<std::string> keys(request.keys().begin(), request.keys().end());
   const auto& values = request.values();
   const auto need = [&](int nKeys, int nValues) {
@@ -319,13 +417,17 @@ void StoreHub::fromBelow(uint64_t below, const wire::StoreRequest& request, cons
   switch (request.op()) {
     case wire::STORE_SET:
       if (!need(1, request.keys_size())) return;
-      for (int i = 0; i < request.keys_size(); ++i) {
-        set(request.keys(i), values[i]);
-        exported_.insert(request.keys(i));  // the writer's hub keeps what it wrote
+      if (request.keys_size() == 1) {
+        setFrom(keys[0], values[0], write, reply);  // acknowledged once the root has it
+      } else {
+        for (int i = 0; i < request.keys_size(); ++i) set(request.keys(i), values[i]);
+        reply(StoreResult{});
       }
+      // After the write (a rewrite invalidates the caches below first): the writer's hub keeps what it wrote.
+      for (int i = 0; i < request.keys_size(); ++i) exported_.insert(request.keys(i));
       return;
     case wire::STORE_APPEND:
-      if (need(1, 1)) append(keys[0], values[0]);
+      if (need(1, 1)) appendFrom(keys[0], values[0], write, reply);
       return;
     case wire::STORE_FETCH:
       if (!need(1, 0)) return;
@@ -335,16 +437,21 @@ void StoreHub::fromBelow(uint64_t below, const wire::StoreRequest& request, cons
       });
       return;
     case wire::STORE_ADD:
-      if (need(1, 0)) add(keys[0], request.delta(), reply);
+      if (!need(1, 0)) return;
+      if (write) {
+        addSumFromBelow(request, reply);
+      } else {
+        add(keys[0], request.delta(), reply);  // an older agent's
+      }
       return;
     case wire::STORE_CHECK:
       check(keys, reply);
       return;
     case wire::STORE_COMPARE_SET:
-      if (need(1, 2)) compareSet(keys[0], values[0], values[1], reply);
+      if (need(1, 2)) compareSetFrom(keys[0], values[0], values[1], write, reply);
       return;
     case wire::STORE_DELETE:
-      if (need(1, 0)) remove(keys[0], reply);
+      if (need(1, 0)) removeFrom(keys[0], write, reply);
       return;
     case wire::STORE_NUM_KEYS:
       numKeys(reply);
@@ -367,8 +474,8 @@ void StoreHub::fromAbove(const wire::StoreReply& reply) {
     return;
   }
   auto it = pending_.find(reply.id());
-  if (it == pending_.end()) return;  // answered already (a failure)
-  Done done = std::move(it->second);
+  if (it == pending_.end()) return;  // answered already (a failure, or the first answer of a re-sent request)
+  Done done = std::move(it->second.done);
   pending_.erase(it);
   done(fromReply(reply));
 }
@@ -382,11 +489,11 @@ void StoreHub::lostAbove(const std::string& reason) {
   asked_.clear();
   auto counters = std::exchange(counters_, {});
   const StoreResult r = failed(reason);
-  for (auto& [id, done] : pending) done(r);
+  for (auto& [id, p] : pending) p.done(r);
   for (auto& [id, waiter] : waiters) waiter.done(r);
   for (auto& [key, counter] : counters) {
-    for (auto& add : counter.inFlight) add.second(r);
-    for (auto& add : counter.queued) add.second(r);
+    for (auto& add : counter.inFlight) add.done(r);
+    for (auto& add : counter.queued) add.done(r);
   }
 }
 

@@ -25,7 +25,14 @@ std::shared_ptr<StoreUplink> StoreUplink::create(boost::asio::io_context& io, bo
   cb.onEnvelope = [weak](const wire::Envelope& envelope) {
     auto self = weak.lock();
     if (!self || self->done_) return;
-    if (envelope.has_store_reply()) self->hub_.fromAbove(envelope.store_reply());
+    if (envelope.has_store_reply()) {
+      if (envelope.store_reply().job_id() == self->hub_.jobId()) {
+        self->hub_.fromAbove(envelope.store_reply());
+      } else {  // this connection was dialled for one job: another job's reply is not ours to apply
+        DSRUN_LOG(WARN) << "job " << self->hub_.jobId() << " store: ignored a reply for job '"
+                        << envelope.store_reply().job_id() << "' from the root's agent " << self->client_->address();
+      }
+    }
     if (envelope.has_error()) {
       DSRUN_LOG(WARN) << "job " << self->hub_.jobId() << " store: the root's agent " << self->client_->address()
                       << " says: " << envelope.error().message();

@@ -66,6 +66,7 @@ void TreeRelay::dial(const std::string& jobId, std::vector<proto::ChildTreeLaunc
     const uint64_t storeLink = stores_ != nullptr ? stores_->newLinkId() : 0;
     auto self = std::make_shared<std::weak_ptr<ChildLink>>();  // the link, once made: where store replies go
     if (stores_ != nullptr) {
+      stores_->bindLink(storeLink, jobId);  // the child's edge carries its launch's job, no other
       callbacks.onStore = [this, storeLink, self](const wire::StoreRequest& request) {
         stores_->fromBelow(storeLink, request, [self](const wire::Envelope& e) {
           if (auto link = self->lock()) link->send(e);

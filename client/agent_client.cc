@@ -123,6 +123,7 @@ void AgentClient::onConnected() {
     hello.mutable_hello()->set_agent_heartbeat_ms(self->beatMs_);
     hello.mutable_hello()->set_launcher_silence_ms(self->silenceMs_);
     hello.mutable_hello()->set_merged_rank_events(self->mergedRankEvents_);
+    hello.mutable_hello()->set_tree_edge_signals(self->treeEdgeSignals_);
     self->send(hello);
     self->readMore();
   });

@@ -60,6 +60,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   /// Asks for merged rank events (Hello.merged_rank_events): a tree agent may then send RanksStarted and
   /// RanksExited, which reach onRankStarted and onRankExited one rank at a time like any other.
   void setMergedRankEvents(bool merged) { mergedRankEvents_ = merged; }
+  /// Hello.tree_edge_signals: this client (a tree parent's edge) takes TreeReattached (agent/tree_edge_signal.h).
+  void announceTreeEdgeSignals() { treeEdgeSignals_ = true; }
   /// Dial `address` instead of the host name; the agent's certificate must still name the host (a tree
   /// launch says where each node's agent listens and which name its certificate carries).
   void setDialAddress(std::string address) { dialAddress_ = std::move(address); }
@@ -156,6 +158,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   uint32_t beatMs_ = 0;                                            ///< Hello.agent_heartbeat_ms
   uint32_t silenceMs_ = 0;                                         ///< Hello.launcher_silence_ms
   bool mergedRankEvents_ = false;                                  ///< Hello.merged_rank_events
+  bool treeEdgeSignals_ = false;                                   ///< Hello.tree_edge_signals
   uint32_t agentBeatMs_ = 0;                                       ///< Welcome.agent_heartbeat_ms
   bool agentChecksPorts_ = false;                                  ///< Welcome.port_check
   std::function<void(const wire::PortCheckReply&)> portCheckDone_;  ///< see checkPort()

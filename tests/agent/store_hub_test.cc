@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 
 using namespace dsrun::agent;
 using dsrun::wire::Envelope;
@@ -20,23 +21,34 @@ struct Tree {
   std::map<std::string, std::unique_ptr<StoreHub>> hubs;
   std::map<std::string, int> sentUp;  ///< messages each hub sent to its parent
 
+  std::set<std::string> dead;  ///< hubs whose agent died: nothing reaches them, nothing more leaves them
+
   StoreHub& root() { return add("root", ""); }
   StoreHub& add(const std::string& name, const std::string& parent) {
-    StoreHub::Send up;
-    if (!parent.empty()) {
-      static uint64_t nextLink = 1;
-      const uint64_t link = nextLink++;
-      up = [this, name, parent, link](const Envelope& e) {
-        ++sentUp[name];
-        wire.push_back([this, name, parent, link, e] {
-          hubs.at(parent)->fromBelow(link, e.store_request(), [this, name](const Envelope& reply) {
-            wire.push_back([this, name, reply] { hubs.at(name)->fromAbove(reply.store_reply()); });
+    hubs[name] = std::make_unique<StoreHub>("job", parent.empty() ? nullptr : upTo(name, parent), "", name);
+    return *hubs[name];
+  }
+  /// `name`'s requests go to `parent` over a new link.
+  StoreHub::Send upTo(const std::string& name, const std::string& parent) {
+    static uint64_t nextLink = 1;
+    const uint64_t link = nextLink++;
+    return [this, name, parent, link](const Envelope& e) {
+      ++sentUp[name];
+      wire.push_back([this, name, parent, link, e] {
+        if (dead.count(parent) > 0) return;
+        hubs.at(parent)->fromBelow(link, e.store_request(), [this, name, parent](const Envelope& reply) {
+          wire.push_back([this, name, parent, reply] {
+            if (dead.count(parent) == 0) hubs.at(name)->fromAbove(reply.store_reply());
           });
         });
-      };
-    }
-    hubs[name] = std::make_unique<StoreHub>("job", up);
-    return *hubs[name];
+      });
+    };
+  }
+  /// Delivers the next message in flight.
+  void step() {
+    auto next = std::move(wire.front());
+    wire.pop_front();
+    next();
   }
   void run() {
     while (!wire.empty()) {
@@ -168,4 +180,115 @@ TEST_CASE("an ADD to a value that is not a number fails at the root, naming the 
   std::string error;
   root.add("k", 1, [&](const StoreResult& r) { error = r.error; });
   CHECK(error == "ADD 1 to key 'k': its value is not a number (3 bytes)");
+}
+
+namespace {
+
+/// root <- mid <- leaf; the leaf's ranks ADD 5 to "c", SET "k" and wait on "x". `forwarded` messages are delivered
+/// (the leaf's three reach mid, mid's reach the root, the root answers...), then mid dies with whatever is still in
+/// flight, and the root adopts the leaf.
+struct LostMid {
+  explicit LostMid(size_t forwarded) {
+    t.root();
+    t.add("mid", "root");
+    StoreHub& leaf = t.add("leaf", "mid");
+    leaf.add("c", 5, [this](const StoreResult& r) {
+      CHECK(r.error.empty());
+      added.push_back(r.number);
+    });
+    leaf.set("k", "from-leaf");
+    leaf.fetch({"x"}, [this](const StoreResult& r) { fetched.push_back(r.values.at(0)); });
+    for (size_t i = 0; i < forwarded && !t.wire.empty(); ++i) t.step();
+    t.dead.insert("mid");
+  }
+  void adopt() {
+    t.hubs["leaf"]->reattach(t.upTo("leaf", "root"));
+    t.run();
+  }
+  int64_t counter() {
+    int64_t value = -1;
+    t.hubs["root"]->add("c", 0, [&](const StoreResult& r) { value = r.number; });
+    return value;
+  }
+  Tree t;
+  std::vector<int64_t> added;
+  std::vector<std::string> fetched;
+};
+
+}  // namespace
+
+TEST_CASE("a hub adopted after its parent died sends again what was in flight: an ADD the root applied through "
+          "the dead parent is answered as then, not applied twice",
+          "[agent][store][reattach]") {
+  // Six deliveries: the leaf's three requests reach mid, mid's ADD, SET and FETCH reach the root; the root's
+  // answer to the ADD (and the SET's acknowledgement) die with mid.
+  LostMid lost(6);
+  REQUIRE(lost.counter() == 5);  // applied once, through mid
+  CHECK(lost.added.empty());
+  lost.adopt();
+  CHECK(lost.t.hubs["leaf"]->resent() == 3);
+  CHECK(lost.added == std::vector<int64_t>{5});  // the value it had been given at the root
+  CHECK(lost.counter() == 5);                     // and not 10
+  // The parked GET was asked again of the new parent and is answered once the key comes.
+  CHECK(lost.fetched.empty());
+  lost.t.hubs["root"]->set("x", "go");
+  lost.t.run();
+  CHECK(lost.fetched == std::vector<std::string>{"go"});
+}
+
+TEST_CASE("a hub adopted after its parent died sends again what never got past it: applied once, at the root",
+          "[agent][store][reattach]") {
+  LostMid lost(3);  // mid had the leaf's requests, and died before passing them on
+  CHECK(lost.counter() == 0);
+  lost.adopt();
+  CHECK(lost.added == std::vector<int64_t>{5});
+  CHECK(lost.counter() == 5);
+  std::vector<std::string> value;
+  lost.t.hubs["root"]->fetch({"k"}, [&](const StoreResult& r) { value = r.values; });
+  CHECK(value == std::vector<std::string>{"from-leaf"});
+}
+
+TEST_CASE("a SET the root applied through the dead parent is not applied again when re-sent, so a later write "
+          "stands",
+          "[agent][store][reattach]") {
+  LostMid lost(6);
+  lost.t.hubs["root"]->set("k", "newer");  // written again after the leaf's SET landed
+  lost.adopt();
+  std::vector<std::string> value;
+  lost.t.hubs["root"]->fetch({"k"}, [&](const StoreResult& r) { value = r.values; });
+  CHECK(value == std::vector<std::string>{"newer"});
+}
+
+TEST_CASE("ADDs that rode in the dead parent's sum are answered by the ancestor that received that sum, each its "
+          "own value",
+          "[agent][store][reattach]") {
+  Tree t;
+  t.root();
+  t.add("mid", "root");
+  StoreHub& a = t.add("a", "mid");
+  StoreHub& b = t.add("b", "mid");
+  std::map<std::string, int64_t> got;
+  a.add("c", 1, [&](const StoreResult& r) { got["a"] = r.number; });
+  b.add("c", 10, [&](const StoreResult& r) { got["b"] = r.number; });
+  t.hubs["mid"]->add("c", 100, [&](const StoreResult& r) { got["mid"] = r.number; });
+  // a's and b's sums reach mid; mid's own ADD leaves at once, the two wait and leave as one sum: deliver all of it
+  // to the root and its answers, but not mid's answers to a and b.
+  t.step();
+  t.step();
+  while (!t.wire.empty()) {
+    t.step();
+    if (got.count("mid") > 0 && t.wire.size() <= 2) break;  // the second sum's answer reached mid
+  }
+  t.dead.insert("mid");
+  t.wire.clear();
+  CHECK(got.count("a") == 0);
+  a.reattach(t.upTo("a", "root"));
+  b.reattach(t.upTo("b", "root"));
+  t.run();
+  CHECK(got["mid"] == 100);
+  CHECK(got["a"] == 101);  // in the order mid summed them: a, then b
+  CHECK(got["b"] == 111);
+  int64_t value = -1;
+  t.hubs["root"]->add("c", 0, [&](const StoreResult& r) { value = r.number; });
+  CHECK(value == 111);
 }

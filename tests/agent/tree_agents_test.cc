@@ -205,7 +205,8 @@ struct Tree {
 
   void launch(const std::string& job, const std::string& script) {
     Envelope e;
-    *e.mutable_tree_launch() = testing::signedRootLaunch(signer, job, nodes, script);
+    root = testing::signedRootLaunch(signer, job, nodes, script);
+    *e.mutable_tree_launch() = root;
     client->send(e);
   }
   void beatEvery(std::chrono::milliseconds interval) {
@@ -236,6 +237,7 @@ struct Tree {
   std::unique_ptr<testing::TestClient> client;
   boost::asio::steady_timer beat;  ///< the launcher's heartbeat, with beatMs
   Events events;
+  dsrun::wire::TreeLaunch root;    ///< the last launch, as signed (what an adopter cuts a node's slice from)
 };
 
 const char* const kHosts[] = {"tree-0", "tree-0", "tree-1", "tree-1", "tree-2", "tree-2", "tree-3", "tree-3",
@@ -314,6 +316,59 @@ TEST_CASE("a killed interior agent costs only its own ranks: its parent adopts i
   CHECK(tree.events.lost.size() == 1);
   CHECK(tree.events.exited.count(2) == 0);
   CHECK(tree.events.exited.count(3) == 0);
+}
+
+TEST_CASE("a parent still connected to its child when an ancestor adopts that child is told so, and closes the "
+          "edge without reporting the child lost or re-fanning below it",
+          "[agent][tree][integration][adopt][edge]") {
+  Tree tree;
+  tree.launch("job-away", "echo ready; exec sleep 600");
+  tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 10; }, "10 ranks ready");
+  // tree-0 adopts its grandchild tree-2 while tree-1 still lives and holds the edge to it: what tree-0 does after
+  // giving tree-1 up (silent for the budget, a straggler) when tree-1 was only slow. The test holds tree-0's
+  // node certificate and sends the TreeAdopt tree-0 would send, cut from the same signed launch.
+  boost::asio::ssl::context nodeCtx = dsrun::tls::makeSslContext(tree.dirs[0], dsrun::tls::Role::TreeClient);
+  testing::TestClient adopter(tree.io, nodeCtx);
+  REQUIRE_FALSE(adopter.connect({boost::asio::ip::make_address("127.0.0.1"),
+                                 static_cast<unsigned short>(tree.agents[2]->port())}));
+  adopter.hello();
+  Envelope adopt;
+  *adopt.mutable_tree_adopt()->mutable_launch() = testing::forwardedLaunch(tree.root, "tree-2");
+  adopter.send(adopt);
+  Events below;  // what reaches the adopter
+  bool adopted = false;
+  while (!adopted) {
+    auto e = adopter.next();
+    REQUIRE(e.has_value());
+    adopted = e->has_tree_adopted();
+    below.take(adopter, *e);
+  }
+  // tree-1 hears it (TreeReattached) and closes that edge as a normal end: no NodeLost, no re-fan, no warning.
+  CHECK(waitStepping(tree.io, [&] {
+    return tree.agents[1]->log().find("tree child tree-2 of job job-away: re-attached to an ancestor") !=
+           std::string::npos;
+  }, 30s));
+  CHECK_THAT(tree.agents[2]->log(), Contains("job job-away re-attached here"));
+  CHECK_THAT(tree.agents[2]->log(), Contains("(its parent was given up)"));
+  CHECK_THAT(tree.agents[1]->log(), !Contains("tree child tree-2 of job job-away lost"));
+  CHECK_THAT(tree.agents[1]->log(), !Contains("adopting"));
+  // Each ends its own part: the launcher's SIGTERM reaches every rank but tree-2's (no longer below tree-1);
+  // the adopter's reaches tree-2's, whose exits come to the adopter.
+  tree.signal("job-away", SIGTERM);
+  tree.events.until(*tree.client, [&] { return tree.events.exited.size() == 8; }, "the 8 ranks outside tree-2");
+  Envelope term;
+  term.mutable_signal()->set_job_id("job-away");
+  term.mutable_signal()->set_signal(SIGTERM);
+  adopter.send(term);
+  below.until(adopter, [&] { return below.exited.size() == 2; }, "tree-2's 2 ranks at the adopter");
+  for (int r : {4, 5}) {
+    INFO("rank " << r << " on tree-2");
+    CHECK(below.exited[r].signal() == SIGTERM);
+    CHECK(tree.events.exited.count(r) == 0);
+    CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+  }
+  CHECK(tree.events.lost.empty());
+  CHECK(below.lost.empty());
 }
 
 TEST_CASE("an interior agent dead before it could forward the launch costs only its own ranks: its parent starts "

@@ -2,7 +2,10 @@
 // or a parent agent may hand this node, and what it starts. The launches are signed as dsrun signs them.
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <csignal>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +14,7 @@
 #include "agent/request_handler.h"
 #include "agent/session.h"
 #include "agent/session_manager.h"
+#include "agent/store_service.h"
 #include "agent/tree_gate.h"
 #include "proto/protocol.h"
 #include "proto/rank_env.h"
@@ -45,7 +49,8 @@ struct TreeAgent {
         table(io, spawner, sessions, tableOptions(self)),
         handler({self, 10000, 4096, true}),
         gate(nodeDir, 4096),
-        dial(dsrun::tls::makeSslContext(nodeDir, dsrun::tls::Role::TreeClient)) {}
+        dial(dsrun::tls::makeSslContext(nodeDir, dsrun::tls::Role::TreeClient)),
+        stores(std::make_unique<StoreService>(io, &dial, self)) {}
   ~TreeAgent() {
     sessions.stopAll("");
     io.poll();
@@ -60,7 +65,10 @@ struct TreeAgent {
   /// A new connection from a peer holding a launcher certificate (`nodeHosts` empty) or a node certificate
   /// naming `nodeHosts`; welcomed.
   /// `silenceMs`: the budget the peer's Hello gives this edge (0: the session's own, 30 s here).
-  std::shared_ptr<FakeWire> connect(std::vector<std::string> nodeHosts = {}, uint32_t silenceMs = 0) {
+  /// `edgeSignals`: the peer announces TreeReattached (Hello.tree_edge_signals), as a current parent agent does;
+  /// false: as an agent from before the typed signals (and dsrun) does.
+  std::shared_ptr<FakeWire> connect(std::vector<std::string> nodeHosts = {}, uint32_t silenceMs = 0,
+                                    bool edgeSignals = false) {
     auto wire = std::make_shared<FakeWire>();
     wire->peerNode = !nodeHosts.empty();
     wire->peerHosts = std::move(nodeHosts);
@@ -68,13 +76,14 @@ struct TreeAgent {
     timing.heartbeatPeriod = 10s;
     auto session = std::make_shared<Session>(nextId, std::make_unique<FakeConnection>(io, wire),
                                              "peer-" + std::to_string(nextId), sessions, table, handler, timing,
-                                             TreeServices{&gate, &dial});
+                                             TreeServices{&gate, &dial, false, stores.get()});
     ++nextId;
     sessions.start(session);
     Envelope hello;
     hello.mutable_hello()->set_protocol_version(dsrun::proto::kProtocolVersion);
     hello.mutable_hello()->set_client_name("tree_session_test");
     hello.mutable_hello()->set_launcher_silence_ms(silenceMs);
+    hello.mutable_hello()->set_tree_edge_signals(edgeSignals);
     wire->send(hello);
     return wire;
   }
@@ -100,12 +109,20 @@ struct TreeAgent {
   RequestHandler handler;
   TreeGate gate;
   boost::asio::ssl::context dial;
+  std::unique_ptr<StoreService> stores;  ///< --rendezvous agent
   uint64_t nextId = 1;
 };
 
 Envelope wrap(const dsrun::wire::TreeLaunch& launch) {
   Envelope e;
   *e.mutable_tree_launch() = launch;
+  return e;
+}
+
+/// A connection-level Error from the peer.
+Envelope parentError(const std::string& text) {
+  Envelope e;
+  e.mutable_error()->set_message(text);
   return e;
 }
 
@@ -445,6 +462,41 @@ TEST_CASE("a node its parent releases stops at once, without waiting for an adop
   CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
 }
 
+TEST_CASE("a node its parent releases with TreeReleased stops at once, without waiting for an adopter",
+          "[agent][tree][adopt][edge]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-t", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 0, /*edgeSignals=*/true);
+  // The Welcome says the typed signals are understood here, so a parent sends them.
+  runUntil(agent.io, [&] { return has(*parent, &Envelope::has_welcome); }, "Welcome");
+  CHECK(parent->frames()[0].welcome().tree_edge_signals());
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  Envelope released;
+  released.mutable_tree_released()->set_job_id("job-t");
+  parent->send(released);
+  // The orphan's wait would be 2 x 30 s here: stopped within the guard means it did not wait.
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the rank to be stopped");
+  CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
+  CHECK(parent->closed);
+  CHECK_FALSE(has(*parent, &Envelope::has_error));
+}
+
+TEST_CASE("from a parent that announced the typed signals, an Error worded like an older agent's release is an "
+          "error: the node waits for an adopter",
+          "[agent][tree][adopt][edge]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-w", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 0, /*edgeSignals=*/true);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  parent->send(parentError("released: job job-w ends here, nobody adopts it"));
+  runUntil(agent.io, [&] { return parent->closed; }, "the connection closed");
+  CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());  // waiting, not stopped
+  CHECK(agent.sessions.size() == 1);
+}
+
 TEST_CASE("an adopted node passes up again the ends it had passed to its lost parent, which may have died with "
           "them",
           "[agent][tree][adopt]") {
@@ -506,4 +558,137 @@ TEST_CASE("a node orphaned before its own ranks' turn keeps them for its adopter
   runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "mid-1's rank, started by its adopter");
   CHECK(agent.spawner.spawned[0].command.env.at("RANK") == "1");
   CHECK(has(*launcher, &Envelope::has_tree_adopted));
+}
+
+TEST_CASE("a node adopted while a parent that announced the typed signals is still connected tells it with "
+          "TreeReattached, not an Error",
+          "[agent][tree][adopt][edge]") {
+  TreeAgent agent("leaf-2");
+  const auto root = testing::signedRootLaunch(agent.signer, "job-k", chain(), kScript);
+  auto parent = agent.connect({"mid-1"}, 0, /*edgeSignals=*/true);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  auto adopter = agent.connect({"tree-0"});
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*adopter, &Envelope::has_tree_adopted) && parent->closed; },
+           "TreeAdopted, and the old parent's connection closed");
+  bool told = false;
+  for (const auto& e : parent->frames()) {
+    if (e.has_tree_reattached()) told = e.tree_reattached().job_id() == "job-k";
+  }
+  CHECK(told);
+  CHECK_FALSE(has(*parent, &Envelope::has_error));
+  CHECK(agent.spawner.signalsTo(agent.spawner.spawned[0].pid).empty());
+}
+
+namespace {
+
+/// A launch with --rendezvous agent: tree-0 (rank 0's node) holds the job's keys.
+dsrun::wire::TreeLaunch signedStoreLaunch(const dsrun::tls::TreeSigner& signer, const std::string& job,
+                                          const std::vector<testing::TreeTestNode>& nodes, const std::string& scope) {
+  auto launchNodes = testing::treeNodes(job, nodes, kScript);
+  for (auto& node : launchNodes) {
+    auto* rendezvous = node.request.mutable_rendezvous();
+    rendezvous->set_root_host("tree-0");
+    rendezvous->set_root_address("127.0.0.1");
+    rendezvous->set_root_port(29600);
+    rendezvous->set_scope(scope);
+  }
+  const auto content = dsrun::proto::buildTreeLaunch(launchNodes, {testing::nowUnixUs(), 300, 2, "agent tree test"},
+                                                     testing::testSha());
+  return dsrun::proto::rootTreeLaunch(content, 0, signer.sign(dsrun::proto::treeSignedMessage(content.root)),
+                                      signer.certificateDer());
+}
+
+/// A rank's connection to its agent's store, speaking torch 1.13's TCPStore protocol (agent/store_wire.h).
+struct RankStore {
+  RankStore(boost::asio::io_context& io, uint16_t port) : io(io), socket(io) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  void send(uint8_t query, const std::string& key, const std::string* delta8 = nullptr) {
+    std::string out(1, static_cast<char>(query));
+    const uint64_t n = key.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(key);
+    if (delta8) out += *delta8;
+    boost::asio::write(socket, boost::asio::buffer(out));
+  }
+  void add(const std::string& key, int64_t delta) {
+    const std::string d(reinterpret_cast<const char*>(&delta), sizeof delta);
+    send(3, key, &d);
+  }
+  void get(const std::string& key) { send(2, key); }
+  /// The next `n` bytes of the answer, stepping the agent's loop until they are there.
+  std::string read(size_t n) {
+    runUntil(io, [&] { return socket.available() >= n; }, "the store's answer to the rank");
+    std::string in(n, '\0');
+    boost::asio::read(socket, boost::asio::buffer(in.data(), n));
+    return in;
+  }
+  boost::asio::io_context& io;
+  boost::asio::ip::tcp::socket socket;
+};
+
+/// The StoreRequests a peer got, batches opened.
+std::vector<dsrun::wire::StoreRequest> storeRequests(const FakeWire& wire) {
+  std::vector<dsrun::wire::StoreRequest> out;
+  for (const auto& e : wire.frames()) {
+    if (e.has_store_request()) out.push_back(e.store_request());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a rank's store requests in flight through a parent that dies are sent again to the ancestor that "
+          "adopts the node, with the same identity, and their answers reach the rank",
+          "[agent][tree][adopt][store]") {
+  TreeAgent agent("leaf-2");
+  const auto root = signedStoreLaunch(agent.signer, "job-s", chain(), "scope-of-job-s!!");
+  auto parent = agent.connect({"mid-1"}, 0, true);
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  const auto port = static_cast<uint16_t>(std::stoi(agent.spawner.spawned[0].command.env.at("MASTER_PORT")));
+  RankStore adder(agent.io, port), getter(agent.io, port);
+  adder.add("init/", 1);
+  getter.get("nccl/0");
+  runUntil(agent.io, [&] { return storeRequests(*parent).size() == 2; }, "the ADD and the FETCH at mid-1");
+  const auto sent = storeRequests(*parent);
+  parent->hangUp();  // mid-1 dies with both unanswered
+  runUntil(agent.io, [&] { return parent->closed; }, "the session to notice its parent gone");
+  auto adopter = agent.connect({"tree-0"}, 0, true);
+  adopter->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return storeRequests(*adopter).size() == 2; }, "both sent again to tree-0");
+  const auto again = storeRequests(*adopter);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("request " << i);
+    CHECK(again[i].op() == sent[i].op());
+    CHECK(again[i].id() == sent[i].id());
+    CHECK(again[i].write().origin() == sent[i].write().origin());
+    CHECK(again[i].write().seq() == sent[i].write().seq());
+    CHECK(again[i].scope() == "scope-of-job-s!!");
+  }
+  const auto& add = again[0].op() == dsrun::wire::STORE_ADD ? again[0] : again[1];
+  const auto& fetch = again[0].op() == dsrun::wire::STORE_ADD ? again[1] : again[0];
+  CHECK(add.write().origin().size() == 8);  // drawn by the leaf's store
+  REQUIRE(add.parts_size() == 1);
+  CHECK(add.parts(0).delta() == 1);
+  // tree-0 answers (as it would from what mid-1's sum had already brought it): the ranks get their answers.
+  Envelope reply;
+  reply.mutable_store_reply()->set_job_id("job-s");
+  reply.mutable_store_reply()->set_id(add.id());
+  reply.mutable_store_reply()->set_number(8);
+  adopter->send(reply);
+  reply.mutable_store_reply()->set_id(fetch.id());
+  reply.mutable_store_reply()->set_number(0);
+  reply.mutable_store_reply()->add_values("the-nccl-id");
+  adopter->send(reply);
+  const std::string added = adder.read(8);
+  int64_t value = 0;
+  std::memcpy(&value, added.data(), sizeof value);
+  CHECK(value == 8);
+  const std::string length = getter.read(8);
+  uint64_t n = 0;
+  std::memcpy(&n, length.data(), sizeof n);
+  REQUIRE(n == 11);
+  CHECK(getter.read(n) == "the-nccl-id");
 }

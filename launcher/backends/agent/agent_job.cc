@@ -18,6 +18,7 @@
 #include "proto/tree_launch_expander.h"
 #include "supervision/rank_log.h"
 #include "supervision/signal_pipe.h"
+#include "tls/random_bytes.h"
 #include "tls/tree_signature.h"
 
 namespace dsrun::launcher {
@@ -397,6 +398,7 @@ void AgentJob::prepareLaunches() {
     rendezvous.set_root_host(plan_.hosts.at(storeRoot).host);
     rendezvous.set_root_address(plan_.hosts.at(storeRoot).host);
     rendezvous.set_root_port(static_cast<uint32_t>(settings_.port));
+    rendezvous.set_scope(tls::randomBytes(16));  // per launch: agents refuse other jobs' store traffic
     launch.rendezvous = rendezvous;
   }
   if (tree_) {
