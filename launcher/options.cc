@@ -87,8 +87,8 @@ po::options_description describe() {
       ("mesh_probe", po::bool_switch(), "agent backend: the reachability check before the launch (the default; "
                                         "kept for scripts that ask for it)")
       ("tree_width", text(), "agent backend: dsrun dials at most N agents and each agent forwards the launch to "
-                             "at most N others (a tree, Slurm's TreeWidth); 0: dsrun dials every agent itself "
-                             "(default 0)")
+                             "at most N others (a tree, Slurm's TreeWidth); 0: dsrun dials every agent itself; "
+                             "auto: the star up to 16 hosts, width 8 above (default auto)")
       ("rendezvous", text(), "agent backend: 'store' (the default): rank 0 hosts torch's TCPStore at "
                              "MASTER_ADDR:MASTER_PORT, as torchrun; 'agent': each node's agent serves the store "
                              "protocol to its own ranks and the agents pass keys up the launch tree (or to rank 0's "
@@ -347,10 +347,14 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"tree_width",
        [](Options& o, const std::string& v) {
+         if (v == "auto") {
+           o.treeWidth = kTreeWidthAuto;
+           return;
+         }
          o.treeWidth = toInt("tree_width", v);
          // Width 1 would chain every node behind the previous one: N hops for N nodes.
          if (o.treeWidth < 0 || o.treeWidth == 1) {
-           throw ParseError("--tree_width", 0, strCat("expected 0 (no tree) or a width of at least 2, got '", v, "'"));
+           throw ParseError("--tree_width", 0, strCat("expected auto, 0 (no tree) or a width of at least 2, got '", v, "'"));
          }
        }},
       {"rendezvous",

@@ -18,6 +18,9 @@ inline constexpr const char* kDefaultHostfile = "/job/hostfile";
 
 /// Default `--agent_port` of the dsrun-agent backend.
 inline constexpr int kDefaultAgentPort = 29600;
+/// --tree_width auto (the default): the agent backend picks the star or a tree by the host count
+/// (launcher/backends/agent/agent_tree_choice.h).
+inline constexpr int kTreeWidthAuto = -1;
 
 /// Parsed command line. Defaults are DeepSpeed's; -1 means "not given" where DeepSpeed uses -1.
 struct Options {
@@ -63,8 +66,9 @@ struct Options {
   int agentHeartbeatMs = 500;         ///< --agent_heartbeat_ms: the agents' beat interval dsrun asks for
   int agentHeartbeatMisses = 5;       ///< --agent_heartbeat_misses: silence of this many beats = host lost
   bool meshProbe = true;              ///< agent backend: all-pairs probe before the launch (--no_mesh_probe: off)
-  int treeWidth = 0;                  ///< --tree_width: agent backend launches through a tree of this width
-                                      ///< (agent_tree_plan.h); 0: dsrun dials every agent (the star)
+  int treeWidth = kTreeWidthAuto;     ///< --tree_width: agent backend launches through a tree of this width
+                                      ///< (agent_tree_plan.h); 0: dsrun dials every agent (the star); auto:
+                                      ///< chosen by the host count (agent_tree_choice.h)
   bool agentRendezvous = false;       ///< --rendezvous agent: the ranks' store is served by the agents
                                       ///< (docs/rendezvous.md); false (--rendezvous store): rank 0's TCPStore
   std::string tlsDir;                 ///< --tls_dir (agent backend)

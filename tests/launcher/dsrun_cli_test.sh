@@ -201,6 +201,18 @@ if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --tree_width 2 --dry_run t
   [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["listing"][1]')" = "  127.0.0.2 (rank 1)" ]; then
   ok "dry run shows the agent tree"
 else not_ok "dry run shows the agent tree: $(printf '%s' "$out" | tail -20) $(cat "$tmp/err")"; fi
+# The default (auto): the star for these 5 hosts, a tree of width 8 for 17, each saying why; 0 keeps the star.
+for i in $(seq 1 17); do echo "127.0.1.$i slots=1"; done >"$tmp/seventeen_hosts"
+if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --dry_run train.py 2>"$tmp/err") &&
+  [ "$(printf '%s' "$out" | json_get '[j["agent_launch"]["tree_width"], "agent_tree" in j]')" = "[0, False]" ] &&
+  [ "$(printf '%s' "$out" | json_get 'j["agent_launch"]["why"]')" = "--tree_width auto: 5 hosts, at most 16: dsrun dials every agent (the star)" ] &&
+  out=$("$bin" -H "$tmp/seventeen_hosts" --launcher agent --dry_run train.py 2>"$tmp/err") &&
+  [ "$(printf '%s' "$out" | json_get '[j["agent_launch"]["tree_width"], j["agent_tree"]["width"], j["agent_tree"]["hosts"]]')" = "[8, 8, 17]" ] &&
+  [ "$(printf '%s' "$out" | json_get 'j["agent_launch"]["why"]')" = "--tree_width auto: 17 hosts, more than 16: a tree of width 8 (--tree_width 0 keeps the star)" ] &&
+  out=$("$bin" -H "$tmp/seventeen_hosts" --launcher agent --tree_width 0 --dry_run train.py 2>"$tmp/err") &&
+  [ "$(printf '%s' "$out" | json_get '[j["agent_launch"]["tree_width"], "agent_tree" in j]')" = "[0, False]" ]; then
+  ok "dry run says which launch shape --tree_width auto chose and why"
+else not_ok "dry run and --tree_width auto: $(printf '%s' "$out" | tail -20) $(cat "$tmp/err")"; fi
 if out=$("$bin" -H "$tmp/five_hosts" --launcher pdsh --tree_width 2 --dry_run train.py 2>"$tmp/err") &&
   grep -qF -- "--tree_width shapes the agent backend's launch only; ignored with launcher pdsh" "$tmp/err" &&
   [ "$(printf '%s' "$out" | json_get '"agent_tree" in j')" = False ]; then

@@ -306,15 +306,17 @@ TEST_CASE("parseOptions runs the mesh probe unless --no_mesh_probe is given", "[
   CHECK_FALSE(dsrun::launcher::parseOptions({"--mesh_probe", "--no_mesh_probe", "x.py"}).meshProbe);
 }
 
-TEST_CASE("The tree width (--tree_width) is 0 (the star) unless given; 1 and negative widths are refused", "[launcher][options]") {
-  CHECK(dsrun::launcher::parseOptions({"x.py"}).treeWidth == 0);
+TEST_CASE("The tree width (--tree_width) is auto unless given; 1 and negative widths are refused", "[launcher][options]") {
+  CHECK(dsrun::launcher::parseOptions({"x.py"}).treeWidth == dsrun::launcher::kTreeWidthAuto);
+  CHECK(dsrun::launcher::parseOptions({"--tree_width", "16", "--tree_width", "auto", "x.py"}).treeWidth ==
+        dsrun::launcher::kTreeWidthAuto);
   CHECK(dsrun::launcher::parseOptions({"--tree_width", "16", "x.py"}).treeWidth == 16);
   CHECK(dsrun::launcher::parseOptions({"--tree-width=2", "x.py"}).treeWidth == 2);
   CHECK(dsrun::launcher::parseOptions({"--tree_width", "0", "x.py"}).treeWidth == 0);
   CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--tree_width", "1", "x.py"}),
-                    "--tree_width: expected 0 (no tree) or a width of at least 2, got '1'");
+                    "--tree_width: expected auto, 0 (no tree) or a width of at least 2, got '1'");
   CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--tree_width", "-4", "x.py"}),
-                    "--tree_width: expected 0 (no tree) or a width of at least 2, got '-4'");
+                    "--tree_width: expected auto, 0 (no tree) or a width of at least 2, got '-4'");
   CHECK_THROWS_WITH(dsrun::launcher::parseOptions({"--tree_width", "wide", "x.py"}), "--tree_width: expected an integer, got 'wide'");
 }
 

@@ -15,6 +15,7 @@
 #include "launcher/backends/agent/silence_budget.h"
 #include "launcher/backends/agent/agent_elastic_rounds.h"
 #include "launcher/backends/agent/agent_port_preflight.h"
+#include "launcher/backends/agent/agent_tree_choice.h"
 #include "launcher/backends/agent/agent_tree_dry_run.h"
 #include "tls/ssl_context.h"
 
@@ -89,8 +90,10 @@ std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const
 }
 
 std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, const LaunchContext& ctx) const {
-  if (ctx.options.treeWidth == 0) return {};
-  return {{"agent_tree", agentTreeDryRunJson(plan, ctx.options.treeWidth)}};
+  const AgentTreeChoice choice = chooseAgentTree(ctx.options.treeWidth, plan.hosts.size());
+  std::vector<DryRunSection> out{{"agent_launch", agentLaunchDryRunJson(choice)}};
+  if (choice.width > 0) out.push_back({"agent_tree", agentTreeDryRunJson(plan, choice.width)});
+  return out;
 }
 
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
@@ -110,7 +113,7 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   }
   s.hangTimeoutS = o.launch.hangTimeoutS;
   s.meshProbe = o.meshProbe;
-  s.treeWidth = o.treeWidth;
+  s.treeWidth = o.treeWidth;  // an elastic job's rounds choose for each world (AgentElasticRounds::runRound)
   s.agentRendezvous = o.agentRendezvous;
   s.tlsDir = o.tlsDir;
   s.cwd = currentDirectory();
@@ -126,6 +129,9 @@ int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
     AgentElasticRounds rounds(ssl, s);
     return ElasticJob(plan, o, rounds).run();
   }
+  const AgentTreeChoice choice = chooseAgentTree(o.treeWidth, plan.hosts.size());
+  DSRUN_LOG(INFO) << "agent launch: " << choice.why;
+  s.treeWidth = choice.width;
   AgentJob job(plan, ssl, s, STDOUT_FILENO, STDERR_FILENO);
   return job.run();
 }

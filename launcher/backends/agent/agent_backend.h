@@ -19,7 +19,8 @@ class AgentBackend : public Backend {
   /// No command runs on the nodes; each entry names the agent and the ranks it is asked to start:
   /// {"dsrun-agent", "HOST:PORT", "--job_id", ID, "--ranks", "0,1"}.
   std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const override;
-  /// With --tree_width > 0: "agent_tree", the tree the launch would take (agent_tree_dry_run.h).
+  /// "agent_launch": star or tree and why (agent_tree_choice.h); with a tree, "agent_tree": the tree the launch
+  /// would take (agent_tree_dry_run.h).
   std::vector<DryRunSection> dryRunSections(const WorldPlan& plan, const LaunchContext& ctx) const override;
   /// Connects to every agent (nothing starts unless all accept us), runs the job, returns its exit
   /// code. Throws ConfigError without --tls_dir or with an unusable one, Error if an agent is

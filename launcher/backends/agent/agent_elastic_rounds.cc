@@ -4,6 +4,8 @@
 
 #include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_probe.h"
+#include "launcher/backends/agent/agent_tree_choice.h"
+#include "common/logging.h"
 
 namespace dsrun::launcher {
 
@@ -28,6 +30,10 @@ MasterPortCheck AgentElasticRounds::checkMasterPort(const std::string& firstHost
 
 RoundOutcome AgentElasticRounds::runRound(const WorldPlan& plan, const RoundHooks& hooks) {
   AgentJob::Settings s = settings_;
+  // --tree_width auto by this round's world: the hosts that answered this time.
+  const AgentTreeChoice choice = chooseAgentTree(settings_.treeWidth, plan.hosts.size());
+  DSRUN_LOG(INFO) << "agent launch: " << choice.why;
+  s.treeWidth = choice.width;
   s.elasticRound = true;
   s.hooks = hooks;
   AgentJob job(plan, ssl_, s, STDOUT_FILENO, STDERR_FILENO);

@@ -17,4 +17,9 @@ std::string agentTreeDryRunJson(const WorldPlan& plan, int width) {
   return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+std::string agentLaunchDryRunJson(const AgentTreeChoice& choice) {
+  const nlohmann::ordered_json out = {{"tree_width", choice.width}, {"why", choice.why}};
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 }  // namespace dsrun::launcher

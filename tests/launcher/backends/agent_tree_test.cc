@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "launcher/backends/agent/agent_tree_choice.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_listing.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
@@ -305,4 +306,23 @@ TEST_CASE("ranksByNode is ranksOnNode of every host, in one pass") {
   const auto byNode = ranksByNode(f->plan);
   REQUIRE(byNode.size() == f->plan.hosts.size());
   for (size_t i = 0; i < byNode.size(); ++i) CHECK(byNode[i] == f->plan.ranksOnNode(static_cast<int>(i)));
+}
+
+TEST_CASE("--tree_width auto keeps the star up to kAutoTreeAboveHosts hosts and takes kAutoTreeWidth above",
+          "[launcher][agent]") {
+  const AgentTreeChoice few = chooseAgentTree(kTreeWidthAuto, kAutoTreeAboveHosts);
+  CHECK(few.width == 0);
+  CHECK(few.why == strCat("--tree_width auto: ", kAutoTreeAboveHosts, " hosts, at most ", kAutoTreeAboveHosts,
+                          ": dsrun dials every agent (the star)"));
+  const AgentTreeChoice many = chooseAgentTree(kTreeWidthAuto, kAutoTreeAboveHosts + 1);
+  CHECK(many.width == kAutoTreeWidth);
+  CHECK(many.why == strCat("--tree_width auto: ", kAutoTreeAboveHosts + 1, " hosts, more than ", kAutoTreeAboveHosts,
+                           ": a tree of width ", kAutoTreeWidth, " (--tree_width 0 keeps the star)"));
+  CHECK(chooseAgentTree(kTreeWidthAuto, 1).why == strCat("--tree_width auto: 1 host, at most ",
+                                                                 kAutoTreeAboveHosts, ": dsrun dials every agent (the star)"));
+  // A width given is used as given (an elastic round chooses the same way for each world's host count).
+  CHECK(chooseAgentTree(0, 1000).width == 0);
+  CHECK(chooseAgentTree(0, 1000).why == "--tree_width 0: dsrun dials every agent (the star)");
+  CHECK(chooseAgentTree(4, 2).width == 4);
+  CHECK(chooseAgentTree(4, 2).why == "--tree_width 4");
 }
