@@ -308,7 +308,7 @@ TEST_CASE("ranksByNode is ranksOnNode of every host, in one pass") {
   for (size_t i = 0; i < byNode.size(); ++i) CHECK(byNode[i] == f->plan.ranksOnNode(static_cast<int>(i)));
 }
 
-TEST_CASE("--tree_width auto keeps the star up to kAutoTreeAboveHosts hosts and takes kAutoTreeWidth above",
+TEST_CASE("chooseAgentTree: --tree_width auto keeps the star up to kAutoTreeAboveHosts hosts and takes kAutoTreeWidth above",
           "[launcher][agent]") {
   const AgentTreeChoice few = chooseAgentTree(kTreeWidthAuto, kAutoTreeAboveHosts);
   CHECK(few.width == 0);
