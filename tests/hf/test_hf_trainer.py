@@ -20,6 +20,7 @@ dsrt, so they must match exactly (resume restores the same bytes; the saved file
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,12 +41,36 @@ def _env(**extra):
                 TRANSFORMERS_NO_ADVISORY_WARNINGS="1", PYTHONPATH=path, DSRUN_PYTHON=sys.executable, **extra)
 
 
+def _fail(cmd, proc):
+    pytest.fail(f"{' '.join(map(str, cmd))} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n"
+                f"--- stderr\n{proc.stderr[-6000:]}")
+
+
 def _run(cmd, env, timeout=900):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=HERE)
     if proc.returncode != 0:
-        pytest.fail(f"{' '.join(map(str, cmd))} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n"
-                    f"--- stderr\n{proc.stderr[-6000:]}")
+        _fail(cmd, proc)
     return proc
+
+
+def _run_peer(cmd, env, outputs):
+    # Real DeepSpeed's side is the reference, not what is tested: one of its ranks has been seen to abort
+    # ("terminate called without an active exception", SIGABRT, seen once, 2026-11-27, on torch 2.15 / DeepSpeed
+    # 0.19.8). Only a reference rank killed by a signal gets one more run, from scratch (its outputs removed);
+    # any other failure, or a second one, fails the test.
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=HERE)
+    if proc.returncode == 0:
+        return proc
+    if "Signal " not in proc.stderr or "received by PID" not in proc.stderr:
+        _fail(cmd, proc)
+    print(f"real DeepSpeed's run lost a rank to a signal; running it once more:\n{proc.stderr[-3000:]}",
+          file=sys.stderr)
+    for path in map(Path, outputs):
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    return _run(cmd, env)
 
 
 def _results(path):
@@ -113,9 +138,9 @@ def test_trainer_losses_resume_save_and_evaluate_match_real_deepspeed(tmp_path, 
     ours, theirs = tmp_path / "dsrt.jsonl", tmp_path / "deepspeed.jsonl"
     _run([DSRUN, "--num_gpus", "2", "--master_port", "29671", HERE / "hf_trainer_run.py", "--out", ours,
           "--root", tmp_path / "dsrt", *CONFIGS], _env())
-    _run([peer_python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29672",
-          HERE / "hf_trainer_run.py", "--out", theirs, "--root", tmp_path / "ds", *CONFIGS],
-         _env(DS_ACCELERATOR="cpu"))
+    _run_peer([peer_python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29672",
+               HERE / "hf_trainer_run.py", "--out", theirs, "--root", tmp_path / "ds", *CONFIGS],
+              _env(DS_ACCELERATOR="cpu"), [theirs, tmp_path / "ds"])
     got, want = _results(ours), _results(theirs)
     for name in CONFIGS:
         g, w = got[name], want[name]
@@ -145,7 +170,10 @@ def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_pa
                       "--num_machines", "1", "--main_process_port", "29673", *flags,
                       "--gradient_accumulation_steps", "2", "--gradient_clipping", "1.0", "--mixed_precision", "no",
                       HERE / "accelerate_run.py", "--out", out, "--save", tmp_path / f"{impl}-{stage}.pt"]
-            _run(launch, _env(DS_ACCELERATOR="cpu") if impl == "deepspeed" else _env())
+            if impl == "deepspeed":
+                _run_peer(launch, _env(DS_ACCELERATOR="cpu"), [out, tmp_path / f"{impl}-{stage}.pt"])
+            else:
+                _run(launch, _env())
         results[impl] = _results(out)
     import torch
     for stage in variants:
