@@ -233,14 +233,14 @@ void ChildLink::send(const wire::Envelope& envelope) {
   if (!done_) client_->send(envelope);
 }
 
-void ChildLink::close(bool release) {
+void ChildLink::close(bool release, bool jobEnds) {
   if (done_) return;
   done_ = true;
   if (monitor_) monitor_->stop();
   ack_.cancel();
   if (release && launched_) {
     // Connection-level: the child's Session ends at once, without waiting for an adopter.
-    client_->send(releasedMessage(jobId_, childTyped_));
+    client_->send(releasedMessage(jobId_, childTyped_, jobEnds));
     client_->closeAfterFlush();
     return;
   }

@@ -66,9 +66,11 @@ class ChildLink : public std::enable_shared_from_this<ChildLink> {
   void credit(uint64_t bytes);
   /// Sends one message to the child (a StoreReply; dropped once closed or lost).
   void send(const wire::Envelope& envelope);
-  /// Closes without reporting a loss. `release`: tells the child first that nobody will adopt it (the job
-  /// ends here), so it stops the job's ranks at once; otherwise it waits a while for an adopter.
-  void close(bool release = true);
+  /// Closes without reporting a loss. `release`: tells the child first that nobody will adopt it, so it stops the
+  /// job's ranks at once; otherwise it waits a while for an adopter. `jobEnds` (with `release`): the job ends in
+  /// the child's whole subtree, so the child releases its own children too; otherwise the child alone was given
+  /// up and this node re-fans its children.
+  void close(bool release = true, bool jobEnds = false);
 
   const std::string& host() const { return child_.host; }
   const std::string& jobId() const { return jobId_; }

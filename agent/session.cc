@@ -145,7 +145,10 @@ void Session::dispatch(const wire::Envelope& envelope) {
       useLauncherBudget(true);
     }
     // The parent ends the job here and will adopt nobody: stop at once instead of waiting for an adopter.
-    if (edgeSignalOf(envelope, hello_.tree_edge_signals()) == EdgeSignal::Released) released_ = true;
+    if (edgeSignalOf(envelope, hello_.tree_edge_signals()) == EdgeSignal::Released) {
+      released_ = true;
+      releasedJobEnds_ = releaseEndsJob(envelope);
+    }
   }
   SessionView view;
   view.welcomed = welcomed_;
@@ -439,9 +442,9 @@ void Session::stop(const std::string& reason) {
   hangUp();
   windowed_ = false;  // nobody reads any more: paused pumps resume and their output is dropped
   table_.stopJobsOf(id_, reason.empty() ? "connection closed" : reason);
-  // The job ends here: the children stop theirs at once. A node given up by its parent (released) leaves its
-  // children to that parent instead, which adopts them.
-  if (relay_) relay_->closeAll(!released_);
+  // The job ends here: the children stop theirs at once. A node given up by its parent (released, the job not
+  // ended) leaves its children to that parent instead, which adopts them.
+  if (relay_) relay_->closeAll(!released_ || releasedJobEnds_);
   closeStores();
   runDrainedCallbacks();
   manager_.remove(id_);  // may drop the last owning reference; handlers still hold one

@@ -177,6 +177,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string treeRoot_;                 ///< its signed root: an adoption must carry the same
   bool adoptable_ = false;               ///< the job's node has ancestors: losing the parent starts a wait
   bool released_ = false;                ///< the parent said nobody adopts the job: no wait
+  bool releasedJobEnds_ = false;         ///< ... and the job ends below too (TreeReleased.job_ends)
   bool orphaned_ = false;                ///< the connection is gone, the job waits for an adopter
   std::vector<wire::Envelope> orphanQueue_;  ///< what would have gone up while orphaned
   /// A tree launch's own ranks, waiting for the children's launches to go out, with the signals asked for

@@ -21,14 +21,19 @@ EdgeSignal edgeSignalOf(const wire::Envelope& envelope, bool peerTyped) {
   return EdgeSignal::None;
 }
 
-wire::Envelope releasedMessage(const std::string& job, bool childTyped) {
+wire::Envelope releasedMessage(const std::string& job, bool childTyped, bool jobEnds) {
   wire::Envelope e;
   if (childTyped) {
     e.mutable_tree_released()->set_job_id(job);
+    e.mutable_tree_released()->set_job_ends(jobEnds);
   } else {
     e.mutable_error()->set_message(strCat(kReleasedPrefix, " job ", job, " ends here, nobody adopts it"));
   }
   return e;
+}
+
+bool releaseEndsJob(const wire::Envelope& envelope) {
+  return envelope.has_tree_released() && envelope.tree_released().job_ends();
 }
 
 wire::Envelope reattachedMessage(const std::string& job, bool parentTyped) {

@@ -23,8 +23,13 @@ enum class EdgeSignal {
 /// Error is an error, whatever its words.
 EdgeSignal edgeSignalOf(const wire::Envelope& envelope, bool peerTyped);
 
-/// Parent -> child: job `job` ends here. TreeReleased for a child that announced it, else the older Error text.
-wire::Envelope releasedMessage(const std::string& job, bool childTyped);
+/// Parent -> child: job `job` ends here for the child. `jobEnds`: for its whole subtree too (TreeReleased.job_ends);
+/// otherwise the child alone was given up and its children wait for the parent to adopt them. TreeReleased for a
+/// child that announced it, else the older Error text (which cannot say `jobEnds`).
+wire::Envelope releasedMessage(const std::string& job, bool childTyped, bool jobEnds);
+
+/// A Released signal that ends the job in the child's whole subtree (TreeReleased.job_ends).
+bool releaseEndsJob(const wire::Envelope& envelope);
 
 /// Adopted child -> its former parent: job `job` re-attached to an ancestor. TreeReattached for a parent that
 /// announced it, else the older Error text.

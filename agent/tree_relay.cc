@@ -202,7 +202,8 @@ void TreeRelay::credited(uint64_t bytes) {
 
 void TreeRelay::closeAll(bool release) {
   auto all = std::exchange(children_, {});
-  for (auto& [source, child] : all) child.link->close(release);
+  // Released here, the job ends in the children's whole subtrees: they release theirs too.
+  for (auto& [source, child] : all) child.link->close(release, /*jobEnds=*/release);
 }
 
 }  // namespace dsrun::agent

@@ -263,6 +263,19 @@ TEST_CASE("a 3-level tree of real agents starts every rank with its environment,
   // Only tree-0 was dialled by the launcher; each interior agent dialled its own children.
   CHECK_THAT(tree.agents[1]->log(), Contains("dialing 2 tree child(ren)"));
   CHECK_THAT(tree.agents[2]->log(), Contains("0 child(ren)"));
+  // The launcher leaves once it has every end: the job is over everywhere, so the root releases its children and
+  // each of them its own (TreeReleased.job_ends). Nobody waits for an adopter that will never come.
+  tree.client->close();
+  CHECK(waitStepping(tree.io, [&] {
+    for (int i = 1; i < 5; ++i) {
+      if (tree.agents[i]->log().find("released: job job-env ends here") == std::string::npos) return false;
+    }
+    return true;
+  }, 30s));
+  for (int i = 0; i < 5; ++i) {
+    INFO("agent tree-" << i);
+    CHECK_THAT(tree.agents[i]->log(), !Contains("for an ancestor to adopt it"));
+  }
 }
 
 TEST_CASE("one Ctrl-C reaches every rank of every node of the tree exactly once", "[agent][tree][integration]") {

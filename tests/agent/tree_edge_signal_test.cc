@@ -29,8 +29,13 @@ TEST_CASE("a current peer's release and re-attach are typed messages, read whate
     CHECK(edgeSignalOf(released, typed) == EdgeSignal::Released);
     CHECK(edgeSignalOf(reattached, typed) == EdgeSignal::Reattached);
   }
-  CHECK(releasedMessage("job-7", true).tree_released().job_id() == "job-7");
-  CHECK_FALSE(releasedMessage("job-7", true).has_error());
+  CHECK(releasedMessage("job-7", true, false).tree_released().job_id() == "job-7");
+  CHECK_FALSE(releasedMessage("job-7", true, false).has_error());
+  // Whether the job ends in the child's whole subtree (it releases its own children) or the child alone was given
+  // up (its children wait for the parent's adoption) travels only in the typed message.
+  CHECK(releaseEndsJob(releasedMessage("job-7", true, true)));
+  CHECK_FALSE(releaseEndsJob(releasedMessage("job-7", true, false)));
+  CHECK_FALSE(releaseEndsJob(releasedMessage("job-7", false, true)));
   CHECK(reattachedMessage("job-7", true).tree_reattached().job_id() == "job-7");
   CHECK_FALSE(reattachedMessage("job-7", true).has_error());
 }
@@ -54,9 +59,9 @@ TEST_CASE("an older agent's Error texts are read as the signals only from a peer
   beat.mutable_heartbeat();
   CHECK(edgeSignalOf(beat, false) == EdgeSignal::None);
   // What an older peer is sent reads back as the signal at an older agent's check (the same prefix test).
-  CHECK(releasedMessage("job-r", false).error().message() == oldReleased.error().message());
+  CHECK(releasedMessage("job-r", false, false).error().message() == oldReleased.error().message());
   CHECK(reattachedMessage("job-l", false).error().message() == oldAdopted.error().message());
-  CHECK(releasedMessage("job-r", false).error().job_id().empty());
-  CHECK(edgeSignalOf(releasedMessage("job-r", false), false) == EdgeSignal::Released);
+  CHECK(releasedMessage("job-r", false, false).error().job_id().empty());
+  CHECK(edgeSignalOf(releasedMessage("job-r", false, false), false) == EdgeSignal::Released);
   CHECK(edgeSignalOf(reattachedMessage("job-l", false), false) == EdgeSignal::Reattached);
 }
