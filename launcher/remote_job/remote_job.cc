@@ -48,6 +48,13 @@ std::chrono::steady_clock::time_point steadyTimeOf(Seconds now) {
   return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(now));
 }
 
+Seconds steadyNow() { return std::chrono::steady_clock::now().time_since_epoch(); }
+
+int64_t wallClockUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 RemoteJob::RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> channels, RemoteJobSettings settings,
                      LineSink& out, LineSink& err)
     : RemoteJob(std::move(hosts), std::move(channels), std::move(settings), std::make_unique<SinkOutput>(out, err)) {}

@@ -94,6 +94,10 @@ struct RemoteJobSettings {
 
 /// `now` (a steady_clock reading in seconds, as the media pass it) as a steady_clock time point.
 std::chrono::steady_clock::time_point steadyTimeOf(Seconds now);
+/// The media's clock: steady_clock now, in seconds (the `now` every event passes).
+Seconds steadyNow();
+/// The wall clock in microseconds since the epoch (onSpawnFailed's `whenUs`, a report's time).
+int64_t wallClockUs();
 
 class RemoteJob {
  public:

@@ -30,13 +30,6 @@ int waitStatusOf(const wire::RankExited& e) {
   return e.status_case() == wire::RankExited::kSignal ? (e.signal() & 0x7f) : ((e.exit_code() & 0xff) << 8);
 }
 
-int64_t nowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-Seconds now() { return std::chrono::steady_clock::now().time_since_epoch(); }
-
 /// How long the kill requests of a second Ctrl-C may take to leave before dsrun exits anyway.
 constexpr auto kAbandonFlush = std::chrono::milliseconds(1000);
 /// How long the agents may take to answer with a hung rank's stacks (eu-stack or gdb on a big process).
@@ -128,8 +121,7 @@ RemoteJobSettings AgentJob::driverSettings() {
   // its parent (or us) within one silence budget, and its children are re-attached within a connect timeout
   // (our adoptions' is the budget when longer, dial()) and a second budget; then every end has had its way up,
   // and the ranks still unreported are given up.
-  const auto budget = std::chrono::milliseconds(settings_.agentBeatMs) * settings_.silentBeats;
-  s.reportSlack = 2 * budget + std::max<std::chrono::milliseconds>(settings_.connectTimeout, budget);
+  s.reportSlack = 2 * silenceBudget() + std::max<std::chrono::milliseconds>(settings_.connectTimeout, silenceBudget());
   s.onHang = [this](const std::string& what, const std::string& host, std::vector<RankOnHost> running) {
     collectHungStacks(what, host, std::move(running));
   };
@@ -289,10 +281,10 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
       exit.waitStatus = waitStatusOf(e);
       exit.oomEvidence = e.oom_evidence();
       exit.givenUpState = e.given_up_state();
-      exit.whenUs = e.exit_time_unix_us() != 0 ? e.exit_time_unix_us() : nowUs();
-      job_->onRankExited(exit, now());
+      exit.whenUs = e.exit_time_unix_us() != 0 ? e.exit_time_unix_us() : wallClockUs();
+      job_->onRankExited(exit, steadyNow());
     };
-    cb.onRankProgress = [this](const wire::RankProgress& p) { job_->onRankProgress(p.rank(), p.step(), now()); };
+    cb.onRankProgress = [this](const wire::RankProgress& p) { job_->onRankProgress(p.rank(), p.step(), steadyNow()); };
     cb.onError = [this, node, nodeIndex](const wire::Error& e) {
       // A signal request can cross the last exit of that host's ranks: the agent has forgotten the job.
       if (startsWith(e.message(), "signal refused")) {
@@ -306,9 +298,9 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
                                                            nodes_[end - 1]->host, ", ", end - nodeIndex, " hosts)");
       const std::string what = strCat("agent ", node->client->address(), via, ": ", e.message());
       if (e.unstarted_ranks().empty()) return onRefused(nodeIndex, what);
-      job_->onSpawnFailed(nodeIndex, what, nowUs(), now());
+      job_->onSpawnFailed(nodeIndex, what, wallClockUs(), steadyNow());
       // They report no exit: without this the job would wait for them forever.
-      job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, now());
+      job_->onRanksNeverStarted({e.unstarted_ranks().begin(), e.unstarted_ranks().end()}, steadyNow());
     };
     cb.onClosed = [this, channel, nodeIndex, adoption](const std::string& reason) {
       const bool welcomed = channel->ready();
@@ -327,20 +319,19 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
     // Our budget for this agent, sent along: its agent stops our ranks after the same silence of ours (we beat
     // at least every agentBeatMs, launchAll), so a cut-off host's ranks stop when we give it up.
     node->client->setHello(settings_.outputWindowBytes, true, settings_.agentBeatMs,
-                           settings_.agentBeatMs * static_cast<uint32_t>(settings_.silentBeats));
+                           static_cast<uint32_t>(silenceBudget().count()));
     // A tree's roots then pass their subtree's starts and clean exits up in a few packed messages, not one
     // per rank (RanksStarted, RanksExited): dsrun's CPU per rank was most of its CPU at thousands of nodes.
     node->client->setMergedRankEvents(true);
     // A backstop behind the heartbeat budget (which names the silent host first): TCP itself gives a dead
     // path up after twice that budget instead of retransmitting for minutes.
-    node->client->setUserTimeout(2 * settings_.agentBeatMs * static_cast<unsigned int>(settings_.silentBeats));
+    node->client->setUserTimeout(static_cast<unsigned int>(2 * silenceBudget().count()));
     // Paced (connect_pacer.h): an agent's handshake deadline runs from our TCP connect, so a connection
     // waits its turn here, on no one's clock, instead of on the agent's.
     if (adoption) {
       // A few at a time: nothing to pace. Given the job's silence budget when longer, as a parent agent gives its
       // children (Session::childTiming): an adoption happens under the load that lost the root.
-      const auto budget = std::chrono::milliseconds(settings_.agentBeatMs) * settings_.silentBeats;
-      node->client->connect(std::max<std::chrono::milliseconds>(settings_.connectTimeout, budget));
+      node->client->connect(std::max<std::chrono::milliseconds>(settings_.connectTimeout, silenceBudget()));
     } else {
       pacer_.add([client = node->client, timeout = settings_.connectTimeout] { client->connect(timeout); });
     }
@@ -403,7 +394,7 @@ void AgentJob::prepareLaunches() {
   }
   if (tree_) {
     // Built while the roots are dialled (connectAll), installed once they answered (installTreeLaunches).
-    const proto::TreeLaunchStamp stamp{nowUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
+    const proto::TreeLaunchStamp stamp{wallClockUs(), kTreeLaunchValidS, static_cast<uint32_t>(settings_.treeWidth),
                                        settings_.clientName};
     treeBuild_ = std::make_unique<TreeLaunchBuild>(plan_, *tree_, settings_.port, launch, settings_.tlsDir, stamp,
                                                    settings_.meshProbe && nodes_.size() > 1);
@@ -465,7 +456,7 @@ void AgentJob::launchAll() {
   job_->setHeartbeat(std::chrono::milliseconds(std::max<uint32_t>(tick, 10)));
   launched_ = true;
   prelaunchBeats_.stop();  // the driver beats from here on
-  job_->start(now());
+  job_->start(steadyNow());
   armTimer();
 }
 
@@ -487,7 +478,7 @@ void AgentJob::armTimer() {
 
 void AgentJob::onTimer(Seconds deadline) {
   // The timer was set for this deadline: it has passed, whatever rounding the clock conversion did.
-  const Seconds at = std::max(now(), deadline);
+  const Seconds at = std::max(steadyNow(), deadline);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (const std::optional<std::string> reason = nodes_[i]->channel->silentAt(steadyTimeOf(at), nodes_[i]->host)) {
       onRootLost(i, *reason);  // a star's host, or a tree's root: its children are then adopted by dsrun
@@ -500,14 +491,14 @@ void AgentJob::onNodeLost(size_t nodeIndex, const std::string& reason) {
   Node& node = *nodes_[nodeIndex];
   for (int rank : node.ranks) flushOutput(rank);
   // The host failed no later than when it was last heard from (a tree member: when its loss was reported).
-  job_->onLostAt(nodeIndex, reason, node.client ? node.channel->lastHeardUs(nowUs()) : nowUs(), now());
+  job_->onLostAt(nodeIndex, reason, node.client ? node.channel->lastHeardUs(wallClockUs()) : wallClockUs(), steadyNow());
 }
 
 void AgentJob::collectHungStacks(const std::string& what, const std::string& host, std::vector<RankOnHost> running) {
   std::vector<StackTarget> targets;
   for (const RankOnHost& r : running) targets.push_back({r.host, r.rank, r.pid});
   // Recorded with the time it was seen, so a failure that arrives meanwhile does not pass for the earlier one.
-  TimedFailure hang{nowUs(), 1, what, host};
+  TimedFailure hang{wallClockUs(), 1, what, host};
   const std::string dir = strCat(settings_.hangDir.empty() ? settings_.cwd : settings_.hangDir, "/dsrun-hang-", plan_.jobId);
   collectStacks(io_, ssl_, settings_.port, settings_.clientName, plan_.jobId, targets, kStackTimeout,
                 [this, hang = std::move(hang), dir](RankStacks stacks) mutable {
@@ -518,7 +509,7 @@ void AgentJob::collectHungStacks(const std::string& what, const std::string& hos
                     where = strCat("not written: ", e.what());
                   }
                   hang.what += where;
-                  job_->onFailure(std::move(hang), now());
+                  job_->onFailure(std::move(hang), steadyNow());
                 });
 }
 
@@ -526,7 +517,7 @@ void AgentJob::armSignals() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     noteStopSignal(signal);
-    job_->onSignal(signal, now());
+    job_->onSignal(signal, steadyNow());
     armSignals();
   });
 }

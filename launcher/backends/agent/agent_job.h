@@ -110,6 +110,10 @@ class AgentJob {
   class WriterOutput;
 
   RemoteJobSettings driverSettings();
+  /// The heartbeat budget: agentBeatMs x silentBeats, after which a silent agent (or we, to it) counts as lost.
+  std::chrono::milliseconds silenceBudget() const {
+    return std::chrono::milliseconds(settings_.agentBeatMs) * settings_.silentBeats;
+  }
   /// Every host's launch message: its LaunchRequest, or with treeWidth a root's signed TreeLaunch (the other
   /// hosts get theirs from their parents). Throws ConfigError when the launcher key cannot sign.
   /// The star's requests, or the tree's launch started building (treeBuild_).

@@ -9,17 +9,6 @@
 
 namespace dsrun::launcher {
 
-namespace {
-
-int64_t wallUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-Seconds steadyNow() { return std::chrono::steady_clock::now().time_since_epoch(); }
-
-}  // namespace
-
 void AgentJob::onRefused(size_t nodeIndex, const std::string& what) {
   Node& node = *nodes_[nodeIndex];
   DSRUN_LOG(DEBUG) << what;
@@ -39,7 +28,7 @@ void AgentJob::onRefused(size_t nodeIndex, const std::string& what) {
   // Its launch (or the TreeGo that releases it after the probe) refused: the failure that stops the job, in the
   // agent's words. Nothing below this agent was forwarded or released, so no rank of its subtree will start.
   // The connection stays until the job ends.
-  job_->onSpawnFailed(nodeIndex, what, wallUs(), steadyNow());
+  job_->onSpawnFailed(nodeIndex, what, wallClockUs(), steadyNow());
   std::vector<int> ranks;
   for (size_t i = nodeIndex; i < subtreeEnd_[nodeIndex]; ++i) {
     ranks.insert(ranks.end(), nodes_[i]->ranks.begin(), nodes_[i]->ranks.end());

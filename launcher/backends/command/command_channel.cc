@@ -20,8 +20,6 @@ constexpr Seconds kLauncherExitSlack{15};
 /// Between the escalation's SIGTERM and SIGKILL to the launcher command, and between SIGKILLs.
 constexpr Seconds kEscalationStep{2};
 
-Seconds steadyNow() { return std::chrono::steady_clock::now().time_since_epoch(); }
-
 }  // namespace
 
 CommandChannel::CommandChannel(Spec spec, LineSink& err) : spec_(std::move(spec)), err_(err) {}

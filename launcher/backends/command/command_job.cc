@@ -19,8 +19,6 @@ namespace dsrun::launcher {
 
 namespace {
 
-Seconds now() { return std::chrono::steady_clock::now().time_since_epoch(); }
-
 /// The command medium's settings of the driver: the launcher command escalates a stop on its own clock
 /// (CommandChannel), a second stop signal kills, and there is no heartbeat (pdsh, mpirun and srun keep
 /// their own connections).
@@ -50,7 +48,7 @@ struct Stream {
 bool read(Stream& s, RemoteJob& job) {
   char buffer[65536];
   const ssize_t n = ::read(s.fd.get(), buffer, sizeof buffer);
-  const auto emit = [&](std::string_view line) { job.onOutput(0, s.isStderr, line, now()); };
+  const auto emit = [&](std::string_view line) { job.onOutput(0, s.isStderr, line, steadyNow()); };
   if (n > 0) {
     s.lines.feed(std::string_view(buffer, static_cast<size_t>(n)), emit);
     return true;
@@ -67,7 +65,7 @@ CommandJobResult runCommandJob(const CommandJobSpec& spec) {
   LineSink out(STDOUT_FILENO), err(STDERR_FILENO);
   CommandChannel channel(channelSpec(spec), err);
   RemoteJob job({spec.command.argv.front()}, {&channel}, driverSettings(spec), out, err);
-  job.start(now());
+  job.start(steadyNow());
   std::vector<Stream> streams;
   streams.push_back({channel.takeStdout(), LineBuffer(), false});
   streams.push_back({channel.takeStderr(), LineBuffer(), true});
@@ -80,14 +78,14 @@ CommandJobResult runCommandJob(const CommandJobSpec& spec) {
       throw IoError("", "poll", errno, "running " + spec.command.argv.front());
     }
     for (int signal : signals.drain()) {
-      if (signal != SIGCHLD) job.onSignal(signal, now());
+      if (signal != SIGCHLD) job.onSignal(signal, steadyNow());
     }
     for (size_t i = streams.size(); i-- > 0;) {
       if (fds[i + 1].revents == 0) continue;
       if (!read(streams[i], job)) streams.erase(streams.begin() + static_cast<long>(i));
     }
-    channel.tick(job, now());
-    job.onTime(now());
+    channel.tick(job, steadyNow());
+    job.onTime(steadyNow());
   }
   channel.disarm();
   CommandJobResult result;

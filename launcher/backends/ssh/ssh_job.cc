@@ -21,8 +21,6 @@ namespace dsrun::launcher {
 
 namespace {
 
-Seconds now() { return std::chrono::steady_clock::now().time_since_epoch(); }
-
 /// How long one poll may wait when no deadline is nearer: the sessions are read on this beat too (libssh
 /// may hold data it already took from the socket).
 constexpr Seconds kPollPeriod{0.05};
@@ -111,7 +109,7 @@ int SshJob::loop(std::vector<std::unique_ptr<SshSession>> sessions) {
   driverSettings.hooks = settings_.hooks;
   LineSink stdoutSink(1), stderrSink(2);
   RemoteJob job(std::move(hosts), std::move(nodes), std::move(driverSettings), stdoutSink, stderrSink);
-  job.start(now());
+  job.start(steadyNow());
   while (!job.done()) {
     std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
     for (const auto& channel : channels) {
@@ -119,15 +117,15 @@ int SshJob::loop(std::vector<std::unique_ptr<SshSession>> sessions) {
     }
     Seconds wait = kPollPeriod;
     if (const std::optional<Seconds> deadline = job.nextDeadline()) {
-      wait = std::clamp(*deadline - now(), Seconds(0), kPollPeriod);
+      wait = std::clamp(*deadline - steadyNow(), Seconds(0), kPollPeriod);
     }
     const int waitMs = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
     if (::poll(fds.data(), fds.size(), waitMs) < 0 && errno != EINTR) throw IoError("", "poll", errno, "ssh sessions");
     for (int s : signals.drain()) {
-      if (s != SIGCHLD) job.onSignal(s, now());
+      if (s != SIGCHLD) job.onSignal(s, steadyNow());
     }
-    for (size_t i = 0; i < channels.size(); ++i) channels[i]->pump(job, i, now());
-    job.onTime(now());
+    for (size_t i = 0; i < channels.size(); ++i) channels[i]->pump(job, i, steadyNow());
+    job.onTime(steadyNow());
   }
   const int code = job.finish();
   outcome_ = job.outcome();
