@@ -32,7 +32,8 @@ ranks_of() {  # ranks_of DIR N: processes of the job whose N ranks wrote DIR/job
 # Runs its arguments with SIGINT at its default (a script's `cmd &` would start them with it ignored).
 sigint_default() { exec env --default-signal "$@"; }  # background only: $! is then dsrun itself
 
-port=$((29450 + RANDOM % 240))
+# Never 29500: an agent listening there would hold the default MASTER_PORT of every job in this test.
+port=$((29250 + RANDOM % 240))
 "$DSRUN" --make_tls "$tmp/tls" >/dev/null || { echo "not ok - dsrun --make_tls failed"; exit 1; }
 agent_pids=()
 start_agent() {  # start_agent ADDR: with its own node certificate from the launcher's CA (docs/security.md)
