@@ -219,6 +219,12 @@ if out=$("$bin" -H "$tmp/five_hosts" --launcher pdsh --tree_width 2 --dry_run tr
   ok "--tree_width is ignored with a warning off the agent backend"
 else not_ok "--tree_width off the agent backend: $(cat "$tmp/err")"; fi
 
+# The agents' own port as MASTER_PORT: refused before any agent is dialled, naming both (the port check would
+# otherwise blame dsrun-agent on the master's host). The TLS directory is never read.
+expect_fail "MASTER_PORT on the agents' port is refused by name" 2 \
+  "MASTER_PORT 29500 is the agents' port (--agent_port 29500)" \
+  -H "$tmp/five_hosts" --launcher agent --agent_port 29500 --tls_dir "$tmp/no_tls" train.py
+
 # --help works without a script.
 if "$bin" --help | grep -q -- '--hostfile'; then ok "--help"; else not_ok "--help"; fi
 

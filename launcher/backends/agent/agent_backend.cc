@@ -52,6 +52,15 @@ void refuseElasticAgentRendezvous(const Options& o) {
                     "  hint: drop --rendezvous agent (or pass --rendezvous store) for an elastic job");
 }
 
+// The agents listen on --agent_port; a job whose MASTER_PORT is the same port would find it taken on the master's
+// host by the agent itself, whatever else is free (the port check would name dsrun-agent, not the cause).
+void refuseMasterPortOnAgentPort(int masterPort, int agentPort) {
+  if (masterPort == 0 || masterPort != agentPort) return;
+  throw ConfigError(strCat("MASTER_PORT ", masterPort, " is the agents' port (--agent_port ", agentPort,
+                           "): rank 0's store could not listen where its agent does\n  hint: pass another "
+                           "--master_port (the default is 29500) or start the agents on another port"));
+}
+
 // Sent in Hello and shown in the agents' logs.
 std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
   return strCat("dsrun on ", hostName(), " pid ", ctx.launcherPid, " job ", jobId);
@@ -61,6 +70,7 @@ std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
 
 LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
   refuseElasticAgentRendezvous(ctx.options);
+  refuseMasterPortOnAgentPort(draft.masterPort, ctx.options.agentPort);
   if (draft.elastic) return {};
   auto ssl = clientContext(ctx.options);
   const std::string& first = draft.hosts.front().host;
