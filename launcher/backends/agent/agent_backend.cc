@@ -75,6 +75,12 @@ LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const Laun
   return out;
 }
 
+RankDetail AgentBackend::rankDetail(const WorldPlan& draft, const LaunchContext& ctx) const {
+  // An elastic job plans each round's world itself; a star sends every rank's command from dsrun's loop.
+  if (draft.elastic || chooseAgentTree(ctx.options.treeWidth, draft.hosts.size()).width == 0) return RankDetail::Commands;
+  return RankDetail::Slots;
+}
+
 std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const {
   std::vector<NodeCommand> out;
   const std::vector<std::vector<const PlannedRank*>> ranksOfNode = ranksByNode(plan);

@@ -16,6 +16,8 @@ class AgentBackend : public Backend {
   /// job, whose every world checks its own first host. Throws ConfigError without --tls_dir or with an
   /// unusable one, and what learnAgentRendezvous throws.
   LaunchPreparation prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) override;
+  /// Slots for a tree launch: its build plans each node's commands on threads while the roots are dialled.
+  RankDetail rankDetail(const WorldPlan& draft, const LaunchContext& ctx) const override;
   /// No command runs on the nodes; each entry names the agent and the ranks it is asked to start:
   /// {"dsrun-agent", "HOST:PORT", "--job_id", ID, "--ranks", "0,1"}.
   std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const override;
