@@ -18,9 +18,12 @@ namespace dsrun::launcher {
 enum class RankDetail {
   Commands,  ///< everything: each rank's argv and environment too (a dry run, and every launch that sends them)
   /// Rank, local rank, host, slot and cores only (every error planning can raise is raised here too): a
-  /// launch's draft, which only learns the rendezvous, and a launch whose backend plans each node's commands
-  /// when it needs them (withCommand); at 10,000 hosts x 8 ranks the commands are ~0.4 s of CPU.
+  /// launch whose backend plans each node's commands when it needs them (withCommand); at 10,000 hosts x 8
+  /// ranks the commands are ~0.4 s of CPU.
   Slots,
+  /// No ranks at all (plan.ranks empty), but every error planning them would raise is raised: a launch's
+  /// draft, which only learns the rendezvous from its hosts.
+  None,
 };
 
 /// One rank of the job.
@@ -61,8 +64,8 @@ struct WorldPlan {
   bool hostsFromHostfile = false;   ///< hosts are the hostfile's names (not the implicit "localhost")
   std::optional<ElasticBounds> elastic;  ///< --elastic_training: hosts is the first world, re-formed while running
   std::vector<int> coreList;        ///< --bind_cores_to_rank: the cores each node shares out among its ranks
-  /// Set: the ranks were planned with RankDetail::Slots, without argv and env; withCommand plans a rank's
-  /// from this program. Unset: every rank is planned in full.
+  /// Set: the ranks were planned with RankDetail::Slots (without argv and env; withCommand plans a rank's from
+  /// this program) or RankDetail::None. Unset: every rank is planned in full.
   std::optional<RankProgram> deferredCommands;
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
@@ -108,7 +111,7 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rend
 /// Fills plan.ranks for plan.hosts (contiguous ranks, host by host) from plan.masterAddr, masterPort, jobId,
 /// exports and coreList: the second half of planWorld, reused by the elastic controller and the restart loop
 /// for every new world, and by dsrun-launch for its node's share. RankDetail::Slots leaves argv and env out
-/// and keeps `program` in plan.deferredCommands.
+/// and keeps `program` in plan.deferredCommands; RankDetail::None plans no rank, only their checks.
 void planRanks(WorldPlan& plan, const RankProgram& program, RankDetail detail = RankDetail::Commands);
 
 /// Rank `r` of `plan` (planned with RankDetail::Slots) with its argv and environment: exactly what planRanks

@@ -398,11 +398,40 @@ TEST_CASE("a plan of slots has every rank but its command, and withCommand plans
   REQUIRE_THROWS_AS(dsrun::launcher::withCommand(full, full.ranks[0]), dsrun::InternalError);
 }
 
-TEST_CASE("a plan of slots refuses what the full plan refuses, before any command is planned",
+TEST_CASE("a plan of slots or of no ranks refuses what the full plan refuses, in the same words",
           "[launcher][world_plan]") {
-  const Options options = opts({"--num_gpus", "3", "--bind_cores_to_rank", "--bind_core_list", "0-1"});
-  REQUIRE_THROWS_WITH(planWorld(options, inputs(), dsrun::launcher::Rendezvous{}, dsrun::launcher::RankDetail::Slots),
+  const auto detail = GENERATE(dsrun::launcher::RankDetail::Slots, dsrun::launcher::RankDetail::None);
+  const Options local = opts({"--num_gpus", "3", "--bind_cores_to_rank", "--bind_core_list", "0-1"});
+  REQUIRE_THROWS_WITH(planWorld(local, inputs(), dsrun::launcher::Rendezvous{}, detail),
                       Contains("--bind_cores_to_rank: 2 core(s) for 3 ranks on host 'localhost'"));
+  // The first host that has too few cores for its ranks is named, as the full plan names it.
+  const Options hosts = opts({"--launcher", "agent", "--bind_cores_to_rank", "--bind_core_list", "0-2", "train.py"});
+  const PlanInputs in = inputs("worker-0 slots=2\nworker-1 slots=4\nworker-2 slots=5\n");
+  const std::string expected = "--bind_cores_to_rank: 3 core(s) for 4 ranks on host 'worker-1'";
+  REQUIRE_THROWS_WITH(planWorld(hosts, in, dsrun::launcher::Rendezvous{}), Contains(expected));
+  REQUIRE_THROWS_WITH(planWorld(hosts, in, dsrun::launcher::Rendezvous{}, detail), Contains(expected));
+}
+
+TEST_CASE("a plan of no ranks (a launch's draft) is the full plan without its ranks", "[launcher][world_plan]") {
+  const Options options = opts({"--launcher", "agent", "--bind_cores_to_rank", "train.py"});
+  const PlanInputs in = inputs(kTwoHosts);
+  const WorldPlan full = planWorld(options, in, dsrun::launcher::Rendezvous{});
+  const WorldPlan none = planWorld(options, in, dsrun::launcher::Rendezvous{}, dsrun::launcher::RankDetail::None);
+  CHECK(none.ranks.empty());
+  CHECK(none.deferredCommands);
+  REQUIRE(none.hosts.size() == full.hosts.size());
+  for (size_t i = 0; i < full.hosts.size(); ++i) {
+    CHECK(none.hosts[i].host == full.hosts[i].host);
+    CHECK(none.hosts[i].slots == full.hosts[i].slots);
+  }
+  CHECK(none.masterAddr == full.masterAddr);
+  CHECK(none.masterAddrHost == full.masterAddrHost);
+  CHECK(none.masterPort == full.masterPort);
+  CHECK(none.launcher == full.launcher);
+  CHECK(none.multiNode == full.multiNode);
+  CHECK(none.exports == full.exports);
+  CHECK(none.coreList == full.coreList);
+  CHECK(none.notes == full.notes);
 }
 
 TEST_CASE("a dry run refuses a plan of slots: it shows every rank's command", "[launcher][world_plan]") {

@@ -35,7 +35,7 @@ std::string hostName() {
 }
 
 // The launcher's TLS context (--tls_dir); a ConfigError says how to make one.
-boost::asio::ssl::context clientContext(const Options& o) {
+boost::asio::ssl::context makeClientContext(const Options& o) {
   if (o.tlsDir.empty()) {
     throw ConfigError("--launcher agent needs --tls_dir DIR (the launcher's TLS directory)\n"
                       "  hint: create one with 'dsrun --make_tls DIR', give each host its own with 'dsrun "
@@ -62,7 +62,7 @@ std::string clientName(const LaunchContext& ctx, const std::string& jobId) {
 LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) {
   refuseElasticAgentRendezvous(ctx.options);
   if (draft.elastic) return {};
-  auto ssl = clientContext(ctx.options);
+  auto& ssl = preparedSsl_.emplace(makeClientContext(ctx.options));
   const std::string& first = draft.hosts.front().host;
   const AgentRendezvous r = learnAgentRendezvous(ssl, first, ctx.options.agentPort, clientName(ctx, draft.jobId),
                                                  draft.masterPort, AgentJob::Settings().connectTimeout);
@@ -104,7 +104,9 @@ std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, c
 
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   const Options& o = ctx.options;
-  auto ssl = clientContext(o);
+  std::optional<boost::asio::ssl::context> prepared = std::move(preparedSsl_);
+  preparedSsl_.reset();
+  auto& ssl = prepared ? *prepared : prepared.emplace(makeClientContext(o));
   AgentJob::Settings s;
   s.port = o.agentPort;
   s.program = o.userScript;
