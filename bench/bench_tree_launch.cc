@@ -139,6 +139,29 @@ int main(int argc, char** argv) {
     planRanks(planned, program);
     std::printf("dsrun: planRanks %.1f ms (CPU) for %zu ranks, %.1f ms wall\n", cpuMs() - t, planned.ranks.size(),
                 wallMs() - wall0);
+    // A tree launch now: the ranks' slots before the dial (RankDetail::Slots), and each node's commands planned
+    // as its request is made by the build (withCommand), here on one thread; the same launch as from `planned`.
+    WorldPlan slots = planned;
+    t = cpuMs();
+    planRanks(slots, program, RankDetail::Slots);
+    std::printf("dsrun: planRanks of slots %.1f ms (CPU) for %zu ranks\n", cpuMs() - t, slots.ranks.size());
+    const std::vector<proto::TreeLaunchNode> plannedShape = treeLaunchShape(planned, tree, 29600);
+    t = cpuMs();
+    const std::vector<RootTreeLaunch> fromFull = signedTreeLaunches(planned, plannedShape, settings, stamp, signer, 1);
+    const double fullMs = cpuMs() - t;
+    t = cpuMs();
+    const std::vector<RootTreeLaunch> fromSlots = signedTreeLaunches(slots, plannedShape, settings, stamp, signer, 1);
+    const double slotsMs = cpuMs() - t;
+    bool same = fromFull.size() == fromSlots.size();
+    for (size_t i = 0; same && i < fromFull.size(); ++i) {
+      wire::TreeLaunch a = fromFull[i].launch, b = fromSlots[i].launch;
+      a.clear_signature();
+      b.clear_signature();
+      same = a.SerializeAsString() == b.SerializeAsString();
+    }
+    std::printf("dsrun, planned ranks' requests made while building, 1 thread(s): %.1f ms CPU; commands planned while "
+                "building, 1 thread(s): %.1f ms CPU%s\n", fullMs, slotsMs, same ? "" : "; NOT THE SAME LAUNCHES");
+    if (!same) return 1;
   }
   t = cpuMs();
   size_t indexed = 0;

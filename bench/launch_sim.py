@@ -6,6 +6,12 @@ machine by bench/launch_sim_calibrate.py; the model is validated against bench/a
 Model (docs/benchmarks.md "Launch at scale" says what each number is and where it came from):
   * Every process (dsrun, each agent) is one event loop: a queue of work items, each taking a measured
     amount of CPU (two queues: urgent items first).
+  * Before its first dial dsrun does its own per-rank work (the hostfile, the plan of the ranks' slots, the job's
+    tables: CPU per rank measured on the real binary by bench/launch_predial.py, "predial" in the costs) and
+    learns the rendezvous from the first host's agent (learnAgentRendezvous: a connection of its own, one
+    request and its answer). A tree launch's ranks are planned as slots; each node's commands are planned by
+    the build (below). --two_plans: as main had it before (every rank's command planned twice before the first
+    dial, the build from the planned ranks).
   * The tree is dsrun's (plan_tree = agent_tree_plan.cc). dsrun dials the roots at once and builds the signed
     tree launch meanwhile on threads of its own (agent_tree_build.h: one per 64 nodes, at most its cores,
     --dsrun_cores; each host's request made as its part is built), and sends each root its launch once the
@@ -182,12 +188,15 @@ class Launch:
 
     def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
                  straggler_factor=10.0, forward_first=False, before=False, dsrun_threads=8, merged=True,
-                 straggler_refan_ms=None, dsrun_cores=None):
+                 straggler_refan_ms=None, dsrun_cores=None, two_plans=False):
         self.forward_first = forward_first  # what-if: an agent's children's handshakes before its own spawns
         # before: dsrun and the agents as they were when the tree was first validated (build before dialling,
         # every host's full request first and each host's ranks found by a scan of all ranks, own ranks forked
         # before the children's handshakes, every rank's events unmerged).
         self.before = before
+        # two_plans: dsrun as main had it before it planned a tree launch's ranks as slots (RankDetail::Slots):
+        # the draft and the plan of every rank's command before the first dial, the build from planned ranks.
+        self.two_plans = two_plans or before
         self.dsrun_threads = dsrun_threads  # the threads dsrun builds the launch on (its cores, agent_tree_build.h)
         self.dsrun_cores = dsrun_cores or dsrun_threads  # the cores dsrun plans the ranks on
         self.merged = merged and not before  # agents merge starts and clean exits (RanksStarted, RanksExited)
@@ -277,7 +286,11 @@ class Launch:
                         if len(welcomed) == len(kids):
                             for k in kids:
                                 self.forward(None, k)
-                share = self.t["tree_build_ondemand_us_per_node"] * self.count / self.dsrun_threads
+                # Now each node's commands are planned as its request is made (a plan of slots); before,
+                # the requests were made from every rank planned ahead.
+                per_node = self.t["tree_build_planned_us_per_node" if self.two_plans else
+                                  "tree_build_deferred_us_per_node"]
+                share = per_node * self.count / self.dsrun_threads
                 for _ in range(self.dsrun_threads):
                     self.dsrun_build_us += share
                     self.sim.run_cpu(self.sim.cost(share), built)
@@ -286,18 +299,36 @@ class Launch:
                 self.sim.at(self.killed_at, self.kill_victim)
         self.built = not self.width or self.before
         self.dsrun_build_us = 0.0
-        # dsrun plans every rank before it dials (planWorld: the draft, then the plan with what the launch learned;
-        # bench_tree_launch's planRanks): on threads of its own now (one per 512 ranks, at most its cores),
-        # and the first attempt no longer copies it; before, on one thread, plus a copy (about half a plan).
         total = self.count * self.ranks
         plan_us = self.t.get("plan_us_per_rank", 0) * total
-        build = 2.5 * plan_us if self.before else 2 * plan_us / max(1, min(total // 512, self.dsrun_cores))
+        plan_threads = max(1, min(total // 512, self.dsrun_cores))
+        if self.two_plans:
+            # dsrun planned every rank's command twice before it dialled (planWorld: the draft, then the plan with
+            # what the launch learned; bench_tree_launch's planRanks), on one thread per 512 ranks up to its cores;
+            # before, on one thread, plus a copy (about half a plan).
+            first, then = 0.0, (2.5 * plan_us if self.before else 2 * plan_us / plan_threads)
+        else:
+            # Now: what dsrun does per rank from its start to the rendezvous dial and on to the first root's dial
+            # (the hostfile, a draft without ranks, the plan of slots, the job's tables), measured on the real
+            # binary (bench/launch_predial.py, "predial" in the costs); a star still plans every command once.
+            p = c["predial"]
+            first = p["predial_rendezvous_us_per_rank"] * total
+            then = (p["predial_us_per_rank"] - p["predial_rendezvous_us_per_rank"]) * total
+            if not self.width:
+                then += plan_us / plan_threads
         if self.width and self.before:
             # dsrun built the signed tree launch before dialling: every host's full request, then the launch
             # (bench_tree_launch), and each host's ranks found by a scan of all of them (AgentJob's constructor).
-            build += (self.t["tree_build_us_per_node"] * self.count
-                      + self.t["rank_scan_us_per_node_rank"] * self.count * self.count * self.ranks)
-        self.dsrun.post(c["dsrun_startup_us"] + build, started)
+            then += (self.t["tree_build_us_per_node"] * self.count
+                     + self.t["rank_scan_us_per_node_rank"] * self.count * self.count * self.ranks)
+
+        def rendezvous():
+            # learnAgentRendezvous: a connection of its own to the first host's agent (a handshake when cold),
+            # one request (the MASTER_PORT check or pick) and its answer, then the plan and the roots' dials.
+            a0 = self.agents[0]
+            self.connect(None, 0, lambda: self.send(0, 100, lambda: a0.post(self.c_msg, lambda: self.send(
+                None, 100, lambda: self.dsrun.post(self.c_msg + then, started)), True)), fresh=False)
+        self.dsrun.post(c["dsrun_startup_us"] + first, rendezvous)
 
     def request_bytes(self, child):
         if self.width:  # measured by bench/bench_tree_launch (launch_sim_tree_costs.py)
@@ -536,7 +567,7 @@ def validate(args, c):
                 used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
                 cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
                 sim = Launch(c, int(count), 8, width, False, random.Random(int(count)), cores=cores,
-                             jitter=False, before=args.before, merged=not args.no_merged,
+                             jitter=False, before=args.before, merged=not args.no_merged, two_plans=args.two_plans,
                              dsrun_threads=build_threads(int(count), os.cpu_count() or 1),
                              dsrun_cores=os.cpu_count() or 1).result()
                 r_ms = run["all_running_s"] * 1000
@@ -575,6 +606,7 @@ def project(args, c):
     def sim(n, width, warm, runs, **kw):
         """`runs` launches, each with its own seed drawn from the projection's generator (--jobs: in parallel)."""
         kw = dict(straggler_factor=args.straggler_factor, forward_first=args.forward_first, before=args.before,
+                  two_plans=args.two_plans,
                   merged=not args.no_merged, dsrun_threads=build_threads(n, args.dsrun_cores),
                   dsrun_cores=args.dsrun_cores, straggler_refan_ms=args.straggler_refan_ms, **kw)
         jobs = [(c, n, width, warm, rng.random(), kw) for _ in range(runs)]
@@ -669,6 +701,9 @@ def main():
     ap.add_argument("--before", action="store_true",
                     help="dsrun and the agents as first validated: the launch built before dialling (every host's "
                          "full request, a scan of all ranks per host), own ranks forked first, unmerged events")
+    ap.add_argument("--two_plans", action="store_true",
+                    help="dsrun as on main 4af9ffa: every rank's command planned twice before the first dial (the "
+                         "draft and the plan), the tree's build from the planned ranks")
     ap.add_argument("--no_merged", action="store_true", help="the agents pass every rank's events up unmerged")
     ap.add_argument("--dsrun_cores", type=int, default=8,
                     help="project: the cores of dsrun's host its tree launch is built on (validate: this machine's)")

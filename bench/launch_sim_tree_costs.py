@@ -13,7 +13,13 @@ bench/launch_sim.py's tree model:
     (one thread; dsrun spreads it over its cores, off its loop, while it dials the roots);
   * rank_scan_us_per_node_rank: WorldPlan::ranksOnNode for every host, as AgentJob did before ranksByNode,
     per host and rank of the job (it grew with their product: 2.5 s at 10,000 x 8);
-  * plan_us_per_rank: planRanks (every rank's argv and environment, before dsrun dials), per rank.
+  * plan_us_per_rank: planRanks (every rank's argv and environment), per rank: what dsrun did twice before it
+    dialled, until a tree launch planned its ranks' slots only (RankDetail::Slots);
+  * plan_slots_us_per_rank: planRanks of the slots only (rank, host, slot, cores), per rank: a tree launch's
+    plan before the dial now;
+  * tree_build_deferred_us_per_node: the build from a plan of slots (each node's commands planned as its
+    request is made, one thread), per node; tree_build_planned_us_per_node: the same build from the fully
+    planned ranks (the difference is the commands' planning, moved from before the dial into the build).
 Runs bench_tree_launch for 64, 256 and 1,000 nodes at widths 4, 8 and 16 (8 ranks a node).
   bench/launch_sim_tree_costs.py [--build build] [--costs bench/launch_sim_costs.json] [--reps 3]
 """
@@ -32,6 +38,9 @@ DSRUN = re.compile(r"dsrun: requests ([\d.]+) ms, build ([\d.]+) ms, sign ([\d.]
 PLAN = re.compile(r"dsrun: planRanks ([\d.]+) ms \(CPU\) for (\d+) ranks")
 SCAN = re.compile(r"WorldPlan::ranksOnNode per host ([\d.]+) ms")
 ONDEMAND = re.compile(r"dsrun, requests made while building, 1 thread\(s\): ([\d.]+) ms CPU")
+SLOTS = re.compile(r"dsrun: planRanks of slots ([\d.]+) ms \(CPU\) for (\d+) ranks")
+DEFERRED = re.compile(r"dsrun, planned ranks' requests made while building, 1 thread\(s\): ([\d.]+) ms CPU; commands "
+                      r"planned while building, 1 thread\(s\): ([\d.]+) ms CPU")
 
 
 def main():
@@ -44,7 +53,7 @@ def main():
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"launch_sim_tree_costs.py: {binary} not built (cmake --build {args.build} --target "
                          "bench_tree_launch)")
-    levels, build, ondemand, scan, plan = [], [], [], [], []
+    levels, build, ondemand, scan, plan, slots, planned_build, deferred = [], [], [], [], [], [], [], []
     for _ in range(args.reps):
         for nodes in (64, 256, 1000):
             for width in (4, 8, 16):
@@ -57,6 +66,11 @@ def main():
                 m = PLAN.search(out)
                 plan.append(float(m.group(1)) * 1000 / int(m.group(2)))
                 scan.append(float(SCAN.search(out).group(1)) * 1000 / (nodes * nodes * 8))
+                m = SLOTS.search(out)
+                slots.append(float(m.group(1)) * 1000 / int(m.group(2)))
+                m = DEFERRED.search(out)
+                planned_build.append(float(m.group(1)) * 1000 / nodes)
+                deferred.append(float(m.group(2)) * 1000 / nodes)
     big = [lv for lv in levels if lv[1] >= 4]
     sizes = [lv[1] for lv in levels]
     nbytes = [lv[0] for lv in levels]
@@ -72,6 +86,9 @@ def main():
         "tree_build_ondemand_us_per_node": statistics.median(ondemand),
         "rank_scan_us_per_node_rank": statistics.median(scan),
         "plan_us_per_rank": statistics.median(plan),
+        "plan_slots_us_per_rank": statistics.median(slots),
+        "tree_build_planned_us_per_node": statistics.median(planned_build),
+        "tree_build_deferred_us_per_node": statistics.median(deferred),
         "levels_measured": len(levels),
         "load": open("/proc/loadavg").read().split()[:3],
     }

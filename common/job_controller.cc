@@ -23,23 +23,29 @@ bool JobDecision::operator==(const JobDecision& other) const {
 }
 
 JobController::JobController(size_t ranks, JobControllerOptions options)
-    : options_(options), slots_(ranks, Slot::NotStarted) {
+    : options_(options), slots_(ranks, Slot::NotStarted), notStarted_(ranks) {
   if (ranks == 0) state_ = JobState::Finished;
 }
 
 void JobController::rankStarted(size_t index) {
   DSRUN_CHECK(index < slots_.size() && slots_[index] == Slot::NotStarted, "slot ", index, " started twice");
-  slots_[index] = Slot::Running;
-  for (Slot slot : slots_) {
-    if (slot == Slot::NotStarted) return;
-  }
-  apply(JobEvent::AllStarted);
+  setSlot(index, Slot::Running);
+  if (notStarted_ == 0) apply(JobEvent::AllStarted);
+}
+
+void JobController::setSlot(size_t index, Slot to) {
+  Slot& slot = slots_[index];
+  notStarted_ -= slot == Slot::NotStarted ? 1 : 0;
+  running_ -= slot == Slot::Running ? 1 : 0;
+  slot = to;
+  notStarted_ += to == Slot::NotStarted ? 1 : 0;
+  running_ += to == Slot::Running ? 1 : 0;
 }
 
 JobDecision JobController::onRankExit(size_t index, int waitStatus, double now, const std::string& what,
                                       const std::string& host, std::optional<int64_t> whenUs) {
   if (index >= slots_.size() || slots_[index] != Slot::Running) return {};
-  slots_[index] = Slot::Exited;
+  setSlot(index, Slot::Exited);
   if (!options_.rankFailureStops) {
     apply(JobEvent::RankExited);
     return {};
@@ -59,7 +65,7 @@ JobDecision JobController::onRankExit(size_t index, int waitStatus, double now, 
 
 void JobController::onRankGone(size_t index, double) {
   if (index >= slots_.size() || slots_[index] != Slot::Running) return;
-  slots_[index] = Slot::Exited;
+  setSlot(index, Slot::Exited);
   apply(JobEvent::RankExited);
 }
 
@@ -67,7 +73,7 @@ JobDecision JobController::onHostLost(const std::vector<size_t>& slots, TimedFai
   size_t ended = 0;
   for (size_t index : slots) {
     if (index >= slots_.size() || slots_[index] != Slot::Running) continue;
-    slots_[index] = Slot::Exited;
+    setSlot(index, Slot::Exited);
     ++ended;
   }
   if (ended == 0) return {};  // everything there had already finished
@@ -146,8 +152,8 @@ std::vector<JobDecision> JobController::onTime(double now) {
   if (state_ == JobState::Killing && abandonDeadline_ && now >= *abandonDeadline_ && runningCount() > 0) {
     abandonDeadline_.reset();
     const size_t left = runningCount();
-    for (Slot& slot : slots_) {
-      if (slot == Slot::Running) slot = Slot::Abandoned;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i] == Slot::Running) setSlot(i, Slot::Abandoned);
     }
     apply(JobEvent::KillWaitExpired);
     decisions.push_back(JobDecision{JobDecision::Action::Abandon, 0, left});
@@ -185,11 +191,7 @@ bool JobController::abandoned(size_t index) const {
   return index < slots_.size() && slots_[index] == Slot::Abandoned;
 }
 
-size_t JobController::runningCount() const {
-  size_t n = 0;
-  for (Slot slot : slots_) n += slot == Slot::Running ? 1 : 0;
-  return n;
-}
+size_t JobController::runningCount() const { return running_; }
 
 std::optional<size_t> JobController::firstRunning() const {
   for (size_t i = 0; i < slots_.size(); ++i) {

@@ -156,6 +156,8 @@ class JobController {
   JobDecision killNow(double now);
 
   void apply(JobEvent event);
+  /// Moves slot `index` to `to`, keeping the counts below: an 80,000-rank job asks for them on every event.
+  void setSlot(size_t index, Slot to);
   /// Begins the stop: `signal` to every running rank, the grace starts.
   JobDecision beginStop(StopCause cause, int signal, double now);
   JobDecision recordFailure(TimedFailure failure, JobEvent event, StopCause cause, double now);
@@ -165,6 +167,8 @@ class JobController {
 
   JobControllerOptions options_;
   std::vector<Slot> slots_;
+  size_t notStarted_ = 0;  ///< slots in NotStarted (setSlot keeps it)
+  size_t running_ = 0;     ///< slots in Running (setSlot keeps it)
   JobState state_ = JobState::Starting;
   StopCause stopCause_ = StopCause::None;
   std::vector<TimedFailure> failures_;

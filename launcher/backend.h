@@ -66,6 +66,12 @@ class Backend {
   /// a dry run shows (MASTER_ADDR a placeholder when inferred). Throws dsrun::Error naming the host.
   virtual LaunchPreparation prepareLaunch(const WorldPlan& /*draft*/, const LaunchContext& /*ctx*/) { return {}; }
 
+  /// How much of each rank the plan run() gets must hold (launcher_app.cc plans it so): every rank's command,
+  /// unless the backend plans each one itself when it needs it (withCommand, world_plan.h).
+  virtual RankDetail rankDetail(const WorldPlan& /*draft*/, const LaunchContext& /*ctx*/) const {
+    return RankDetail::Commands;
+  }
+
   /// The per-node commands this backend would run for `plan` (--dry_run); empty for `local`. Pure: runs
   /// nothing. May throw BackendUnavailable when it cannot even describe them.
   virtual std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const = 0;

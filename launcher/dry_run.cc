@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "launcher/resource_spec.h"
 
 namespace dsrun::launcher {
@@ -13,6 +14,7 @@ std::string dryRunJson(const WorldPlan& plan, const std::vector<NodeCommand>& no
   Json worldInfo = Json::object();
   for (const HostSlots& host : plan.hosts) worldInfo[host.host] = host.slots;
 
+  DSRUN_CHECK(!plan.deferredCommands, "a dry run shows every rank's command: plan it with RankDetail::Commands");
   Json ranks = Json::array();
   for (const PlannedRank& r : plan.ranks) {
     Json rank = {{"rank", r.rank}, {"local_rank", r.localRank}, {"host", r.host}, {"slot", r.slot}};

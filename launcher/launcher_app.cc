@@ -176,8 +176,10 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
   const PlanInputs inputs = gatherPlanInputs(options, machine);
   LaunchContext ctx{options, inputs.launcherEnv, machine.pid()};
   // The plan a dry run prints: nothing learned from any host, an inferred MASTER_ADDR shown as where it would
-  // come from. A launch checks that every host has an address before asking the first one anything.
-  const WorldPlan draft = planWorld(options, inputs, Rendezvous{});
+  // come from. A launch checks that every host has an address before asking the first one anything; its
+  // draft only learns the rendezvous, so its ranks are not planned (~0.4 s of CPU at 80,000 ranks).
+  const WorldPlan draft =
+      planWorld(options, inputs, Rendezvous{}, options.dryRun ? RankDetail::Commands : RankDetail::None);
   for (const std::string& note : draft.notes) DSRUN_LOG(INFO) << note;
   for (const std::string& note : ignoredBackendFlags(options, draft)) DSRUN_LOG(WARN) << note;
   checkHostsResolve(draft, options, inputs.hostfile ? &*inputs.hostfile : nullptr, inputs.launcherEnv, machine);
@@ -197,7 +199,8 @@ int runDsrun(const std::vector<std::string>& args, Machine& machine, const Backe
                              "\n  hint: pass a fixed --master_port"));
   }
   // The same planner with what the launch learned: what the ranks get, never patched afterwards.
-  const WorldPlan plan = planWorld(options, inputs, learnRendezvous(draft, *backend, ctx, machine));
+  const Rendezvous rendezvous = learnRendezvous(draft, *backend, ctx, machine);
+  const WorldPlan plan = planWorld(options, inputs, rendezvous, backend->rankDetail(draft, ctx));
   if (plan.elastic) return backend->run(plan, ctx);  // the elastic controller restarts on its own terms
   return runWithRestarts(
       plan, options, [&](const WorldPlan& attempt) { return backend->run(attempt, ctx); },

@@ -7,7 +7,11 @@ namespace dsrun::launcher {
 
 std::vector<RankSpec> rankSpecsForNode(const WorldPlan& plan, int nodeRank, const EnvMap& baseEnv) {
   std::vector<RankSpec> specs;
-  for (const PlannedRank* r : plan.ranksOnNode(nodeRank)) {
+  for (const PlannedRank* slotsOnly : plan.ranksOnNode(nodeRank)) {
+    // A plan made with RankDetail::Slots (dsrun-launch's of the whole world) gets this node's commands only.
+    const std::optional<PlannedRank> planned =
+        plan.deferredCommands ? std::optional<PlannedRank>(withCommand(plan, *slotsOnly)) : std::nullopt;
+    const PlannedRank* r = planned ? &*planned : slotsOnly;
     RankSpec spec;
     spec.rank = r->rank;
     spec.localRank = r->localRank;

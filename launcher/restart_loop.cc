@@ -31,7 +31,7 @@ WorldPlan attemptPlan(const WorldPlan& plan, const Options& options, int attempt
   for (auto& [name, value] : torchrunJobEnv(firstCount(plan) + attempt, restartBudget(options), plan.jobId)) {
     p.exports[name] = value;
   }
-  planRanks(p, rankProgram(options));
+  planRanks(p, rankProgram(options), plan.deferredCommands ? RankDetail::Slots : RankDetail::Commands);
   return p;
 }
 

@@ -113,7 +113,8 @@ std::vector<const PlannedRank*> WorldPlan::ranksOnNode(int nodeRank) const {
 
 RankProgram rankProgram(const Options& options) { return {options.userScript, options.userArgs, options.launch}; }
 
-WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rendezvous& rendezvous) {
+WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rendezvous& rendezvous,
+                    RankDetail detail) {
   checkSupported(options);
   ActiveResources active = resolveActiveResources(options, inputs.hostfile, inputs.gpuCount, inputs.launcherEnv);
 
@@ -157,17 +158,58 @@ WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rend
   if (options.launch.bindCoresToRank) {
     plan.coreList = bindableCores(options.launch, inputs.launcherEnv, inputs.physicalCores);
   }
-  planRanks(plan, rankProgram(options));
+  planRanks(plan, rankProgram(options), detail);
   return plan;
 }
 
-void planRanks(WorldPlan& plan, const RankProgram& program) {
-  const std::vector<int>& coreList = plan.coreList;
+namespace {
+
+// r's argv and environment (its slot fields planned already); totalRanks: the plan's rank count.
+void planCommand(const WorldPlan& plan, const RankProgram& program, int totalRanks, PlannedRank& r) {
+  const HostSlots& host = plan.hosts[static_cast<size_t>(r.nodeRank)];
+  const int localSize = static_cast<int>(host.slots.size());
   const int hostCount = static_cast<int>(plan.hosts.size());
+  r.argv = rankArgv(program, r.localRank);
+  r.env = plan.exports;
+  r.env[kEnvRank] = std::to_string(r.rank);
+  r.env[kEnvLocalRank] = std::to_string(r.localRank);
+  r.env[kEnvWorldSize] = std::to_string(totalRanks);
+  r.env[kEnvLocalSize] = std::to_string(localSize);
+  r.env[kEnvCrossRank] = std::to_string(r.nodeRank);
+  r.env[kEnvCrossSize] = std::to_string(hostCount);
+  r.env[kEnvMasterAddr] = plan.masterAddr;
+  r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
+  r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
+  r.env[kEnvJobId] = plan.jobId;
+  addTorchrunRankEnv(r.env, r.rank, totalRanks, r.nodeRank, hostCount, localSize);
+  if (program.launch.bindCoresToRank) r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
+}
+
+}  // namespace
+
+PlannedRank withCommand(const WorldPlan& plan, const PlannedRank& r) {
+  DSRUN_CHECK(plan.deferredCommands.has_value(), "rank ", r.rank, ": the plan's commands are planned already");
+  PlannedRank out = r;
+  planCommand(plan, *plan.deferredCommands, plan.worldSize(), out);
+  return out;
+}
+
+void planRanks(WorldPlan& plan, const RankProgram& program, RankDetail detail) {
+  const std::vector<int>& coreList = plan.coreList;
   std::vector<size_t> firstRank(plan.hosts.size() + 1, 0);  // of each host, in rank order
   for (size_t node = 0; node < plan.hosts.size(); ++node) firstRank[node + 1] = firstRank[node] + plan.hosts[node].slots.size();
   const int totalRanks = static_cast<int>(firstRank.back());
   plan.ranks.clear();
+  plan.deferredCommands.reset();
+  if (detail != RankDetail::Commands) plan.deferredCommands = program;
+  if (detail == RankDetail::None) {
+    // The one error a rank's plan can raise depends on its host's rank count only (coresForLocalRank).
+    if (!program.launch.bindCoresToRank) return;
+    for (const HostSlots& host : plan.hosts) {
+      if (!host.slots.empty()) coresForLocalRank(coreList, static_cast<int>(host.slots.size()), 0, host.host);
+    }
+    return;
+  }
   plan.ranks.resize(firstRank.back());
   // Hosts [begin, end): every rank's plan is its own (argv, environment), so slices of hosts are planned on
   // threads of their own; at 10,000 hosts x 8 ranks one thread took ~0.4 s before dsrun dialled anything.
@@ -183,23 +225,8 @@ void planRanks(WorldPlan& plan, const RankProgram& program) {
         r.nodeRank = static_cast<int>(node);
         r.host = host.host;
         r.slot = host.slots[static_cast<size_t>(localRank)];
-        r.argv = rankArgv(program, localRank);
-        r.env = plan.exports;
-        r.env[kEnvRank] = std::to_string(rank);
-        r.env[kEnvLocalRank] = std::to_string(localRank);
-        r.env[kEnvWorldSize] = std::to_string(totalRanks);
-        r.env[kEnvLocalSize] = std::to_string(localSize);
-        r.env[kEnvCrossRank] = std::to_string(node);
-        r.env[kEnvCrossSize] = std::to_string(hostCount);
-        r.env[kEnvMasterAddr] = plan.masterAddr;
-        r.env[kEnvMasterPort] = std::to_string(plan.masterPort);
-        r.env[kEnvCudaVisibleDevices] = joinInts(host.slots);
-        r.env[kEnvJobId] = plan.jobId;
-        addTorchrunRankEnv(r.env, rank, totalRanks, static_cast<int>(node), hostCount, localSize);
-        if (program.launch.bindCoresToRank) {
-          r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
-          r.env["OMP_NUM_THREADS"] = std::to_string(r.cores.size());
-        }
+        if (program.launch.bindCoresToRank) r.cores = coresForLocalRank(coreList, localSize, localRank, host.host);
+        if (detail == RankDetail::Commands) planCommand(plan, program, totalRanks, r);
       }
     }
   };

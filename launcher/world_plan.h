@@ -14,6 +14,18 @@
 
 namespace dsrun::launcher {
 
+/// How much of every rank planWorld and planRanks plan.
+enum class RankDetail {
+  Commands,  ///< everything: each rank's argv and environment too (a dry run, and every launch that sends them)
+  /// Rank, local rank, host, slot and cores only (every error planning can raise is raised here too): a
+  /// launch whose backend plans each node's commands when it needs them (withCommand); at 10,000 hosts x 8
+  /// ranks the commands are ~0.4 s of CPU.
+  Slots,
+  /// No ranks at all (plan.ranks empty), but every error planning them would raise is raised: a launch's
+  /// draft, which only learns the rendezvous from its hosts.
+  None,
+};
+
 /// One rank of the job.
 struct PlannedRank {
   int rank = 0;                   ///< global rank (RANK)
@@ -23,6 +35,7 @@ struct PlannedRank {
   int slot = 0;                   ///< the slot (GPU id) it owns
   std::vector<std::string> argv;  ///< the command, e.g. {"python3", "-u", SCRIPT, "--local_rank=0", ARGS...}
   EnvMap env;                     ///< every variable dsrun sets for it (propagated + rank contract)
+  // argv and env are empty in a plan made with RankDetail::Slots (WorldPlan::deferredCommands).
   std::vector<int> cores;         ///< CPU ids to bind to (--bind_cores_to_rank); empty = no binding
 };
 
@@ -51,6 +64,9 @@ struct WorldPlan {
   bool hostsFromHostfile = false;   ///< hosts are the hostfile's names (not the implicit "localhost")
   std::optional<ElasticBounds> elastic;  ///< --elastic_training: hosts is the first world, re-formed while running
   std::vector<int> coreList;        ///< --bind_cores_to_rank: the cores each node shares out among its ranks
+  /// Set: the ranks were planned with RankDetail::Slots (without argv and env; withCommand plans a rank's from
+  /// this program) or RankDetail::None. Unset: every rank is planned in full.
+  std::optional<RankProgram> deferredCommands;
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
   /// Ranks of host `nodeRank`, in local-rank order.
@@ -89,12 +105,18 @@ RankProgram rankProgram(const Options& options);
 /// Throws ConfigError/ParseError for everything the user must fix (see resolveActiveResources, plus
 /// --no_python with --module, --no_ssh without a valid --node_rank, --bind_cores_to_rank with
 /// KMP_AFFINITY set or too few cores, --elastic_training off the agent backend or with bad bounds, --autotuning).
-WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rendezvous& rendezvous);
+WorldPlan planWorld(const Options& options, const PlanInputs& inputs, const Rendezvous& rendezvous,
+                    RankDetail detail = RankDetail::Commands);
 
 /// Fills plan.ranks for plan.hosts (contiguous ranks, host by host) from plan.masterAddr, masterPort, jobId,
 /// exports and coreList: the second half of planWorld, reused by the elastic controller and the restart loop
-/// for every new world, and by dsrun-launch for its node's share.
-void planRanks(WorldPlan& plan, const RankProgram& program);
+/// for every new world, and by dsrun-launch for its node's share. RankDetail::Slots leaves argv and env out
+/// and keeps `program` in plan.deferredCommands; RankDetail::None plans no rank, only their checks.
+void planRanks(WorldPlan& plan, const RankProgram& program, RankDetail detail = RankDetail::Commands);
+
+/// Rank `r` of `plan` (planned with RankDetail::Slots) with its argv and environment: exactly what planRanks
+/// with RankDetail::Commands plans for it. Pure, so threads may plan different ranks of one plan at once.
+PlannedRank withCommand(const WorldPlan& plan, const PlannedRank& r);
 
 /// The cores --bind_cores_to_rank shares out on each node: --bind_core_list, else cores 0..N-1 where N is
 /// `physicalCores` (DeepSpeed's psutil.cpu_count(logical=False)). Throws ConfigError with KMP_AFFINITY set in

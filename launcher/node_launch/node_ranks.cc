@@ -15,8 +15,9 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
     throw ConfigError(strCat("--node_rank: expected a node in [0, ", world.size(), ") of --world_info, got ",
                              args.nodeRank));
   }
-  // The world dsrun planned, re-planned here with the same code (planRanks) for this node's ranks. The
-  // exported variables arrived in `env` already (rankSpecsForNode lays the ranks' own over it).
+  // The world dsrun planned, re-planned here with the same code (planRanks) for this node's ranks: every rank's
+  // slot, and the commands of this node's only (rankSpecsForNode). The exported variables arrived in `env`
+  // already (rankSpecsForNode lays the ranks' own over it).
   const RankProgram program = args.program();
   WorldPlan plan;
   plan.hosts = world;
@@ -25,7 +26,7 @@ std::vector<RankSpec> nodeRankSpecs(const NodeLaunchArgs& args, const EnvMap& en
   plan.jobId = args.launch.jobId;
   plan.multiNode = true;
   if (program.launch.bindCoresToRank) plan.coreList = bindableCores(program.launch, env, physicalCores);
-  planRanks(plan, program);
+  planRanks(plan, program, RankDetail::Slots);
   return rankSpecsForNode(plan, args.nodeRank, env);
 }
 

@@ -83,8 +83,10 @@ RemoteJob::RemoteJob(std::vector<std::string> hosts, std::vector<NodeChannel*> c
   DSRUN_CHECK_EQ(settings_.nodeRanks.size(), nodes_.size(), "the ranks of every node");
   for (size_t i = 0; i < nodes_.size(); ++i) {
     for (int rank : settings_.nodeRanks[i]) {
-      ranks_[rank].rank = rank;
-      ranks_[rank].node = i;
+      // Ranks come in ascending order, host by host: each goes in at the end (80,000 of them at 10,000 hosts).
+      Rank& r = ranks_.emplace_hint(ranks_.end(), rank, Rank{})->second;
+      r.rank = rank;
+      r.node = i;
     }
   }
   // Slots in rank order; every rank counts as running from the start: a node lost before the launch loses them.

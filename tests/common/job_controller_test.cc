@@ -83,6 +83,32 @@ TEST_CASE("a job goes starting, running, finished, or through stopping and killi
   CHECK(empty.done());
 }
 
+TEST_CASE("the running count and the start of the job follow every slot's move, in any order",
+          "[common][controller]") {
+  // The counts are kept as the slots move (an 80,000-rank job asked for them by scanning every slot, per event).
+  JobController controller(5, agentBackendOptions());
+  for (size_t slot : {4, 0, 3, 1}) controller.rankStarted(slot);
+  CHECK(controller.state() == JobState::Starting);  // slot 2 has not started
+  CHECK(controller.runningCount() == 4);
+  CHECK_THROWS_AS(controller.rankStarted(4), InternalError);
+  controller.rankStarted(2);
+  CHECK(controller.state() == JobState::Running);
+  CHECK(controller.runningCount() == 5);
+  controller.onRankGone(2, 1);
+  controller.onRankGone(2, 1);  // once only
+  CHECK(controller.runningCount() == 4);
+  controller.onHostLost({0, 2, 4}, failureAt(2, 1, "agent w0 closed", "w0"), 2);  // 2 had already ended
+  CHECK(controller.runningCount() == 2);
+  CHECK(controller.running(1));
+  CHECK(controller.running(3));
+  controller.onRankExit(3, killedBy(SIGTERM), 3);
+  CHECK(controller.runningCount() == 1);
+  CHECK(controller.firstRunning() == 1u);
+  controller.onRankExit(1, killedBy(SIGTERM), 3);
+  CHECK(controller.runningCount() == 0);
+  CHECK(controller.done());
+}
+
 TEST_CASE("the first failure stops every running rank with SIGTERM and SIGKILL after the grace",
           "[common][controller]") {
   JobController controller = started(3, localOptions());

@@ -42,6 +42,22 @@ TEST_CASE("attemptPlan gives each restart its own job id and counts it in torchr
   CHECK(second.exports.at("TORCHELASTIC_RESTART_COUNT") == "2");  // what pdsh/ssh/MPI carry to the nodes
 }
 
+TEST_CASE("a restart of a plan of slots is a plan of slots, whose commands count the restart", "[launcher][restart]") {
+  const Options options = withRestarts(3);
+  dsrun::launcher::PlanInputs in;
+  in.launcherEnv = {{"PATH", "/bin"}};
+  in.cwd = "/work";
+  in.jobId = "job-7";
+  const WorldPlan slots =
+      dsrun::launcher::planWorld(options, in, dsrun::launcher::Rendezvous{}, dsrun::launcher::RankDetail::Slots);
+  const WorldPlan second = dsrun::launcher::attemptPlan(slots, options, 2);
+  REQUIRE(second.deferredCommands);
+  CHECK(second.ranks[1].env.empty());
+  const WorldPlan full = dsrun::launcher::attemptPlan(twoRankPlan(options), options, 2);
+  CHECK_FALSE(full.deferredCommands);
+  CHECK(dsrun::launcher::withCommand(second, second.ranks[1]).env == full.ranks[1].env);
+}
+
 TEST_CASE("runWithRestarts restarts a failing job up to --max_restarts and names each cause", "[launcher][restart]") {
   struct Row {
     std::string name;

@@ -363,3 +363,99 @@ TEST_CASE("planWorld exports torchrun's restart budget: --max_restarts, 0 when n
   CHECK(three.exports.at("TORCHELASTIC_MAX_RESTARTS") == "3");
   CHECK(three.ranks[3].env.at("DSRUN_MAX_RESTARTS") == "3");
 }
+
+TEST_CASE("a plan of slots has every rank but its command, and withCommand plans exactly the full plan's",
+          "[launcher][world_plan]") {
+  const Args args = GENERATE(Args{"--launcher", "agent", "--bind_cores_to_rank", "train.py", "--lr", "1"},
+                             Args{"--launcher", "agent", "--no_python", "--no_local_rank", "/bin/true"},
+                             Args{"--launcher", "pdsh", "--module", "train.py"});
+  CAPTURE(args);
+  const PlanInputs in = inputs("worker-0 slots=2\nworker-1 slots=3\nworker-2 slots=1\n");
+  const dsrun::launcher::Rendezvous learned{"10.0.0.7", 29511};
+  const WorldPlan full = planWorld(opts(args), in, learned);
+  const WorldPlan slots = planWorld(opts(args), in, learned, dsrun::launcher::RankDetail::Slots);
+  CHECK_FALSE(full.deferredCommands);
+  REQUIRE(slots.deferredCommands);
+  REQUIRE(slots.worldSize() == full.worldSize());
+  for (size_t i = 0; i < full.ranks.size(); ++i) {
+    const dsrun::launcher::PlannedRank& f = full.ranks[i];
+    const dsrun::launcher::PlannedRank& s = slots.ranks[i];
+    CAPTURE(i);
+    CHECK(std::tie(s.rank, s.localRank, s.nodeRank, s.host, s.slot, s.cores) ==
+          std::tie(f.rank, f.localRank, f.nodeRank, f.host, f.slot, f.cores));
+    CHECK(s.argv.empty());
+    CHECK(s.env.empty());
+    const dsrun::launcher::PlannedRank planned = dsrun::launcher::withCommand(slots, s);
+    CHECK(planned.argv == f.argv);
+    CHECK(planned.env == f.env);
+    CHECK(planned.cores == f.cores);
+  }
+  // Everything else of the plan is the same.
+  CHECK(slots.masterAddr == full.masterAddr);
+  CHECK(slots.masterPort == full.masterPort);
+  CHECK(slots.exports == full.exports);
+  // A full plan has nothing left to plan.
+  REQUIRE_THROWS_AS(dsrun::launcher::withCommand(full, full.ranks[0]), dsrun::InternalError);
+}
+
+TEST_CASE("a plan of slots or of no ranks refuses what the full plan refuses, in the same words",
+          "[launcher][world_plan]") {
+  const auto detail = GENERATE(dsrun::launcher::RankDetail::Slots, dsrun::launcher::RankDetail::None);
+  const Options local = opts({"--num_gpus", "3", "--bind_cores_to_rank", "--bind_core_list", "0-1"});
+  REQUIRE_THROWS_WITH(planWorld(local, inputs(), dsrun::launcher::Rendezvous{}, detail),
+                      Contains("--bind_cores_to_rank: 2 core(s) for 3 ranks on host 'localhost'"));
+  // The first host that has too few cores for its ranks is named, as the full plan names it.
+  const Options hosts = opts({"--launcher", "agent", "--bind_cores_to_rank", "--bind_core_list", "0-2", "train.py"});
+  const PlanInputs in = inputs("worker-0 slots=2\nworker-1 slots=4\nworker-2 slots=5\n");
+  const std::string expected = "--bind_cores_to_rank: 3 core(s) for 4 ranks on host 'worker-1'";
+  REQUIRE_THROWS_WITH(planWorld(hosts, in, dsrun::launcher::Rendezvous{}), Contains(expected));
+  REQUIRE_THROWS_WITH(planWorld(hosts, in, dsrun::launcher::Rendezvous{}, detail), Contains(expected));
+}
+
+TEST_CASE("a plan of no ranks (a launch's draft) is the full plan without its ranks", "[launcher][world_plan]") {
+  const Options options = opts({"--launcher", "agent", "--bind_cores_to_rank", "train.py"});
+  const PlanInputs in = inputs(kTwoHosts);
+  const WorldPlan full = planWorld(options, in, dsrun::launcher::Rendezvous{});
+  const WorldPlan none = planWorld(options, in, dsrun::launcher::Rendezvous{}, dsrun::launcher::RankDetail::None);
+  CHECK(none.ranks.empty());
+  CHECK(none.deferredCommands);
+  REQUIRE(none.hosts.size() == full.hosts.size());
+  for (size_t i = 0; i < full.hosts.size(); ++i) {
+    CHECK(none.hosts[i].host == full.hosts[i].host);
+    CHECK(none.hosts[i].slots == full.hosts[i].slots);
+  }
+  CHECK(none.masterAddr == full.masterAddr);
+  CHECK(none.masterAddrHost == full.masterAddrHost);
+  CHECK(none.masterPort == full.masterPort);
+  CHECK(none.launcher == full.launcher);
+  CHECK(none.multiNode == full.multiNode);
+  CHECK(none.exports == full.exports);
+  CHECK(none.coreList == full.coreList);
+  CHECK(none.notes == full.notes);
+}
+
+TEST_CASE("a dry run refuses a plan of slots: it shows every rank's command", "[launcher][world_plan]") {
+  const WorldPlan slots = planWorld(opts({}), inputs(), dsrun::launcher::Rendezvous{}, dsrun::launcher::RankDetail::Slots);
+  REQUIRE_THROWS_AS(dsrun::launcher::dryRunJson(slots, {}, {}), dsrun::InternalError);
+}
+
+TEST_CASE("rankSpecsForNode plans a node's commands from a plan of slots as from the full plan",
+          "[launcher][world_plan]") {
+  const Options options = opts({"--launcher", "pdsh", "--bind_cores_to_rank", "train.py"});
+  const PlanInputs in = inputs("worker-0 slots=2\nworker-1 slots=3\n");
+  const WorldPlan full = planWorld(options, in, dsrun::launcher::Rendezvous{"10.0.0.7", std::nullopt});
+  const WorldPlan slots = planWorld(options, in, dsrun::launcher::Rendezvous{"10.0.0.7", std::nullopt},
+                                    dsrun::launcher::RankDetail::Slots);
+  const dsrun::launcher::EnvMap base{{"HOME", "/root"}, {"PATH", "/usr/bin"}};
+  for (int node : {0, 1}) {
+    const auto a = dsrun::launcher::rankSpecsForNode(full, node, base);
+    const auto b = dsrun::launcher::rankSpecsForNode(slots, node, base);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(std::tie(a[i].rank, a[i].localRank, a[i].host, a[i].cores) ==
+            std::tie(b[i].rank, b[i].localRank, b[i].host, b[i].cores));
+      CHECK(a[i].command.argv == b[i].command.argv);
+      CHECK(a[i].command.env == b[i].command.env);
+    }
+  }
+}

@@ -35,7 +35,7 @@ std::string hostName() {
 }
 
 // The launcher's TLS context (--tls_dir); a ConfigError says how to make one.
-boost::asio::ssl::context clientContext(const Options& o) {
+boost::asio::ssl::context makeClientContext(const Options& o) {
   if (o.tlsDir.empty()) {
     throw ConfigError("--launcher agent needs --tls_dir DIR (the launcher's TLS directory)\n"
                       "  hint: create one with 'dsrun --make_tls DIR', give each host its own with 'dsrun "
@@ -72,7 +72,7 @@ LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const Laun
   refuseElasticAgentRendezvous(ctx.options);
   refuseMasterPortOnAgentPort(draft.masterPort, ctx.options.agentPort);
   if (draft.elastic) return {};
-  auto ssl = clientContext(ctx.options);
+  auto& ssl = preparedSsl_.emplace(makeClientContext(ctx.options));
   const std::string& first = draft.hosts.front().host;
   const AgentRendezvous r = learnAgentRendezvous(ssl, first, ctx.options.agentPort, clientName(ctx, draft.jobId),
                                                  draft.masterPort, AgentJob::Settings().connectTimeout);
@@ -83,6 +83,12 @@ LaunchPreparation AgentBackend::prepareLaunch(const WorldPlan& draft, const Laun
     DSRUN_LOG(INFO) << "MASTER_ADDR=" << r.address << " (the address of the agent on " << first << ")";
   }
   return out;
+}
+
+RankDetail AgentBackend::rankDetail(const WorldPlan& draft, const LaunchContext& ctx) const {
+  // An elastic job plans each round's world itself; a star sends every rank's command from dsrun's loop.
+  if (draft.elastic || chooseAgentTree(ctx.options.treeWidth, draft.hosts.size()).width == 0) return RankDetail::Commands;
+  return RankDetail::Slots;
 }
 
 std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const {
@@ -108,7 +114,9 @@ std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, c
 
 int AgentBackend::run(const WorldPlan& plan, const LaunchContext& ctx) {
   const Options& o = ctx.options;
-  auto ssl = clientContext(o);
+  std::optional<boost::asio::ssl::context> prepared = std::move(preparedSsl_);
+  preparedSsl_.reset();
+  auto& ssl = prepared ? *prepared : prepared.emplace(makeClientContext(o));
   AgentJob::Settings s;
   s.port = o.agentPort;
   s.program = o.userScript;

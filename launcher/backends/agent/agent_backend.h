@@ -2,6 +2,9 @@
 // AgentBackend (`--launcher agent`): runs every host's ranks through the dsrun-agent on that host,
 // over mutually authenticated TLS (--tls_dir, --agent_port). See docs/agent.md.
 
+#include <boost/asio/ssl/context.hpp>
+#include <optional>
+
 #include "launcher/backend.h"
 
 namespace dsrun::launcher {
@@ -16,6 +19,8 @@ class AgentBackend : public Backend {
   /// job, whose every world checks its own first host. Throws ConfigError without --tls_dir or with an
   /// unusable one, and what learnAgentRendezvous throws.
   LaunchPreparation prepareLaunch(const WorldPlan& draft, const LaunchContext& ctx) override;
+  /// Slots for a tree launch: its build plans each node's commands on threads while the roots are dialled.
+  RankDetail rankDetail(const WorldPlan& draft, const LaunchContext& ctx) const override;
   /// No command runs on the nodes; each entry names the agent and the ranks it is asked to start:
   /// {"dsrun-agent", "HOST:PORT", "--job_id", ID, "--ranks", "0,1"}.
   std::vector<NodeCommand> nodeCommands(const WorldPlan& plan, const LaunchContext& ctx) const override;
@@ -26,6 +31,12 @@ class AgentBackend : public Backend {
   /// code. Throws ConfigError without --tls_dir or with an unusable one, Error if an agent is
   /// unreachable or refuses, or if a rank cannot be spawned.
   int run(const WorldPlan& plan, const LaunchContext& ctx) override;
+
+ private:
+  /// The TLS context prepareLaunch loaded (--tls_dir), for the run that follows it: loading the CA, certificate,
+  /// key and revocation list again cost ~3 ms of CPU before the first root's dial. run() takes it; a restart
+  /// loads its own, so that it checks the agents against the revocation list of its time.
+  std::optional<boost::asio::ssl::context> preparedSsl_;
 };
 
 }  // namespace dsrun::launcher

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/exit_status.h"
@@ -81,8 +82,11 @@ AgentJob::AgentJob(const WorldPlan& plan, boost::asio::ssl::context& ssl, Settin
                                                                                       settings_.silentBeats});
     for (const PlannedRank* r : ranksOfNode[i]) {
       node->ranks.push_back(r->rank);
-      if (settings_.launch.tagOutput) output_[r->rank].prefix = strCat(r->host, ":", r->rank, " | ");
-      else output_[r->rank];
+      // Ranks ascend, host by host: each goes in at the end (80,000 of them at 10,000 hosts).
+      RankOutput& out =
+          output_.emplace_hint(output_.end(), std::piecewise_construct, std::forward_as_tuple(r->rank), std::tuple<>())
+              ->second;
+      if (settings_.launch.tagOutput) out.prefix = strCat(r->host, ":", r->rank, " | ");
     }
     if (!node->ranks.empty()) nodes_.push_back(std::move(node));
   }

@@ -25,7 +25,7 @@ wire::LaunchRequest emptyRequest(const WorldPlan& plan, const NodeLaunchSettings
   return launch;
 }
 
-void addRank(wire::LaunchRequest& launch, const PlannedRank& r, const NodeLaunchSettings& settings) {
+void addPlannedRank(wire::LaunchRequest& launch, const PlannedRank& r, const NodeLaunchSettings& settings) {
   wire::RankLaunch* rank = launch.add_ranks();
   rank->set_rank(r.rank);
   rank->set_local_rank(r.localRank);
@@ -35,11 +35,19 @@ void addRank(wire::LaunchRequest& launch, const PlannedRank& r, const NodeLaunch
   for (int core : r.cores) rank->add_cores(core);
 }
 
+// A tree launch's plan has no commands yet (RankDetail::Slots): each is planned here, as its node's request
+// is made on the build's threads (agent_tree_build.h), while dsrun dials the roots.
+void addRank(const WorldPlan& plan, wire::LaunchRequest& launch, const PlannedRank& r,
+             const NodeLaunchSettings& settings) {
+  if (plan.deferredCommands) addPlannedRank(launch, withCommand(plan, r), settings);
+  else addPlannedRank(launch, r, settings);
+}
+
 }  // namespace
 
 wire::LaunchRequest nodeLaunchRequest(const WorldPlan& plan, int nodeRank, const NodeLaunchSettings& settings) {
   wire::LaunchRequest launch = emptyRequest(plan, settings);
-  for (const PlannedRank* r : plan.ranksOnNode(nodeRank)) addRank(launch, *r, settings);
+  for (const PlannedRank* r : plan.ranksOnNode(nodeRank)) addRank(plan, launch, *r, settings);
   return launch;
 }
 
@@ -53,13 +61,13 @@ void fillNodeLaunchRequest(const WorldPlan& plan, const std::vector<const Planne
                            const NodeLaunchSettings& settings, wire::LaunchRequest& out) {
   out.Clear();
   fillEmptyRequest(plan, settings, out);
-  for (const PlannedRank* r : ranks) addRank(out, *r, settings);
+  for (const PlannedRank* r : ranks) addRank(plan, out, *r, settings);
 }
 
 std::vector<wire::LaunchRequest> nodeLaunchRequests(const WorldPlan& plan, const NodeLaunchSettings& settings) {
   std::vector<wire::LaunchRequest> out(plan.hosts.size(), emptyRequest(plan, settings));
   // plan.ranks is in rank order, host by host, local ranks ascending: ranksOnNode's order too.
-  for (const PlannedRank& r : plan.ranks) addRank(out.at(static_cast<size_t>(r.nodeRank)), r, settings);
+  for (const PlannedRank& r : plan.ranks) addRank(plan, out.at(static_cast<size_t>(r.nodeRank)), r, settings);
   return out;
 }
 

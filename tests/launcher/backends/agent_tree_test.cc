@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "launcher/backends/agent/agent_backend.h"
 #include "launcher/backends/agent/agent_tree_choice.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_listing.h"
@@ -299,6 +300,58 @@ TEST_CASE("dsrun's launch built with each request made on demand, on several thr
       CHECK(own.SerializeAsString() == nodeLaunchRequest(f->plan, static_cast<int>(r.node), settings).SerializeAsString());
     }
   }
+}
+
+TEST_CASE("a plan of slots (each command planned by the build's threads) gives the launch of the full plan") {
+  TempDir tmp;
+  testing::TestPki pki(tmp.path());
+  const tls::TreeSigner signer(pki.launcher());
+  std::string hostfile;
+  for (size_t i = 0; i < 23; ++i) hostfile += strCat("node-", i, " slots=", 1 + i % 3, "\n");
+  auto f = test::makePlan(hostfile, {"--launcher", "agent", "--bind_cores_to_rank", "train.py", "--lr", "0.1"},
+                          {{"PATH", "/usr/bin"}, {"NCCL_DEBUG", "WARN"}});
+  PlanInputs inputs;
+  inputs.hostfile = parseHostfile(hostfile, "/job/hostfile");
+  inputs.launcherEnv = f->env;
+  inputs.cwd = "/work/job";
+  inputs.physicalCores = 8;
+  inputs.jobId = "job-1";
+  const WorldPlan slots = planWorld(f->options, inputs, Rendezvous{"10.0.0.1", std::nullopt}, RankDetail::Slots);
+  REQUIRE(slots.deferredCommands);
+  const AgentTreePlan tree = planAgentTree(23, 3);
+  NodeLaunchSettings settings;
+  settings.cwd = "/work/job";
+  const proto::TreeLaunchStamp stamp{1700000000000000, 300, 3, "test"};
+  const std::vector<RootTreeLaunch> full = signedTreeLaunches(treeLaunchNodes(f->plan, tree, 29600, settings), stamp, signer);
+  for (unsigned threads : {1u, 4u}) {
+    const auto built = signedTreeLaunches(slots, treeLaunchShape(slots, tree, 29600), settings, stamp, signer, threads);
+    REQUIRE(built.size() == full.size());
+    for (size_t i = 0; i < built.size(); ++i) {
+      wire::TreeLaunch a = built[i].launch, b = full[i].launch;
+      a.clear_signature();
+      b.clear_signature();
+      CHECK(a.SerializeAsString() == b.SerializeAsString());
+    }
+  }
+  // The star's requests too, should a plan of slots reach them.
+  for (int node = 0; node < 23; ++node) {
+    CHECK(nodeLaunchRequest(slots, node, settings).SerializeAsString() ==
+          nodeLaunchRequest(f->plan, node, settings).SerializeAsString());
+  }
+}
+
+TEST_CASE("the agent backend plans a tree launch's ranks as slots, a star's and an elastic job's in full") {
+  AgentBackend backend;
+  auto detail = [&](size_t hosts, std::vector<std::string> args) {
+    args.push_back("train.py");
+    auto f = test::makePlan(hostfileOf(hosts, 2), args);
+    return backend.rankDetail(f->plan, *f->ctx);
+  };
+  CHECK(detail(kAutoTreeAboveHosts + 1, {"--launcher", "agent"}) == RankDetail::Slots);
+  CHECK(detail(kAutoTreeAboveHosts, {"--launcher", "agent"}) == RankDetail::Commands);
+  CHECK(detail(4, {"--launcher", "agent", "--tree_width", "2"}) == RankDetail::Slots);
+  CHECK(detail(64, {"--launcher", "agent", "--tree_width", "0"}) == RankDetail::Commands);
+  CHECK(detail(64, {"--launcher", "agent", "--elastic_training", "--master_addr", "node-0"}) == RankDetail::Commands);
 }
 
 TEST_CASE("ranksByNode is ranksOnNode of every host, in one pass") {
