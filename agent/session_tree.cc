@@ -158,7 +158,8 @@ std::vector<wire::Envelope> Session::handOver() {
     // A parent given up by an ancestor (or cut off from dsrun) while still connected: told, so that it neither
     // reports this node lost nor re-fans below it; the job lives on with the adopter.
     send(reattachedMessage(job, hello_.tree_edge_signals()));
-    closeAfterFlush(strCat("closing: job ", job, " was adopted by an ancestor"));
+    // A normal end of this edge (logged at INFO by stop(); a reason starting "closing" is a refusal, at WARN).
+    closeAfterFlush(strCat("job ", job, " was adopted by an ancestor, closing the old parent's connection"));
     return held;
   }
   manager_.remove(id_);

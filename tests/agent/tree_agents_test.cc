@@ -366,6 +366,12 @@ TEST_CASE("a parent still connected to its child when an ancestor adopts that ch
   }, 30s));
   CHECK_THAT(tree.agents[2]->log(), Contains("job job-away re-attached here"));
   CHECK_THAT(tree.agents[2]->log(), Contains("(its parent was given up)"));
+  // tree-2's side of that edge ends as normally, at INFO (it said "closing: ..." at WARN, as a refusal does).
+  CHECK(waitFor([&] {
+    return tree.agents[2]->log().find("was adopted by an ancestor, closing the old parent's connection") !=
+           std::string::npos;
+  }, 30s));
+  CHECK_THAT(tree.agents[2]->log(), !Contains(" W "));
   CHECK_THAT(tree.agents[1]->log(), !Contains("tree child tree-2 of job job-away lost"));
   CHECK_THAT(tree.agents[1]->log(), !Contains("adopting"));
   // Each ends its own part: the launcher's SIGTERM reaches every rank but tree-2's (no longer below tree-1);
