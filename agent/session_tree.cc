@@ -272,7 +272,7 @@ void Session::giveUp(std::chrono::milliseconds waited) {
   table_.stopJobsOf(id_, why);
   // One SIGTERM down the subtree, as dsrun's stop: each agent below stops its ranks (SIGKILL after the grace)
   // and their ends come up to this node, where they are held with the rest.
-  if (relay_) relay_->signal(treeJob_, SIGTERM);
+  if (relay_) relay_->stop(treeJob_);
   orphanWait_.expires_after(hold);
   orphanWait_.async_wait([self = shared_from_this(), hold](const boost::system::error_code& ec) {
     if (ec || !self->orphaned_) return;
