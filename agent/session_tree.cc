@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <csignal>
 #include <utility>
 
 #include "agent/job_table.h"
