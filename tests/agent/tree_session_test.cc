@@ -144,6 +144,17 @@ std::vector<testing::TreeTestNode> chain() {
   return {{"tree-0", "127.0.0.1", 29600, -1, 1}, {"mid-1", "127.0.0.1", 29601, 0, 1}, {"leaf-2", "127.0.0.1", 29602, 1, 1}};
 }
 
+/// signedRootLaunch with every rank's kill grace `graceS` (theirs: 2 s), which an orphan's hold includes.
+dsrun::wire::TreeLaunch signedLaunchWithGrace(const dsrun::tls::TreeSigner& signer, const std::string& job,
+                                              const std::vector<testing::TreeTestNode>& nodes, double graceS) {
+  auto launchNodes = testing::treeNodes(job, nodes, kScript);
+  for (auto& node : launchNodes) node.request.set_kill_grace_s(graceS);
+  const auto content = dsrun::proto::buildTreeLaunch(launchNodes, {testing::nowUnixUs(), 300, 2, "agent tree test"},
+                                                     testing::testSha());
+  return dsrun::proto::rootTreeLaunch(content, 0, signer.sign(dsrun::proto::treeSignedMessage(content.root)),
+                                      signer.certificateDer());
+}
+
 bool has(const FakeWire& wire, bool (Envelope::*what)() const) {
   for (const auto& e : wire.frames()) {
     if ((e.*what)()) return true;
@@ -421,7 +432,7 @@ TEST_CASE("once an orphan's hold has passed too, an adoption of its job is refus
           "[agent][tree][adopt][security]") {
   TreeAgent agent("leaf-2", 50ms);  // held 50 + 50 + 2 x 60 + 100 ms after it gives up
   agent.timing.handshakeTimeout = 100ms;
-  const auto root = testing::signedRootLaunch(agent.signer, "job-y", chain(), kScript);
+  const auto root = signedLaunchWithGrace(agent.signer, "job-y", chain(), 0.05);
   auto parent = agent.connect({"mid-1"}, 60);  // lost after 60 ms of silence, given up 120 ms later
   parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
   runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
