@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/tree_relay.h"
 #include "tests/agent/test_client.h"
 #include "tests/agent/tree_launches.h"
 #include "tests/common/temp_dir.h"
@@ -445,6 +446,41 @@ TEST_CASE("an adopter orphaned in turn and adopted only after its wait keeps wha
   CHECK(log3.find("waits up to") == log3.rfind("waits up to"));
   CHECK_THAT(log3, !Contains("no ancestor adopted"));
   for (int r : {2, 3, 6, 7}) CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+}
+
+TEST_CASE("a node that stopped its job stops the children it re-fans afterwards too: a child lost before it passed "
+          "the stop on does not leave its children running",
+          "[agent][tree][integration][adopt]") {
+  Tree tree;
+  // The test is tree-0's relay (with tree-0's node certificate), as an orphan that gave up waiting has it.
+  boost::asio::ssl::context nodeCtx = dsrun::tls::makeSslContext(tree.dirs[0], dsrun::tls::Role::TreeClient);
+  Events up;
+  dsrun::agent::TreeRelay relay(tree.io, nodeCtx, "agent tree test",
+                                {[&](const Envelope& e) { up.take(*tree.client, e); }, [] { return false; }, nullptr});
+  up.credit = false;  // nothing to return: the relay credits its children itself when its parent has no window
+  const auto root = testing::signedRootLaunch(tree.signer, "job-stop", tree.nodes, "echo ready; exec sleep 600");
+  // Every edge beats every 150 ms and gives the other side up after 2 s.
+  dsrun::agent::ChildLink::Timing timing;
+  timing.beatMs = 150;
+  timing.silenceMs = 2000;
+  relay.forward("job-stop", dsrun::proto::childTreeLaunches(root, dsrun::proto::readTreeLaunch(root, testing::testSha())),
+                timing);
+  REQUIRE(waitStepping(tree.io, [&] { return up.linesContaining("ready") == 8; }, 30s));  // ranks 2-9
+  // tree-1 hangs before the stop reaches it: it will not pass the stop to tree-2 and tree-3.
+  tree.agents[1]->pause();
+  relay.stop("job-stop");
+  // tree-1 is lost after 2 s of silence and its children are re-fanned from here: they get the stop too.
+  INFO(up.summary());
+  CHECK(waitStepping(tree.io, [&] { return up.exited.size() == 6 && up.lost.size() == 1; }, 30s));
+  tree.agents[1]->resume();
+  REQUIRE(up.lost.size() == 1);
+  CHECK(up.lost[0].host() == "tree-1");
+  for (int r : {4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
+    CHECK(up.exited[r].signal() == SIGTERM);
+    CHECK(waitFor([&] { return gone(up.pid[r]); }, 30s));
+  }
+  relay.closeAll(true);
 }
 
 TEST_CASE("an interior agent dead before it could forward the launch costs only its own ranks: its parent starts "
