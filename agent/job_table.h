@@ -75,6 +75,8 @@ class JobTable {
   size_t liveRankCount() const;
   /// Output streams whose reading waits for the launcher (flow control); for tests and logs.
   size_t pausedStreamCount() const;
+  /// As constructed (the default kill grace and the kill wait bound how long a stop takes).
+  const Options& options() const { return options_; }
 
  private:
   struct Rank;

@@ -129,10 +129,15 @@ class Session : public std::enable_shared_from_this<Session> {
   /// The parent is gone and this node may be adopted: close the connection, keep the job and the children,
   /// hold the events, and stop the job only if no ancestor adopts it within orphanWait().
   void orphan(const std::string& reason);
-  /// Nobody adopted the job in time: stop it, release the children, end this session.
+  /// Nobody adopted the job within `waited`: stop it here and below (the children stay attached), and keep
+  /// what it reports, with the children, for a late adopter for orphanHold() more; then abandon().
+  void giveUp(std::chrono::milliseconds waited);
+  /// Nobody adopted the job at all: drop what it held, release the children with the job's end, end this session.
   void abandon(const std::string& reason);
   /// How long an orphaned job waits for an adopter (docs/agent.md "An interior agent dies").
   std::chrono::milliseconds orphanWait() const;
+  /// How long a job that gave up waiting is still kept for a late adopter (docs/agent.md, the same section).
+  std::chrono::milliseconds orphanHold() const;
   proto::TreeIdentity peerIdentity() const;
   /// Starts this node's ranks of an admitted tree launch (runTree), then the signals asked for meanwhile.
   void startOwnRanks(const std::string& job);
@@ -179,6 +184,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool released_ = false;                ///< the parent said nobody adopts the job: no wait
   bool releasedJobEnds_ = false;         ///< ... and the job ends below too (TreeReleased.job_ends)
   bool orphaned_ = false;                ///< the connection is gone, the job waits for an adopter
+  bool gaveUp_ = false;                  ///< ... and nobody came within the wait: stopped, held for orphanHold()
+  double treeKillGraceS_ = 0;            ///< the tree job's LaunchRequest.kill_grace_s (<= 0: the agent's)
   std::vector<wire::Envelope> orphanQueue_;  ///< what would have gone up while orphaned
   /// A tree launch's own ranks, waiting for the children's launches to go out, with the signals asked for
   /// meanwhile.

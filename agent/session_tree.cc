@@ -107,6 +107,7 @@ void Session::takeOver(Session& from) {
   treeJob_ = from.treeJob_;
   treeRoot_ = from.treeRoot_;
   adoptable_ = from.adoptable_;
+  treeKillGraceS_ = from.treeKillGraceS_;
   relay_ = std::move(from.relay_);
   pendingOwn_ = std::move(from.pendingOwn_);  // own ranks not forked yet: started here when their time comes
   from.pendingOwn_.clear();
@@ -126,7 +127,8 @@ void Session::takeOver(Session& from) {
                                          [this] { return hello_.merged_rank_events(); }});
   table_.reassign(treeJob_, id_);
   DSRUN_LOG(INFO) << peer_ << ": job " << treeJob_ << " re-attached here from " << from.peer()
-                  << (from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
+                  << (from.gaveUp_ ? " (its parent was lost, and it had stopped waiting: what it held is passed up)"
+                      : from.orphaned_ ? " (its parent was lost)" : " (its parent was given up)");
   for (auto& e : from.handOver()) {
     if (!e.has_store_request()) send(e);  // the job's store sends what it has pending again, below
   }
@@ -148,13 +150,15 @@ std::vector<wire::Envelope> Session::handOver() {
   treeRoot_.clear();
   adoptable_ = false;
   orphaned_ = false;
+  gaveUp_ = false;
   orphanWait_.cancel();
   runDrainedCallbacks();  // paused pumps ask their (new) owner again
   if (!stopped_) {
     // A parent given up by an ancestor (or cut off from dsrun) while still connected: told, so that it neither
     // reports this node lost nor re-fans below it; the job lives on with the adopter.
     send(reattachedMessage(job, hello_.tree_edge_signals()));
-    closeAfterFlush(strCat("closing: job ", job, " was adopted by an ancestor"));
+    // A normal end of this edge (logged at INFO by stop(); a reason starting "closing" is a refusal, at WARN).
+    closeAfterFlush(strCat("job ", job, " was adopted by an ancestor, closing the old parent's connection"));
     return held;
   }
   manager_.remove(id_);
@@ -168,6 +172,7 @@ void Session::runTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   treeJob_ = job;
   treeRoot_ = admitted.root;
   adoptable_ = admitted.adoptable;
+  treeKillGraceS_ = admitted.own.kill_grace_s();
   TreeRelay::Upstream up{[this](const wire::Envelope& e) { send(e); }, [this] { return windowed_; },
                          [this] { return hello_.merged_rank_events(); }};
   relay_ = std::make_unique<TreeRelay>(static_cast<boost::asio::io_context&>(connection_->executor().context()),
@@ -230,13 +235,58 @@ void Session::orphan(const std::string& reason) {
   orphanWait_.expires_after(wait);
   orphanWait_.async_wait([self = shared_from_this(), wait](const boost::system::error_code& ec) {
     if (ec || !self->orphaned_) return;
-    self->abandon(strCat("no ancestor adopted job ", self->treeJob_, " within ", wait.count(), " ms, stopping it"));
+    self->giveUp(wait);
+  });
+}
+
+std::chrono::milliseconds Session::orphanHold() const {
+  // Long enough for the job stopped here and below to end (its kill grace, then the kill wait for a rank that
+  // ignores SIGKILL), and then as long again as the orphan waited, plus a dial: an adopter that late still gets
+  // every end. Longer serves nobody: dsrun gives ranks up about that long after it stops a job (the kill grace,
+  // its 15 s for the agents' kill wait, twice the heartbeat budget and a connect; docs/agent.md "What bounds
+  // dsrun's wait after a stop"), and it stops the job when it hears of the loss that orphaned this node.
+  const auto& options = table_.options();
+  const auto grace = treeKillGraceS_ > 0 ? std::chrono::milliseconds(static_cast<int64_t>(treeKillGraceS_ * 1000))
+                                         : options.killGrace;
+  return grace + options.killWait + orphanWait() + childTiming().connectTimeout;
+}
+
+void Session::giveUp(std::chrono::milliseconds waited) {
+  gaveUp_ = true;
+  const std::string why = strCat("no ancestor adopted job ", treeJob_, " within ", waited.count(), " ms");
+  const auto hold = orphanHold();
+  DSRUN_LOG(WARN) << peer_ << ": " << why << ", stopping it here and below; what it reports is kept "
+                  << hold.count() << " ms more for a late adopter";
+  // Before, the orphan released its children with the job's end and dropped what it held: the ends of its own
+  // ranks and of every node below it, re-attached ones included, which nobody then reported (docs/benchmarks.md
+  // "Launch at scale", 1,000 agents). Now they are kept, and the children stay attached, for whoever adopts late.
+  for (auto& [job, own] : std::exchange(pendingOwn_, {})) {
+    // Never forked (they waited for their turn, then for an adopter), never will be: said so as a spawn failure
+    // says it, so that nobody waits for their ends.
+    std::vector<int> unstarted;
+    for (const auto& rank : own.launch.ranks()) unstarted.push_back(rank.rank());
+    deliver(event::LaunchFailed{job, strCat(handler_.config().agentHost, ": ", why, ", so its ranks here never started"),
+                                std::move(unstarted)});
+  }
+  table_.stopJobsOf(id_, why);
+  // One SIGTERM down the subtree, as dsrun's stop: each agent below stops its ranks (SIGKILL after the grace)
+  // and their ends come up to this node, where they are held with the rest.
+  if (relay_) relay_->stop(treeJob_);
+  orphanWait_.expires_after(hold);
+  orphanWait_.async_wait([self = shared_from_this(), hold](const boost::system::error_code& ec) {
+    if (ec || !self->orphaned_) return;
+    self->abandon(strCat("no ancestor adopted job ", self->treeJob_, " within ", hold.count(),
+                         " ms of its stop either, dropping the ", self->orphanQueue_.size(), " message(s) it held",
+                         self->relay_ && self->relay_->active() ? " and releasing its children" : ""));
   });
 }
 
 void Session::abandon(const std::string& reason) {
   auto self = shared_from_this();
   orphaned_ = false;
+  gaveUp_ = false;
+  // Called by the agent's shutdown too: the wait's timer held this session, and the agent's loop, until it fired.
+  orphanWait_.cancel();
   DSRUN_LOG(WARN) << peer_ << ": " << reason;
   orphanQueue_.clear();
   windowed_ = false;

@@ -1,6 +1,7 @@
 #include "agent/tree_relay.h"
 
 #include <algorithm>
+#include <csignal>
 #include <set>
 #include <boost/asio/post.hpp>
 
@@ -129,7 +130,11 @@ void TreeRelay::refan(const std::string& jobId, const std::string& lostHost, con
   // subtree's probe; dsrun ends or re-forms the launch, or goes, and they follow).
   std::optional<ChildProbe> held;
   if (lost.probeTimeoutMs > 0 && went_.count(jobId) == 0) held = ChildProbe{lost.probeTimeoutMs, nullptr};
+  const size_t first = nextSource_;
   dial(jobId, std::move(orphans), timing, true, std::move(held));
+  if (stopped_.count(jobId) == 0) return;
+  // Queued until each has its adoption; one that got the stop from the lost node may get it twice.
+  for (auto it = children_.lower_bound(first); it != children_.end(); ++it) it->second.link->signal(SIGTERM);
 }
 
 void TreeRelay::rebind(Upstream upstream) {
@@ -191,6 +196,11 @@ void TreeRelay::signal(const std::string& jobId, int signal) {
   for (auto& [source, child] : children_) {
     if (child.jobId == jobId) child.link->signal(signal);
   }
+}
+
+void TreeRelay::stop(const std::string& jobId) {
+  stopped_.insert(jobId);
+  signal(jobId, SIGTERM);
 }
 
 void TreeRelay::credited(uint64_t bytes) {

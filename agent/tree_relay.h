@@ -69,6 +69,9 @@ class TreeRelay {
   void up(const wire::Envelope& event);
   /// Sends `signal` to every child of `jobId` (none: nothing).
   void signal(const std::string& jobId, int signal);
+  /// The job is stopped here (an orphan gave up waiting): SIGTERM to every child of `jobId` now, and to every
+  /// child re-fanned from here later (a child lost before it passed the stop on leaves its children running).
+  void stop(const std::string& jobId);
   /// Some child link is open: part of the subtree may still run below this node.
   bool active() const { return !children_.empty(); }
   /// The parent returned `bytes` of output credit.
@@ -100,6 +103,7 @@ class TreeRelay {
   Upstream upstream_;                ///< the parent
   std::map<uint64_t, Child> children_;  ///< by source id (CreditLedger), ids from 1
   std::set<std::string> went_;          ///< jobs whose probe passed (TreeGo): a re-fanned child is not held
+  std::set<std::string> stopped_;       ///< jobs stopped here (stop()): a re-fanned child is stopped too
   uint64_t nextSource_ = 1;          ///< never reused
   CreditLedger ledger_;              ///< whose output the parent's credit returns
   EventBatcher batcher_;             ///< events waiting for the end of this turn of the loop

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/tree_relay.h"
 #include "tests/agent/test_client.h"
 #include "tests/agent/tree_launches.h"
 #include "tests/common/temp_dir.h"
@@ -107,6 +108,7 @@ struct Events {
   std::map<int, dsrun::wire::RankExited> exited;
   std::vector<dsrun::wire::NodeLost> lost;
   std::vector<std::string> errors;
+  bool adopted = false;          ///< TreeAdopted arrived (this client adopted a node)
   bool credit = true;            ///< return output credit as output is read (a launcher whose reader keeps up)
   uint64_t uncredited = 0;       ///< output read while `credit` was off
 
@@ -129,6 +131,7 @@ struct Events {
     if (e.has_rank_exited()) exited[e.rank_exited().rank()] = e.rank_exited();
     if (e.has_node_lost()) lost.push_back(e.node_lost());
     if (e.has_error()) errors.push_back(e.error().message());
+    if (e.has_tree_adopted()) adopted = true;
   }
   /// Reads until `done`; fails if the connection closes first.
   void until(testing::TestClient& client, const std::function<bool()>& done, const char* what) {
@@ -171,18 +174,19 @@ bool waitStepping(boost::asio::io_context& io, const std::function<bool()>& done
 struct Tree {
   /// With `beatMs`, the launcher asks for heartbeats every `beatMs` and gives each agent up after `silenceMs`
   /// (as dsrun's --agent_heartbeat_ms and its misses), and beats the root itself every `beatMs`.
-  /// `straggler`: the index of an agent that holds its launch (-1: none).
-  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0, int straggler = -1)
+  /// `straggler`: the index of an agent that holds its launch (-1: none). `parents`: each node's parent's index
+  /// (-1: a root), parents before children; the 3-level tree of width 2 above unless told.
+  explicit Tree(uint64_t outputWindow = 1u << 20, uint32_t beatMs = 0, uint32_t silenceMs = 0, int straggler = -1,
+                std::vector<int> parents = {-1, 0, 1, 1, 0})
       : beat(io) {
-    for (int i = 0; i < 5; ++i) {
+    for (size_t i = 0; i < parents.size(); ++i) {
       const std::string host = "tree-" + std::to_string(i);
       dirs.push_back(pki.node(host, {"127.0.0.1"}));
-      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host, i == straggler));
+      agents.push_back(std::make_unique<AgentProcess>(dirs.back(), tmp.path() + "/log-" + host,
+                                                      static_cast<int>(i) == straggler));
     }
-    const int parents[] = {-1, 0, 1, 1, 0};
-    for (int i = 0; i < 5; ++i) {
-      nodes.push_back({"tree-" + std::to_string(i), "127.0.0.1", agents[static_cast<size_t>(i)]->port(),
-                       parents[i], 2});
+    for (size_t i = 0; i < parents.size(); ++i) {
+      nodes.push_back({"tree-" + std::to_string(i), "127.0.0.1", agents[i]->port(), parents[i], 2});
     }
     launcherCtx.emplace(dsrun::tls::makeSslContext(pki.launcher(), dsrun::tls::Role::Client));
     client = std::make_unique<testing::TestClient>(io, *launcherCtx);
@@ -363,6 +367,12 @@ TEST_CASE("a parent still connected to its child when an ancestor adopts that ch
   }, 30s));
   CHECK_THAT(tree.agents[2]->log(), Contains("job job-away re-attached here"));
   CHECK_THAT(tree.agents[2]->log(), Contains("(its parent was given up)"));
+  // tree-2's side of that edge ends as normally, at INFO (it said "closing: ..." at WARN, as a refusal does).
+  CHECK(waitFor([&] {
+    return tree.agents[2]->log().find("was adopted by an ancestor, closing the old parent's connection") !=
+           std::string::npos;
+  }, 30s));
+  CHECK_THAT(tree.agents[2]->log(), !Contains(" W "));
   CHECK_THAT(tree.agents[1]->log(), !Contains("tree child tree-2 of job job-away lost"));
   CHECK_THAT(tree.agents[1]->log(), !Contains("adopting"));
   // Each ends its own part: the launcher's SIGTERM reaches every rank but tree-2's (no longer below tree-1);
@@ -382,6 +392,95 @@ TEST_CASE("a parent still connected to its child when an ancestor adopts that ch
   }
   CHECK(tree.events.lost.empty());
   CHECK(below.lost.empty());
+}
+
+TEST_CASE("an adopter orphaned in turn and adopted only after its wait keeps what it held: the node it had "
+          "re-attached stays attached and is stopped through it, and every rank's own end reaches the launcher",
+          "[agent][tree][integration][adopt]") {
+  // A chain tree-0 -> tree-1 -> tree-2 -> tree-3, 2 ranks each (0-1, 2-3, 4-5, 6-7); every edge beats every
+  // 150 ms and gives the other side up after 2 s, so an orphan waits 4 s for an adopter.
+  Tree tree(1u << 20, 150, 2000, -1, {-1, 0, 1, 2});
+  const std::string go = tree.tmp.path() + "/go";
+  // Ranks 3 (tree-1) and 7 (tree-3) run on until they are stopped; the others end with codes of their own.
+  tree.launch("job-late", "echo ready; case $RANK in 3|7) exec sleep 600;; esac; while [ ! -e " + go +
+                              " ]; do sleep 0.05; done; exit $((RANK + 3))");
+  tree.events.until(*tree.client, [&] { return tree.events.linesContaining("ready") == 8; }, "8 ranks ready");
+  // tree-2 dies: tree-1 reports it and re-attaches tree-3 to itself.
+  tree.agents[2]->kill9();
+  tree.events.until(*tree.client, [&] { return !tree.events.lost.empty(); }, "NodeLost for tree-2");
+  CHECK(tree.events.lost[0].host() == "tree-2");
+  REQUIRE(waitStepping(tree.io, [&] {
+    return tree.agents[3]->log().find("re-attached here") != std::string::npos;
+  }, 30s));
+  // tree-0 dies: tree-1 is an orphan holding tree-3, and the launcher (which adopts a lost root's children) is
+  // late. Ranks 2 and 6 end meanwhile, each with its own code: their ends wait at tree-1. When tree-1 gives up
+  // waiting it stops ranks 3 and 7 (tree-3's through the edge it kept), and their ends wait there too.
+  tree.agents[0]->kill9();
+  REQUIRE(waitFor([&] { return tree.agents[1]->log().find("for an ancestor to adopt it") != std::string::npos; },
+                  30s));
+  std::ofstream(go).put('\n');
+  REQUIRE(waitFor([&] { return tree.agents[1]->log().find("no ancestor adopted job job-late") != std::string::npos; },
+                  30s));
+  // The launcher adopts tree-1 after its wait, as dsrun does for a lost root's children.
+  testing::TestClient adopter(tree.io, *tree.launcherCtx);
+  REQUIRE_FALSE(adopter.connect({boost::asio::ip::make_address("127.0.0.1"),
+                                 static_cast<unsigned short>(tree.agents[1]->port())}));
+  adopter.hello(dsrun::proto::kProtocolVersion, 1u << 20);
+  Envelope adopt;
+  *adopt.mutable_tree_adopt()->mutable_launch() = testing::forwardedLaunch(tree.root, "tree-1");
+  adopter.send(adopt);
+  Events late;
+  late.until(adopter, [&] { return !late.errors.empty() || (late.adopted && late.exited.size() == 4); },
+             "TreeAdopted and the 4 surviving ranks' ends");  // an error: refused (a replay, before)
+  INFO(late.summary());
+  for (int r : {2, 6}) {
+    INFO("rank " << r);
+    CHECK(late.exited[r].exit_code() == r + 3);
+    CHECK(late.exited[r].signal() == 0);
+  }
+  for (int r : {3, 7}) CHECK(late.exited[r].signal() == SIGTERM);
+  CHECK(late.errors.empty());
+  for (const auto& lost : late.lost) CHECK(lost.host() == "tree-2");  // passed up again; nothing else lost
+  // tree-3 waited once (tree-2's death), never again: tree-1 kept it attached while it waited and gave up.
+  const std::string log3 = tree.agents[3]->log();
+  CHECK(log3.find("waits up to") == log3.rfind("waits up to"));
+  CHECK_THAT(log3, !Contains("no ancestor adopted"));
+  for (int r : {2, 3, 6, 7}) CHECK(waitFor([&] { return gone(tree.events.pid[r]); }, 30s));
+}
+
+TEST_CASE("a node that stopped its job stops the children it re-fans afterwards too: a child lost before it passed "
+          "the stop on does not leave its children running",
+          "[agent][tree][integration][adopt]") {
+  Tree tree;
+  // The test is tree-0's relay (with tree-0's node certificate), as an orphan that gave up waiting has it.
+  boost::asio::ssl::context nodeCtx = dsrun::tls::makeSslContext(tree.dirs[0], dsrun::tls::Role::TreeClient);
+  Events up;
+  dsrun::agent::TreeRelay relay(tree.io, nodeCtx, "agent tree test",
+                                {[&](const Envelope& e) { up.take(*tree.client, e); }, [] { return false; }, nullptr});
+  up.credit = false;  // nothing to return: the relay credits its children itself when its parent has no window
+  const auto root = testing::signedRootLaunch(tree.signer, "job-stop", tree.nodes, "echo ready; exec sleep 600");
+  // Every edge beats every 150 ms and gives the other side up after 2 s.
+  dsrun::agent::ChildLink::Timing timing;
+  timing.beatMs = 150;
+  timing.silenceMs = 2000;
+  relay.forward("job-stop", dsrun::proto::childTreeLaunches(root, dsrun::proto::readTreeLaunch(root, testing::testSha())),
+                timing);
+  REQUIRE(waitStepping(tree.io, [&] { return up.linesContaining("ready") == 8; }, 30s));  // ranks 2-9
+  // tree-1 hangs before the stop reaches it: it will not pass the stop to tree-2 and tree-3.
+  tree.agents[1]->pause();
+  relay.stop("job-stop");
+  // tree-1 is lost after 2 s of silence and its children are re-fanned from here: they get the stop too.
+  INFO(up.summary());
+  CHECK(waitStepping(tree.io, [&] { return up.exited.size() == 6 && up.lost.size() == 1; }, 30s));
+  tree.agents[1]->resume();
+  REQUIRE(up.lost.size() == 1);
+  CHECK(up.lost[0].host() == "tree-1");
+  for (int r : {4, 5, 6, 7, 8, 9}) {
+    INFO("rank " << r << " on " << kHosts[r]);
+    CHECK(up.exited[r].signal() == SIGTERM);
+    CHECK(waitFor([&] { return gone(up.pid[r]); }, 30s));
+  }
+  relay.closeAll(true);
 }
 
 TEST_CASE("an interior agent dead before it could forward the launch costs only its own ranks: its parent starts "

@@ -5,6 +5,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <csignal>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -44,9 +45,10 @@ std::vector<testing::TreeTestNode> twoNodes() {
 }
 
 struct TreeAgent {
-  explicit TreeAgent(const std::string& self)
+  /// `stopTime`: the kill grace and the kill wait (with the edge's budget, they make an orphan's hold).
+  explicit TreeAgent(const std::string& self, std::chrono::milliseconds stopTime = 10s)
       : nodeDir(pki.node(self)),
-        table(io, spawner, sessions, tableOptions(self)),
+        table(io, spawner, sessions, tableOptions(self, stopTime)),
         handler({self, 10000, 4096, true}),
         gate(nodeDir, 4096),
         dial(dsrun::tls::makeSslContext(nodeDir, dsrun::tls::Role::TreeClient)),
@@ -55,9 +57,11 @@ struct TreeAgent {
     sessions.stopAll("");
     io.poll();
   }
-  static JobTable::Options tableOptions(const std::string& self) {
+  static JobTable::Options tableOptions(const std::string& self, std::chrono::milliseconds stopTime) {
     JobTable::Options o;
-    o.killGrace = 10s;
+    o.killGrace = stopTime;
+    o.killWait = stopTime;
+    o.drainAfterExit = std::min<std::chrono::milliseconds>(stopTime, o.drainAfterExit);
     o.hostName = self;
     return o;
   }
@@ -72,8 +76,6 @@ struct TreeAgent {
     auto wire = std::make_shared<FakeWire>();
     wire->peerNode = !nodeHosts.empty();
     wire->peerHosts = std::move(nodeHosts);
-    Session::Timing timing;
-    timing.heartbeatPeriod = 10s;
     auto session = std::make_shared<Session>(nextId, std::make_unique<FakeConnection>(io, wire),
                                              "peer-" + std::to_string(nextId), sessions, table, handler, timing,
                                              TreeServices{&gate, &dial, false, stores.get()});
@@ -111,6 +113,11 @@ struct TreeAgent {
   boost::asio::ssl::context dial;
   std::unique_ptr<StoreService> stores;  ///< --rendezvous agent
   uint64_t nextId = 1;
+  Session::Timing timing = [] {
+    Session::Timing t;
+    t.heartbeatPeriod = 10s;
+    return t;
+  }();  ///< each new session's
 };
 
 Envelope wrap(const dsrun::wire::TreeLaunch& launch) {
@@ -135,6 +142,17 @@ Envelope adoption(const dsrun::wire::TreeLaunch& launch) {
 /// tree-0 -> mid-1 -> leaf-2, one rank each: this agent is leaf-2, tree-0 its grandparent.
 std::vector<testing::TreeTestNode> chain() {
   return {{"tree-0", "127.0.0.1", 29600, -1, 1}, {"mid-1", "127.0.0.1", 29601, 0, 1}, {"leaf-2", "127.0.0.1", 29602, 1, 1}};
+}
+
+/// signedRootLaunch with every rank's kill grace `graceS` (theirs: 2 s), which an orphan's hold includes.
+dsrun::wire::TreeLaunch signedLaunchWithGrace(const dsrun::tls::TreeSigner& signer, const std::string& job,
+                                              const std::vector<testing::TreeTestNode>& nodes, double graceS) {
+  auto launchNodes = testing::treeNodes(job, nodes, kScript);
+  for (auto& node : launchNodes) node.request.set_kill_grace_s(graceS);
+  const auto content = dsrun::proto::buildTreeLaunch(launchNodes, {testing::nowUnixUs(), 300, 2, "agent tree test"},
+                                                     testing::testSha());
+  return dsrun::proto::rootTreeLaunch(content, 0, signer.sign(dsrun::proto::treeSignedMessage(content.root)),
+                                      signer.certificateDer());
 }
 
 bool has(const FakeWire& wire, bool (Envelope::*what)() const) {
@@ -389,10 +407,11 @@ TEST_CASE("an adoption or a launch of a job id this node ran is refused from any
   CHECK(agent.spawner.spawned.size() == 1);
 }
 
-TEST_CASE("once an orphan has given up, an adoption of its job is refused as a replay and starts nothing",
-          "[agent][tree][adopt][security]") {
-  TreeAgent agent("leaf-2");
-  const auto root = testing::signedRootLaunch(agent.signer, "job-y", chain(), kScript);
+TEST_CASE("an orphan that gave up waiting still hands its stopped rank's end to an adopter that comes late, and "
+          "starts nothing again",
+          "[agent][tree][adopt]") {
+  TreeAgent agent("leaf-2");  // held 10 s + 10 s + 2 x 60 ms + 10 s after it gives up
+  const auto root = testing::signedRootLaunch(agent.signer, "job-h", chain(), kScript);
   auto parent = agent.connect({"mid-1"}, 60);  // lost after 60 ms of silence, given up 120 ms later
   parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
   runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
@@ -400,6 +419,28 @@ TEST_CASE("once an orphan has given up, an adoption of its job is refused as a r
   runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the orphan to give up");
   agent.table.onReaped(pid, SIGTERM);
   runUntil(agent.io, [&] { return agent.table.jobIds().empty(); }, "the job to end");
+  CHECK(agent.sessions.size() == 1);  // kept for a late adopter, with the end
+  auto grandparent = agent.connect({"tree-0"});
+  grandparent->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return has(*grandparent, &Envelope::has_rank_exited); }, "the held end at the adopter");
+  CHECK(has(*grandparent, &Envelope::has_tree_adopted));
+  CHECK_FALSE(has(*grandparent, &Envelope::has_error));
+  CHECK(agent.spawner.spawned.size() == 1);
+}
+
+TEST_CASE("once an orphan's hold has passed too, an adoption of its job is refused as a replay and starts nothing",
+          "[agent][tree][adopt][security]") {
+  TreeAgent agent("leaf-2", 50ms);  // held 50 + 50 + 2 x 60 + 100 ms after it gives up
+  agent.timing.handshakeTimeout = 100ms;
+  const auto root = signedLaunchWithGrace(agent.signer, "job-y", chain(), 0.05);
+  auto parent = agent.connect({"mid-1"}, 60);  // lost after 60 ms of silence, given up 120 ms later
+  parent->send(wrap(testing::forwardedLaunch(root, "leaf-2")));
+  runUntil(agent.io, [&] { return agent.spawner.spawned.size() == 1; }, "the leaf's rank");
+  const pid_t pid = agent.spawner.spawned[0].pid;
+  runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the orphan to give up");
+  agent.table.onReaped(pid, SIGTERM);
+  runUntil(agent.io, [&] { return agent.table.jobIds().empty() && agent.sessions.size() == 0; },
+           "the job to end and its hold to pass");
   auto grandparent = agent.connect({"tree-0"});
   grandparent->send(adoption(testing::forwardedLaunch(root, "leaf-2")));
   CHECK_THAT(TreeAgent::errorOn(agent.io, *grandparent).message(), Contains("already ran that job id (a replay)"));
@@ -445,7 +486,7 @@ TEST_CASE("an orphan that no ancestor adopts within its wait stops its ranks", "
   CHECK(agent.sessions.size() == 1);
   runUntil(agent.io, [&] { return !agent.spawner.signalsTo(pid).empty(); }, "the orphan to stop its rank");
   CHECK(agent.spawner.signalsTo(pid).front() == SIGTERM);
-  CHECK(agent.sessions.size() == 0);
+  CHECK(agent.sessions.size() == 1);  // what the rank reports is kept for a late adopter, for the hold
 }
 
 TEST_CASE("a node its parent releases stops at once, without waiting for an adopter", "[agent][tree][adopt]") {
