@@ -1,5 +1,7 @@
-// Session's half of the mesh probe inside a tree launch (docs/agent.md "The mesh probe in a tree"): a node
-// holds its ranks while it and its subtree probe, and starts them on TreeGo.
+// Session's half of a held tree launch (docs/agent.md "The tree is assembled before it starts", "The mesh probe
+// in a tree"): a node holds its ranks while its subtree receives the launch (and, with the mesh probe, probes),
+// and starts them on TreeGo. A launch whose part names no probe targets (dsrun --no_mesh_probe) probes nothing:
+// the node reports as soon as its children have.
 #include <memory>
 
 #include "agent/job_table.h"
@@ -21,13 +23,18 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   auto tally = std::make_shared<TreeProbeTally>(job, own.host(), admitted.children.size());
   // Answers arrive on the loop; the report leaves once, when the last is in (a child lost after that is reported
   // by its NodeLost alone).
-  auto answered = [weak = weak_from_this(), tally, job, sent = std::make_shared<bool>(false)] {
+  const bool probing = own.probe_targets_size() > 0;  // dsrun names targets for every node it probes from
+  auto answered = [weak = weak_from_this(), tally, job, probing, sent = std::make_shared<bool>(false)] {
     auto self = weak.lock();
     if (!self || self->stopped_ || *sent || !tally->complete() || self->heldTrees_.count(job) == 0) return;
     *sent = true;
     const wire::TreeProbeReport report = tally->report();
-    DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": mesh probe of this subtree: " << report.pairs()
-                    << " pair(s), " << report.broken_count() << " broken";
+    if (probing || report.pairs() > 0) {
+      DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": mesh probe of this subtree: " << report.pairs()
+                      << " pair(s), " << report.broken_count() << " broken";
+    } else {
+      DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": this subtree's assembly reported up (no mesh probe)";
+    }
     self->relay_->flush();  // the NodeLost of a child lost meanwhile goes first
     wire::Envelope e;
     *e.mutable_tree_probe_report() = report;
@@ -44,8 +51,12 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
     }
     answered();
   };
-  DSRUN_LOG(INFO) << peer_ << ": job " << job << " held for its mesh probe: " << own.probe_targets_size()
-                  << " target(s) here";
+  if (probing) {
+    DSRUN_LOG(INFO) << peer_ << ": job " << job << " held for its mesh probe: " << own.probe_targets_size()
+                    << " target(s) here";
+  } else {
+    DSRUN_LOG(INFO) << peer_ << ": job " << job << " held until the tree is assembled (no mesh probe)";
+  }
   relay_->forward(job, std::move(admitted.children), childTiming(), std::move(probe));
   wire::MeshProbeRequest request;
   *request.mutable_targets() = own.probe_targets();
