@@ -23,17 +23,17 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
   auto tally = std::make_shared<TreeProbeTally>(job, own.host(), admitted.children.size());
   // Answers arrive on the loop; the report leaves once, when the last is in (a child lost after that is reported
   // by its NodeLost alone).
-  const bool probing = own.probe_targets_size() > 0;  // dsrun names targets for every node it probes from
-  auto answered = [weak = weak_from_this(), tally, job, probing, sent = std::make_shared<bool>(false)] {
+  auto answered = [weak = weak_from_this(), tally, job, sent = std::make_shared<bool>(false)] {
     auto self = weak.lock();
     if (!self || self->stopped_ || *sent || !tally->complete() || self->heldTrees_.count(job) == 0) return;
     *sent = true;
     const wire::TreeProbeReport report = tally->report();
-    if (probing || report.pairs() > 0) {
+    // Said as it is: a subtree whose parts named no targets (dsrun --no_mesh_probe) probed nothing.
+    if (report.pairs() > 0 || report.broken_count() > 0) {
       DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": mesh probe of this subtree: " << report.pairs()
                       << " pair(s), " << report.broken_count() << " broken";
     } else {
-      DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": this subtree's assembly reported up (no mesh probe)";
+      DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": this subtree holds the launch, no pair probed";
     }
     self->relay_->flush();  // the NodeLost of a child lost meanwhile goes first
     wire::Envelope e;
@@ -51,11 +51,11 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
     }
     answered();
   };
-  if (probing) {
+  if (own.probe_targets_size() > 0) {
     DSRUN_LOG(INFO) << peer_ << ": job " << job << " held for its mesh probe: " << own.probe_targets_size()
                     << " target(s) here";
   } else {
-    DSRUN_LOG(INFO) << peer_ << ": job " << job << " held until the tree is assembled (no mesh probe)";
+    DSRUN_LOG(INFO) << peer_ << ": job " << job << " held until go, no mesh probe target here";
   }
   relay_->forward(job, std::move(admitted.children), childTiming(), std::move(probe));
   wire::MeshProbeRequest request;

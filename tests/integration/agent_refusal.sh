@@ -96,7 +96,7 @@ fi
 check "--no_mesh_probe: no rank of the 7 started anywhere ($(ls "$t" | grep -c '^started-') did)" \
   test "$(ls "$t" | grep -c '^started-')" = 0
 check "--no_mesh_probe: every live agent held the launch and none was told to go" \
-  test "$(grep -l "job ${job:-none} held until the tree is assembled" "$t"/agent-127.0.0.*.log | wc -l)" = 6 -a \
+  test "$(grep -l "job ${job:-none} held until go, no mesh probe target here" "$t"/agent-127.0.0.*.log | wc -l)" = 6 -a \
   "$(grep -c "job ${job:-none}: go" "$t"/agent-127.0.0.*.log | grep -vc ':0$')" = 0
 if [ -n "$job" ] && wait_for 10 test "$(job_procs "$job")" = 0; then
   ok "nothing of job $job is left running"
