@@ -28,9 +28,13 @@ std::optional<int> AgentJob::assembleTree(bool probe) {
     if (!root.client->agentProbesTree()) {
       // It would start its ranks on receipt: its subtree gets the plain launch at start, as before the held
       // launch existed (only probed by the others when probing).
-      DSRUN_LOG(INFO) << (probe ? "mesh probe: " : "tree assembly: ") << root.host
-                      << "'s agent predates the held tree launch; its subtree of " << subtreeEnd_[index] - index
-                      << " host(s) " << (probe ? "is only probed" : "starts on receipt of its launch");
+      if (probe) {
+        DSRUN_LOG(INFO) << "mesh probe: " << root.host << "'s agent predates the tree probe; its subtree of "
+                        << subtreeEnd_[index] - index << " host(s) is only probed";
+      } else {
+        DSRUN_LOG(INFO) << "tree assembly: " << root.host << "'s agent predates the held tree launch; its subtree of "
+                        << subtreeEnd_[index] - index << " host(s) starts on receipt of its launch";
+      }
       continue;
     }
     // Without the probe the nodes' parts name no targets, so each node reports as soon as its children have;
