@@ -471,7 +471,7 @@ def main():
                 entry["sleep_s"] = sleep_s
                 entry["resources"] = {}
                 # One resource job per shape: the star, and each tree width (without the probe, as the star's).
-                trees = [v for v in runs if v.startswith("tree") and "-noprobe" not in v]
+                trees = [f"tree{w}" for w in widths]  # whichever --tree_variants: resource jobs run unprobed
                 for variant in [] if args.skip_resources else ([] if args.skip_star else ["no_probe"]) + trees:
                     width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
                     res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res-{variant}", args.dsrun, False,

@@ -644,9 +644,10 @@ def project(args, c):
         side = args.star_runs if width == 0 else args.side_runs
         for warm in (False, True):
             key = "warm" if warm else "cold"
-            row[key] = sim(args.nodes, width, warm, runs, stragglers=0.01)
+            if not args.even_only:
+                row[key] = sim(args.nodes, width, warm, runs, stragglers=0.01)
             row[key + "_even"] = sim(args.nodes, width, warm, side)
-            if width:
+            if width and not args.even_only:
                 row[key + "_kill"] = sim(args.nodes, width, warm, side, stragglers=0.01, kill_ms=10)
         def p(key, q):
             rs = row.get(key)
@@ -658,8 +659,15 @@ def project(args, c):
         name = "star (today)" if width == 0 else f"tree, width {width}"
         print(f"| {name} | {p('cold', 50)} | {p('cold', 99)} | {p('warm', 50)} | {p('warm', 99)} | {p('cold_even', 99)} "
               f"| {p('warm_even', 99)} | {p('cold_kill', 99)} | {p('warm_kill', 99)} | "
-              f"{statistics.median(r['dsrun_cpu_us'] for r in row['cold']) / 1000:.0f} | {row['cold'][0]['max_sockets']:,} |")
+              f"{statistics.median(r['dsrun_cpu_us'] for r in row.get('cold', row['cold_even'])) / 1000:.0f} | "
+              f"{row['cold_even'][0]['max_sockets']:,} |")
+        if args.even_only:
+            for key in ("cold_even", "warm_even"):
+                print(f"  {name}, {key}: p50 {p(key, 50)} ms, runs: " +
+                      ", ".join(f"{r['all_running_ms']:.0f}" for r in row[key]))
         out["targets"][name] = {k: [r["all_running_ms"] for r in v] for k, v in row.items()}
+    if args.even_only:
+        return
     sizes = [int(s) for s in args.curve_sizes.split(",")]
     widths = [int(w) for w in args.curve_widths.split(",")]
     print(f"\n| nodes x 8 ranks, {args.curve_stragglers:.0%} stragglers: all running, cold / warm, median of "
@@ -723,6 +731,8 @@ def main():
     ap.add_argument("--straggler_factor", type=float, default=10.0)
     ap.add_argument("--curve_stragglers", type=float, default=0.01, help="fraction of stragglers in the curve")
     ap.add_argument("--curve_only", action="store_true", help="skip the 10,000-node table")
+    ap.add_argument("--even_only", action="store_true",
+                    help="the 10,000-node table's no-straggler cells only (each run listed)")
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--forward_first", action="store_true",
                     help="what-if: agents do their children's handshakes before their own spawns (dsrun-agent "

@@ -1,13 +1,13 @@
 #pragma once
 // AgentJob: the agent medium's loop (docs/remote_job.md): one job run through dsrun-agents, one connection
 // (AgentChannel) per host, driven by RemoteJob in its per-rank mode, which decides every stop, signal, exit
-// timeout, hang and closing line. AgentJob connects to every agent in parallel (a tree: its roots) and starts nothing unless
-// all of them authenticate and welcome us (a tree: every agent holds its launch, agent_tree_assembly.cc; then
-// the mesh probe), builds each host's LaunchRequest, and translates the agents' wire events into the driver's, with
-// the time. run() drives its own io_context on the calling thread; ranks' output is written by an
-// OutputWriter thread, and each agent may send at most outputWindowBytes ahead of what that thread has
-// written (OutputCredit), so a stalled reader of dsrun's stdout slows the ranks down instead of blocking
-// heartbeats or growing memory.
+// timeout, hang and closing line. AgentJob connects to every agent in parallel (a tree: its roots) and starts
+// nothing unless all of them authenticate and welcome us (a tree: every agent holds its launch,
+// agent_tree_assembly.cc; the mesh probe rides on that round, or follows the star's welcomes), builds each host's
+// LaunchRequest, and translates the agents' wire events into the driver's, with the time. run() drives its own
+// io_context on the calling thread; ranks' output is written by an OutputWriter thread, and each agent may send
+// at most outputWindowBytes ahead of what that thread has written (OutputCredit), so a stalled reader of dsrun's
+// stdout slows the ranks down instead of blocking heartbeats or growing memory.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>

@@ -49,6 +49,7 @@ std::optional<int> AgentJob::assembleTree(bool probe) {
     root.channel->setLaunch(std::move(go));  // what the driver's start() sends instead of the launch
     probeWaiting_.insert(index);
   }
+  const size_t held = probeWaiting_.size();  // roots whose subtree is held (the others predate it)
   // Every level may take a whole connect timeout to give a child up, then the probe's (a child's report may
   // wait that long per level below it, even with no targets); a second for the reports to climb.
   const auto deadline = started + settings_.connectTimeout * static_cast<int>(tree_->levels()) +
@@ -91,7 +92,7 @@ std::optional<int> AgentJob::assembleTree(bool probe) {
                      << tookMs << " ms through the tree (slowest connect " << v.slowestMicros << " us"
                      << (v.unprobedNodes > 0 ? strCat(", ", v.unprobedNodes, " older agents only probed") : "")
                      << ")";
-  } else {
+  } else if (!rootLaunches_.empty() && held > 0) {
     // No pair was probed (--no_mesh_probe): only that every agent holds its launch (bench/agent_scale.py reads it).
     DSRUN_LOG(DEBUG) << "tree assembled: " << nodes_.size() << " agents hold their launch after " << tookMs
                      << " ms (no mesh probe: --no_mesh_probe"
