@@ -621,8 +621,11 @@ def project(args, c):
     rng = random.Random(args.seed)
     widths = [int(w) for w in args.widths.split(",")]
     out = {"targets": {}, "curve": {}}
-    print(f"{args.nodes:,}-node x 8-rank projection (simulated): {args.runs} runs per cell "
-          f"({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for the star); 1 % stragglers "
+    cells = (f"only the no-straggler cells, {args.side_runs} runs each" if args.even_only else
+             f"{args.runs} runs per cell ({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for "
+             f"the star)")
+    print(f"{args.nodes:,}-node x 8-rank projection (simulated, the tree launch "
+          f"{'unheld' if args.unheld or args.before else 'assembled before it starts'}): {cells}; 1 % stragglers "
           f"({args.straggler_factor:g}x slower agent and ranks); jitter sigma 0.2; one-way latency "
           f"{c['loopback_one_way_us']:.0f} us; t = 0 at dsrun's start (its start-up: {c['dsrun_startup_us'] / 1000:.0f} ms)")
     print("\n| topology | cold p50 | cold p99 | warm p50 | warm p99 | no stragglers: cold p99 | warm p99 | interior "
