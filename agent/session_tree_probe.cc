@@ -1,5 +1,7 @@
-// Session's half of the mesh probe inside a tree launch (docs/agent.md "The mesh probe in a tree"): a node
-// holds its ranks while it and its subtree probe, and starts them on TreeGo.
+// Session's half of a held tree launch (docs/agent.md "The tree is assembled before it starts", "The mesh probe
+// in a tree"): a node holds its ranks while its subtree receives the launch (and, with the mesh probe, probes),
+// and starts them on TreeGo. A launch whose part names no probe targets (dsrun --no_mesh_probe) probes nothing:
+// the node reports as soon as its children have.
 #include <memory>
 
 #include "agent/job_table.h"
@@ -26,8 +28,13 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
     if (!self || self->stopped_ || *sent || !tally->complete() || self->heldTrees_.count(job) == 0) return;
     *sent = true;
     const wire::TreeProbeReport report = tally->report();
-    DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": mesh probe of this subtree: " << report.pairs()
-                    << " pair(s), " << report.broken_count() << " broken";
+    // Said as it is: a subtree whose parts named no targets (dsrun --no_mesh_probe) probed nothing.
+    if (report.pairs() > 0 || report.broken_count() > 0) {
+      DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": mesh probe of this subtree: " << report.pairs()
+                      << " pair(s), " << report.broken_count() << " broken";
+    } else {
+      DSRUN_LOG(INFO) << self->peer_ << ": job " << job << ": this subtree holds the launch, no pair probed";
+    }
     self->relay_->flush();  // the NodeLost of a child lost meanwhile goes first
     wire::Envelope e;
     *e.mutable_tree_probe_report() = report;
@@ -44,8 +51,12 @@ void Session::holdTree(const wire::TreeLaunch& launch, AdmittedTree admitted) {
     }
     answered();
   };
-  DSRUN_LOG(INFO) << peer_ << ": job " << job << " held for its mesh probe: " << own.probe_targets_size()
-                  << " target(s) here";
+  if (own.probe_targets_size() > 0) {
+    DSRUN_LOG(INFO) << peer_ << ": job " << job << " held for its mesh probe: " << own.probe_targets_size()
+                    << " target(s) here";
+  } else {
+    DSRUN_LOG(INFO) << peer_ << ": job " << job << " held until go, no mesh probe target here";
+  }
   relay_->forward(job, std::move(admitted.children), childTiming(), std::move(probe));
   wire::MeshProbeRequest request;
   *request.mutable_targets() = own.probe_targets();

@@ -11,7 +11,11 @@ Each node is one dsrun-agent with its own node certificate listening on 127.21.X
     where it happens): launch-to-all-running = the latest rank start minus dsrun's start; launch-to-all-
     exited = the last "exited" line of the agents' logs (ms) minus dsrun's start; dsrun's exit.
   * --tree_widths W1,W2: the same timing runs through agent trees of those widths (dsrun --tree_width), with
-    the mesh probe through the tree (the default) and with --no_mesh_probe, interleaved with the star's.
+    the mesh probe through the tree (the default) and with --no_mesh_probe, interleaved with the star's
+    (--tree_variants picks which). A tree launch is assembled before it starts, probe or not: dsrun's DEBUG
+    "tree assembled: ... after N ms" (no probe) is the assembly round's span, roots sent -> last report.
+    --before_dsrun PATH adds the --no_mesh_probe tree runs of another dsrun (one from before the assembly
+    round, which forwarded and forked unheld) on the same agents, interleaved: the round's cost, same run.
   * CPU per node (the primary figure: on 2 shared cores the wall clock measures the scheduler): dsrun's
     user+sys (/usr/bin/time) / N, each agent's own CPU (/proc/PID/task/*/schedstat, ns) and its ranks'
     (reaped children, /proc/PID/stat, 10 ms ticks), before and after.
@@ -313,6 +317,9 @@ def run_job(args, cluster, hostfile, job_id, dsrun, probe, rank_argv, sample=Fal
     pm = re.search(r"mesh probe: (\d+) pairs of (\d+) agents connected in (\d+) ms", err_text)
     if pm:
         res["probe_pairs"], res["probe_ms"] = int(pm.group(1)), int(pm.group(3))
+    am = re.search(r"tree assembled: (\d+) agents hold their launch after (\d+) ms", err_text)
+    if am:
+        res["assembly_ms"] = int(am.group(2))
     starts = [float(x) for x in open(out_path).read().split() if re.fullmatch(r"\d+\.\d+", x)]
     if rank_argv[0] == "/bin/date":
         res["ranks_reported"] = len(starts)
@@ -400,6 +407,12 @@ def main():
     ap.add_argument("--net", type=int, default=21, help="the agents listen on 127.NET.X.Y (another bench running "
                                                            "on this machine at the same time needs another NET)")
     ap.add_argument("--skip_star", action="store_true", help="only the --tree_widths runs")
+    ap.add_argument("--tree_variants", default="probe,noprobe",
+                    help="which tree runs per width: probe (the default launch), noprobe (--no_mesh_probe)")
+    ap.add_argument("--before_dsrun", default="",
+                    help="also run each width --no_mesh_probe with this dsrun (e.g. one from before the assembly "
+                         "round), interleaved, on the same agents")
+    ap.add_argument("--skip_resources", action="store_true", help="no resource (/bin/sleep) jobs")
     ap.add_argument("--keep_logs", default="", help="copy each job's dsrun stderr and every agent's log here")
     args = ap.parse_args()
     if args.keep_logs:
@@ -429,13 +442,20 @@ def main():
                     f.writelines(f"{a} slots={args.ranks}\n" for a in cluster.addrs)
                 widths = [int(w) for w in args.tree_widths.split(",") if w]
                 runs = {} if args.skip_star else {"probe": [], "no_probe": []}
+                kinds = args.tree_variants.split(",")
                 for w in widths:
-                    runs.update({f"tree{w}": [], f"tree{w}-noprobe": []})
+                    if "probe" in kinds:
+                        runs[f"tree{w}"] = []
+                    if "noprobe" in kinds:
+                        runs[f"tree{w}-noprobe"] = []
+                    if args.before_dsrun:
+                        runs[f"tree{w}-noprobe-before"] = []
                 for r in range(args.runs):
                     for variant in runs:
                         width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
-                        probe = variant == "probe" or (width > 0 and not variant.endswith("-noprobe"))
-                        res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-{variant}-{r}", args.dsrun,
+                        probe = variant == "probe" or (width > 0 and "-noprobe" not in variant)
+                        dsrun = args.before_dsrun if variant.endswith("-before") else args.dsrun
+                        res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-{variant}-{r}", dsrun,
                                       probe, ["/bin/date", "+%s.%N"], tree_width=width)
                         runs[variant].append(res)
                         print(f"[{count}] {variant} run {r}: {json.dumps(res)}", file=sys.stderr)
@@ -451,8 +471,8 @@ def main():
                 entry["sleep_s"] = sleep_s
                 entry["resources"] = {}
                 # One resource job per shape: the star, and each tree width (without the probe, as the star's).
-                trees = [v for v in runs if v.startswith("tree") and not v.endswith("-noprobe")]
-                for variant in ([] if args.skip_star else ["no_probe"]) + trees:
+                trees = [f"tree{w}" for w in widths]  # whichever --tree_variants: resource jobs run unprobed
+                for variant in [] if args.skip_resources else ([] if args.skip_star else ["no_probe"]) + trees:
                     width = int(variant[4:].split("-")[0]) if variant.startswith("tree") else 0
                     res = run_job(args, cluster, hostfile, f"{job_prefix}{count}-res-{variant}", args.dsrun, False,
                                   ["/bin/sleep", f"{sleep_s:.1f}"], sample=True, tree_width=width)
@@ -501,7 +521,8 @@ def report(results, args):
             g = lambda k: median(r.get(k) for r in ok)  # noqa: E731
             name = f"{count}" + {"probe": " star (probe)", "no_probe": " star --no_mesh_probe"}.get(
                 variant, f" tree width {variant[4:].split('-')[0]}" + (" --no_mesh_probe" if
-                                                                      variant.endswith("-noprobe") else " (probe)"))
+                                                                      "-noprobe" in variant else " (probe)")
+                + (" (--before_dsrun)" if variant.endswith("-before") else ""))
             print(f"| {name} | {fmt(g('all_running_s'), 1e3)} | {fmt(g('all_exited_s'), 1e3)} | "
                   f"{fmt(g('dsrun_exit_s'), 1e3)} | {fmt(g('dsrun_cpu_us') and g('dsrun_cpu_us') / int(count))} | "
                   f"{fmt(g('agent_cpu_us_per_node'))} | {fmt(g('rank_cpu_us_per_node'))} |"
@@ -519,13 +540,28 @@ def report(results, args):
     print("|---|---|---|---|---|")
     for count, e in results["sizes"].items():
         for variant, rs in e.get("runs", {}).items():
-            if not variant.startswith("tree") or variant.endswith("-noprobe"):
+            if not variant.startswith("tree") or "-noprobe" in variant:
                 continue
             ok = [r for r in rs if r["rc"] == 0]
             off = [r for r in e["runs"].get(variant + "-noprobe", []) if r["rc"] == 0]
             print(f"| {count} | {variant[4:]} | {ok[0].get('probe_pairs') if ok else '-'} | "
                   f"{fmt(median(r.get('probe_ms') for r in ok))} | {fmt(median(r.get('all_running_s') for r in ok), 1e3)}"
                   f" / {fmt(median(r.get('all_running_s') for r in off), 1e3)} |")
+    print("\n| nodes | tree width | --no_mesh_probe | passed | assembly ms (roots sent -> last report; runs) | "
+          "all running ms (runs) | dsrun CPU us/node |")
+    print("|---|---|---|---|---|---|---|")
+    for count, e in results["sizes"].items():
+        for variant, rs in e.get("runs", {}).items():
+            if not variant.startswith("tree") or "-noprobe" not in variant:
+                continue
+            ok = [r for r in rs if r["rc"] == 0]
+            which = "before (--before_dsrun)" if variant.endswith("-before") else "this dsrun"
+            runs_of = lambda k, s=1.0: ", ".join(fmt(r.get(k), s) for r in ok)  # noqa: E731
+            print(f"| {count} | {variant[4:].split('-')[0]} | {which} | {len(ok)} of {len(rs)} | "
+                  f"{fmt(median(r.get('assembly_ms') for r in ok))} ({runs_of('assembly_ms')}) | "
+                  f"{fmt(median(r.get('all_running_s') for r in ok), 1e3)} ({runs_of('all_running_s', 1e3)}) | "
+                  f"{fmt(median(r.get('dsrun_cpu_us') for r in ok) and median(r.get('dsrun_cpu_us') for r in ok) / int(count))} |"
+                  + "".join(f" failed: {r.get('error', '')[:160]};" for r in rs if r["rc"] != 0))
     print("\n| nodes | shape | dsrun sockets | dsrun RSS MiB | agent sockets (median/max) | agent RSS MiB | agent PSS MiB "
           "| dsrun edge bytes down/up | agent-agent edge bytes down/up (max down) | edges seen |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -39,6 +39,15 @@ Model (docs/benchmarks.md "Launch at scale" says what each number is and where i
     tree or star), only Hello / LaunchRequest / acknowledgements remain. dsrun's start-up counts in both.
     dsrun and its agents are never warm today: every job dials every edge afresh (docs/benchmarks.md says
     what a real warm launch would need).
+  * A tree of two levels or more is assembled before it starts (AgentJob::assembleTree; the model has no mesh
+    probe, so this is a --no_mesh_probe launch, whose nodes probe nothing): a node that reads its launch dials
+    and forwards to its children as above but forks nothing; it reports up (a small message: one on its loop,
+    the latency, one on its parent's) once it holds its launch and every child has reported; once every root
+    has, dsrun sends TreeGo to each root (a small message each), and each node passes it to each of its
+    children (a small message each, urgent) before it forks its own ranks. An interior agent killed before
+    TreeGo left dsrun ends the launch with nothing started (as the real one does, outside an elastic job: the
+    cell says so). --unheld: the launch as it was before (each node forks once its children have their
+    launches, nothing held; the real --no_mesh_probe runs before the assembly round).
   * --straggler_refan_ms D (a what-if, not built): a parent that has not heard a child acknowledge its launch
     D ms after the first of its siblings did dials that child's children itself and sends them their
     launches; the slow child keeps its own ranks and no longer dials them.
@@ -188,7 +197,7 @@ class Launch:
 
     def __init__(self, c, count, ranks, width, warm, rng, cores=None, stragglers=0.0, kill_ms=None, jitter=True,
                  straggler_factor=10.0, forward_first=False, before=False, dsrun_threads=8, merged=True,
-                 straggler_refan_ms=None, dsrun_cores=None, two_plans=False):
+                 straggler_refan_ms=None, dsrun_cores=None, two_plans=False, unheld=False):
         self.forward_first = forward_first  # what-if: an agent's children's handshakes before its own spawns
         # before: dsrun and the agents as they were when the tree was first validated (build before dialling,
         # every host's full request first and each host's ranks found by a scan of all ranks, own ranks forked
@@ -204,6 +213,10 @@ class Launch:
         # after its first sibling did (not built: docs/benchmarks.md says why).
         self.straggler_refan_ms = straggler_refan_ms
         self.c, self.count, self.ranks, self.width, self.warm = c, count, ranks, width, warm
+        self.assembled_left = {}  # held launch: node -> children that have not reported assembled
+        self.roots_assembled = 0
+        self.go_sent = False
+        self.aborted = False  # an agent lost before TreeGo: the real launch ends with nothing started
         self.sim = Sim(rng, jitter, cores)
         self.latency = c["loopback_one_way_us"]
         slow = set(rng.sample(range(count), int(round(stragglers * count)))) if stragglers else set()
@@ -227,6 +240,10 @@ class Launch:
             self.kids = {None: []}
             for i, p in enumerate(self.parent):
                 self.kids.setdefault(None if p < 0 else p, []).append(i)
+        # AgentJob::run: a tree below its roots is assembled before anything starts (roots alone were all
+        # welcomed by dsrun, as the star's hosts are); before the assembly round (--unheld, --before) it was not.
+        self.held = bool(width) and not (unheld or before) and not forward_first and any(
+            p >= 0 for p in self.parent)
 
     # --- topology (the real plan's: contiguous spans in pre-order; dsrun dials the roots) --------------------
     def children(self, i):
@@ -364,9 +381,14 @@ class Launch:
                 # As the agent did: the children's TCP connects start, then its own ranks are forked in one go on
                 # the loop, and only then do the children's TLS handshakes get the loop.
                 self.spawn(i, at_once=True)
-            if self.width and not self.before and not self.forward_first:
-                # As the agent does now (Session::startTree): its own ranks once every child has its launch
-                # (or is lost).
+            if self.held:
+                # Held (Session::holdTree): nothing forked before TreeGo; reported up once every child has.
+                self.assembled_left[i] = len(kids)
+                if not kids:
+                    self.report_assembled(i)
+            elif self.width and not self.before and not self.forward_first:
+                # Unheld, as the agent did before the assembly round (Session::runTree): its own ranks once every
+                # child has its launch (or is lost).
                 self.unforwarded[i] = len(kids)
                 if not kids:
                     self.spawn(i, at_once=True)
@@ -380,6 +402,34 @@ class Launch:
             read += (self.t["tree_verify_us"] + self.t["tree_parse_us_per_node"] * self.subtree_size(i)
                      + self.t["tree_expand_us"])
         a.post(read, handle, True)
+
+    def report_assembled(self, i):
+        """Node i holds its launch and every child of it reported: one small message up (TreeProbeReport)."""
+        parent = self.parent_of(i)
+        def at_parent():
+            if parent is None:
+                self.roots_assembled += 1
+                if self.roots_assembled == len(self.children(None)):
+                    self.send_go()
+                return
+            self.assembled_left[parent] -= 1
+            if self.assembled_left[parent] == 0:
+                self.report_assembled(parent)
+        self.loop(i).post(self.c_msg, lambda: self.send(parent, 100, lambda: self.loop(parent).post(
+            self.c_msg, at_parent, True)), True)
+
+    def send_go(self):
+        """Every root reported: TreeGo down the tree, each node passing it on before it forks its own ranks."""
+        self.go_sent = True
+        if self.aborted:
+            return
+        def go_at(i):
+            for k in self.children(i):
+                self.loop(i).post(self.c_msg, lambda k=k: self.send(k, 100, lambda k=k: self.agents[k].post(
+                    self.c_msg, lambda k=k: go_at(k), True)), True)
+            if i is not None:
+                self.spawn(i, at_once=True)
+        go_at(None)
 
     def spawn(self, i, at_once=False):
         c, a = self.c, self.agents[i]
@@ -495,6 +545,11 @@ class Launch:
 
     def kill_victim(self):
         v = self.victim
+        if self.held and not self.go_sent:
+            # Lost while the tree was assembled: its parent reports it, and dsrun starts nothing anywhere.
+            self.aborted = True
+            self.agents[v].dead = True
+            return
         self.agents[v].dead = True
         self.rank_running[v] = []
         self.reparent.update({k: (None,) for k in self.children(v)})  # re-fanned by the victim's parent (dsrun)
@@ -516,7 +571,8 @@ class Launch:
         self.sim.run()
         starts = [t for n, rs in enumerate(self.rank_running) if not self.agents[n].dead for t in rs]
         expected = (self.count - (1 if self.victim is not None else 0)) * self.ranks
-        return {"all_running_ms": max(starts) / 1000 if len(starts) == expected else None,
+        return {"all_running_ms": max(starts) / 1000 if len(starts) == expected and not self.aborted else None,
+                "aborted": self.aborted,
                 "killed_at_ms": getattr(self, "killed_at", 0) / 1000,
                 "ranks_running": len(starts), "dsrun_knows_ms": self.dsrun_knows and self.dsrun_knows / 1000,
                 "dsrun_cpu_us": self.dsrun.cpu_us + self.dsrun_build_us, "agent_cpu_us_per_node": sum(a.cpu_us for a in self.agents) / self.count,
@@ -566,8 +622,11 @@ def validate(args, c):
                 # The share of the 2 cores this run got (others' work shares them): its processes' CPU over its wall time.
                 used = run["dsrun_cpu_us"] + (run["agent_cpu_us_per_node"] + run["rank_cpu_us_per_node"]) * int(count)
                 cores = min(2.0, used / (run["dsrun_exit_s"] * 1e6))
+                # A dsrun from before the assembly round (agent_scale.py --before_dsrun) launched unheld.
+                unheld = args.unheld or variant.endswith("-before")
                 sim = Launch(c, int(count), 8, width, False, random.Random(int(count)), cores=cores,
                              jitter=False, before=args.before, merged=not args.no_merged, two_plans=args.two_plans,
+                             unheld=unheld,
                              dsrun_threads=build_threads(int(count), os.cpu_count() or 1),
                              dsrun_cores=os.cpu_count() or 1).result()
                 r_ms = run["all_running_s"] * 1000
@@ -576,7 +635,7 @@ def validate(args, c):
                 errs = [(sim["all_running_ms"] - r_ms) / r_ms, (d_sim - d_real) / d_real,
                         (sim["agent_cpu_us_per_node"] - run["agent_cpu_us_per_node"]) / run["agent_cpu_us_per_node"]]
                 errors.setdefault("star" if width == 0 else "tree", []).append(errs)
-                shape = "star" if width == 0 else f"tree {width}"
+                shape = "star" if width == 0 else f"tree {width}" + (" unheld" if unheld else "")
                 print(f"| {count} | {shape} | {r_ms:.0f} | {sim['all_running_ms']:.0f} | {errs[0]:+.0%} | {cores:.2f} | "
                       f"{d_real:,.0f} | {d_sim:,.0f} | {errs[1]:+.0%} | {run['agent_cpu_us_per_node']:,.0f} | "
                       f"{sim['agent_cpu_us_per_node']:,.0f} | {errs[2]:+.0%} |")
@@ -594,8 +653,11 @@ def project(args, c):
     rng = random.Random(args.seed)
     widths = [int(w) for w in args.widths.split(",")]
     out = {"targets": {}, "curve": {}}
-    print(f"{args.nodes:,}-node x 8-rank projection (simulated): {args.runs} runs per cell "
-          f"({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for the star); 1 % stragglers "
+    cells = (f"only the no-straggler cells, {args.side_runs} runs each" if args.even_only else
+             f"{args.runs} runs per cell ({args.side_runs} for the kill and no-straggler cells, {args.star_runs} for "
+             f"the star)")
+    print(f"{args.nodes:,}-node x 8-rank projection (simulated, the tree launch "
+          f"{'unheld' if args.unheld or args.before else 'assembled before it starts'}): {cells}; 1 % stragglers "
           f"({args.straggler_factor:g}x slower agent and ranks); jitter sigma 0.2; one-way latency "
           f"{c['loopback_one_way_us']:.0f} us; t = 0 at dsrun's start (its start-up: {c['dsrun_startup_us'] / 1000:.0f} ms)")
     print("\n| topology | cold p50 | cold p99 | warm p50 | warm p99 | no stragglers: cold p99 | warm p99 | interior "
@@ -606,7 +668,7 @@ def project(args, c):
     def sim(n, width, warm, runs, **kw):
         """`runs` launches, each with its own seed drawn from the projection's generator (--jobs: in parallel)."""
         kw = dict(straggler_factor=args.straggler_factor, forward_first=args.forward_first, before=args.before,
-                  two_plans=args.two_plans,
+                  two_plans=args.two_plans, unheld=args.unheld,
                   merged=not args.no_merged, dsrun_threads=build_threads(n, args.dsrun_cores),
                   dsrun_cores=args.dsrun_cores, straggler_refan_ms=args.straggler_refan_ms, **kw)
         jobs = [(c, n, width, warm, rng.random(), kw) for _ in range(runs)]
@@ -617,20 +679,30 @@ def project(args, c):
         side = args.star_runs if width == 0 else args.side_runs
         for warm in (False, True):
             key = "warm" if warm else "cold"
-            row[key] = sim(args.nodes, width, warm, runs, stragglers=0.01)
+            if not args.even_only:
+                row[key] = sim(args.nodes, width, warm, runs, stragglers=0.01)
             row[key + "_even"] = sim(args.nodes, width, warm, side)
-            if width:
+            if width and not args.even_only:
                 row[key + "_kill"] = sim(args.nodes, width, warm, side, stragglers=0.01, kill_ms=10)
         def p(key, q):
             rs = row.get(key)
+            if rs and all(r.get("aborted") for r in rs):
+                return "ends, nothing started"
             if not rs or any(r["all_running_ms"] is None for r in rs):
                 return "-" if not rs else "not all running"
             return f"{pct([r['all_running_ms'] - r['killed_at_ms'] for r in rs], q):.0f}"
         name = "star (today)" if width == 0 else f"tree, width {width}"
         print(f"| {name} | {p('cold', 50)} | {p('cold', 99)} | {p('warm', 50)} | {p('warm', 99)} | {p('cold_even', 99)} "
               f"| {p('warm_even', 99)} | {p('cold_kill', 99)} | {p('warm_kill', 99)} | "
-              f"{statistics.median(r['dsrun_cpu_us'] for r in row['cold']) / 1000:.0f} | {row['cold'][0]['max_sockets']:,} |")
+              f"{statistics.median(r['dsrun_cpu_us'] for r in row.get('cold', row['cold_even'])) / 1000:.0f} | "
+              f"{row['cold_even'][0]['max_sockets']:,} |")
+        if args.even_only:
+            for key in ("cold_even", "warm_even"):
+                print(f"  {name}, {key}: p50 {p(key, 50)} ms, runs: " +
+                      ", ".join(f"{r['all_running_ms']:.0f}" for r in row[key]))
         out["targets"][name] = {k: [r["all_running_ms"] for r in v] for k, v in row.items()}
+    if args.even_only:
+        return
     sizes = [int(s) for s in args.curve_sizes.split(",")]
     widths = [int(w) for w in args.curve_widths.split(",")]
     print(f"\n| nodes x 8 ranks, {args.curve_stragglers:.0%} stragglers: all running, cold / warm, median of "
@@ -694,6 +766,8 @@ def main():
     ap.add_argument("--straggler_factor", type=float, default=10.0)
     ap.add_argument("--curve_stragglers", type=float, default=0.01, help="fraction of stragglers in the curve")
     ap.add_argument("--curve_only", action="store_true", help="skip the 10,000-node table")
+    ap.add_argument("--even_only", action="store_true",
+                    help="the 10,000-node table's no-straggler cells only (each run listed)")
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--forward_first", action="store_true",
                     help="what-if: agents do their children's handshakes before their own spawns (dsrun-agent "
@@ -704,6 +778,9 @@ def main():
     ap.add_argument("--two_plans", action="store_true",
                     help="dsrun as on main 4af9ffa: every rank's command planned twice before the first dial (the "
                          "draft and the plan), the tree's build from the planned ranks")
+    ap.add_argument("--unheld", action="store_true",
+                    help="the tree launch before the assembly round: each node forks once its children have their "
+                         "launches, nothing held until TreeGo")
     ap.add_argument("--no_merged", action="store_true", help="the agents pass every rank's events up unmerged")
     ap.add_argument("--dsrun_cores", type=int, default=8,
                     help="project: the cores of dsrun's host its tree launch is built on (validate: this machine's)")

@@ -16,6 +16,9 @@ certificate that reads the client's Hello frame and answers as that agent would,
                                        ... (a replay)"}, as an agent that already ran that job id answers), prints
                                        "refused JOB", then keeps the connection open, reading, until dsrun closes
                                        it (agent_refusal.sh). Binds ADDR
+  old_agent.py NODEDIR PORT refuse_preprobe ADDR -> the same refusal from an agent that does not hold tree launches
+                                       (no tree_probe in its Welcome, as preprobe): dsrun sends it its plain launch
+                                       once the rest of the tree is assembled. Binds ADDR
 Prints "listening" once bound; answers every connection the same way until killed. Frames: a 4-byte big-endian
 length, then an Envelope (proto/agent.proto: Envelope.welcome = 2, Envelope.error = 9, Error.message = 2,
 Welcome.protocol_version = 1), encoded by hand so that no protobuf module is needed."""
@@ -115,6 +118,10 @@ def main():
     ctx.load_cert_chain(f"{node_dir}/cert.pem", f"{node_dir}/key.pem")
     ctx.load_verify_locations(f"{node_dir}/ca.pem")
     ctx.verify_mode = ssl.CERT_REQUIRED
+    if mode in ("refuse", "refuse_preprobe"):
+        # It may be a tree child, dialled by its parent agent with a node certificate, which Python's server side
+        # refuses (it requires the clientAuth purpose); it refuses whatever it is sent, so it need not know who.
+        ctx.verify_mode = ssl.CERT_NONE
     server = socket.create_server((address, port))
     print("listening", flush=True)
     while True:
@@ -143,8 +150,10 @@ def main():
                     # Welcome{protocol_version: client, tree_launch (field 50, varint): true}
                     envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01]))
                 elif mode == "refuse":
-                    # ... and tree_probe (field 53): dsrun sends it the probed launch when it probes
+                    # ... and tree_probe (field 53): dsrun sends it the held launch
                     envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01, 0xA8, 0x03, 0x01]))
+                elif mode == "refuse_preprobe":
+                    envelope = field(2, bytes([0x08, client, 0x90, 0x03, 0x01]))  # as preprobe
                 else:
                     envelope = field(2, bytes([0x08, ours]))  # Welcome{protocol_version: ours}
                 tls.sendall(struct.pack(">I", len(envelope)) + envelope)
@@ -159,7 +168,7 @@ def main():
                         probed = any(number == 53 for number, _ in fields(launch))
                         print(f"tree launch probe={'yes' if probed else 'no'}", flush=True)
                         break
-                while mode == "refuse":
+                while mode in ("refuse", "refuse_preprobe"):
                     frame = read_frame(tls)
                     if frame is None:
                         break
@@ -172,7 +181,7 @@ def main():
                     error = field(9, field(1, job) + field(2, text))  # Envelope.error{job_id, message}
                     tls.sendall(struct.pack(">I", len(error)) + error)
                     print(f"refused {job.decode()}", flush=True)
-                if mode == "refuse":
+                if mode in ("refuse", "refuse_preprobe"):
                     continue  # dsrun closed it: TLS is over
                 tls.unwrap()
         except (ssl.SSLError, OSError):

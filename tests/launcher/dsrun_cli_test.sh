@@ -198,9 +198,17 @@ else not_ok "rank logs announced at start and named in the root cause: $(cat "$t
 printf '127.0.0.1 slots=1\n127.0.0.2 slots=1\n127.0.0.3 slots=1\n127.0.0.4 slots=1\n127.0.0.5 slots=1\n' >"$tmp/five_hosts"
 if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --tree_width 2 --dry_run train.py 2>"$tmp/err") &&
   [ "$(printf '%s' "$out" | json_get '[j["agent_tree"][k] for k in ("width", "hosts", "roots", "levels")]')" = "[2, 5, 2, 2]" ] &&
-  [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["listing"][1]')" = "  127.0.0.2 (rank 1)" ]; then
+  [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["listing"][1]')" = "  127.0.0.2 (rank 1)" ] &&
+  [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["starts"]')" = "once every agent of the tree holds its launch and the mesh probe's 20 pairs connected: TreeGo, one pass down" ]; then
   ok "dry run shows the agent tree"
 else not_ok "dry run shows the agent tree: $(printf '%s' "$out" | tail -20) $(cat "$tmp/err")"; fi
+# Without the probe the tree is still assembled before it starts, and the dry run claims no probe.
+if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --tree_width 2 --no_mesh_probe --dry_run train.py 2>"$tmp/err") &&
+  [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["starts"]')" = "once every agent of the tree holds its launch (no mesh probe: --no_mesh_probe): TreeGo, one pass down" ] &&
+  out=$("$bin" -H "$tmp/five_hosts" --launcher agent --tree_width 8 --no_mesh_probe --dry_run train.py 2>"$tmp/err") &&
+  [ "$(printf '%s' "$out" | json_get 'j["agent_tree"]["starts"]')" = "once dsrun has welcomed every agent (all are roots)" ]; then
+  ok "dry run says when a tree launch starts, without claiming a probe it will not run"
+else not_ok "dry run: when the tree starts without the probe: $(printf '%s' "$out" | tail -20) $(cat "$tmp/err")"; fi
 # The default (auto): the star for these 5 hosts, a tree of width 8 for 17, each saying why; 0 keeps the star.
 for i in $(seq 1 17); do echo "127.0.1.$i slots=1"; done >"$tmp/seventeen_hosts"
 if out=$("$bin" -H "$tmp/five_hosts" --launcher agent --dry_run train.py 2>"$tmp/err") &&

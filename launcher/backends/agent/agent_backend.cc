@@ -108,7 +108,7 @@ std::vector<NodeCommand> AgentBackend::nodeCommands(const WorldPlan& plan, const
 std::vector<DryRunSection> AgentBackend::dryRunSections(const WorldPlan& plan, const LaunchContext& ctx) const {
   const AgentTreeChoice choice = chooseAgentTree(ctx.options.treeWidth, plan.hosts.size());
   std::vector<DryRunSection> out{{"agent_launch", agentLaunchDryRunJson(choice)}};
-  if (choice.width > 0) out.push_back({"agent_tree", agentTreeDryRunJson(plan, choice.width)});
+  if (choice.width > 0) out.push_back({"agent_tree", agentTreeDryRunJson(plan, choice.width, ctx.options.meshProbe)});
   return out;
 }
 

@@ -177,8 +177,13 @@ int AgentJob::run() {
   if (treeBuild_) installTreeLaunches();
   // MASTER_PORT was checked before the plan was made: AgentBackend::prepareLaunch for a launch,
   // AgentElasticRounds::checkMasterPort for each elastic world.
-  if (settings_.meshProbe && nodes_.size() > 1) {
-    if (const std::optional<int> stopped = tree_ ? probeTree() : probeMesh()) return *stopped;
+  const bool probe = settings_.meshProbe && nodes_.size() > 1;
+  // A tree below its roots is assembled, probed or not, before any rank starts; roots alone (one level) were
+  // all welcomed above, as the star's hosts are, and need no such round.
+  if (tree_ && (probe || tree_->levels() > 1)) {
+    if (const std::optional<int> stopped = assembleTree(probe)) return *stopped;
+  } else if (probe) {
+    if (const std::optional<int> stopped = probeMesh()) return *stopped;
   }
   launchAll();
   while (!job_->done() && io_.run_one() > 0) armTimer();
@@ -313,7 +318,7 @@ void AgentJob::dial(size_t nodeIndex, bool adoption) {
         pacer_.finished();  // a connection that never came up: the job does not start (run())
         return;
       }
-      if (probing_) return onProbeLost(nodeIndex, reason);  // nothing started: no child to adopt
+      if (assembling_) return onProbeLost(nodeIndex, reason);  // nothing started: no child to adopt
       onRootLost(nodeIndex, reason);
     };
     cb.onNodeLost = [this, nodeIndex](const wire::NodeLost& lost) { onTreeNodeLost(nodeIndex, lost); };
@@ -436,7 +441,7 @@ void AgentJob::onTreeNodeLost(size_t rootIndex, const wire::NodeLost& lost) {
   if (it == nodes_.end()) return;
   const size_t index = static_cast<size_t>(it - nodes_.begin());
   const std::string reason = strCat("agent ", lost.host(), " (via ", nodes_[rootIndex]->host, "): ", lost.cause());
-  if (probing_) return onProbeLost(index, reason);  // its subtree was never launched: the host alone is named
+  if (assembling_) return onProbeLost(index, reason);  // its subtree was never launched: the host alone is named
   // Only that node: its parent adopts its children (agent/tree_relay.h), and reports any it cannot reach on
   // its own, so every other host of its subtree is still supervised.
   onNodeLost(index, reason);

@@ -1,13 +1,13 @@
 #pragma once
 // AgentJob: the agent medium's loop (docs/remote_job.md): one job run through dsrun-agents, one connection
 // (AgentChannel) per host, driven by RemoteJob in its per-rank mode, which decides every stop, signal, exit
-// timeout, hang and closing line. AgentJob connects to every agent in parallel and starts nothing unless all
-// of them authenticate and welcome us (then the MASTER_PORT pre-flight of an elastic round and the mesh
-// probe), builds each host's LaunchRequest, and translates the agents' wire events into the driver's, with
-// the time. run() drives its own io_context on the calling thread; ranks' output is written by an
-// OutputWriter thread, and each agent may send at most outputWindowBytes ahead of what that thread has
-// written (OutputCredit), so a stalled reader of dsrun's stdout slows the ranks down instead of blocking
-// heartbeats or growing memory.
+// timeout, hang and closing line. AgentJob connects to every agent in parallel (a tree: its roots) and starts
+// nothing unless all of them authenticate and welcome us (a tree: every agent holds its launch,
+// agent_tree_assembly.cc; the mesh probe rides on that round, or follows the star's welcomes), builds each host's
+// LaunchRequest, and translates the agents' wire events into the driver's, with the time. run() drives its own
+// io_context on the calling thread; ranks' output is written by an OutputWriter thread, and each agent may send
+// at most outputWindowBytes ahead of what that thread has written (OutputCredit), so a stalled reader of dsrun's
+// stdout slows the ranks down instead of blocking heartbeats or growing memory.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -148,13 +148,15 @@ class AgentJob {
   /// exit code when a signal ended it or, in an elastic round, when a pair is broken (End::Partitioned).
   /// Otherwise throws ConfigError naming the first broken pair, with every client closed.
   std::optional<int> probeMesh();
-  /// The same through the tree (agent_tree_probe.cc): each probing root gets its launch with `probe`, and its
-  /// channel's launch becomes TreeGo. Returns or throws as probeMesh; a node lost meanwhile ends it as an
-  /// unreachable agent does (End::Unreachable in an elastic round, naming that host alone).
-  std::optional<int> probeTree();
-  /// A root's merged report (only while probing_).
+  /// A tree of two levels or more (or with the probe): assembled before anything starts (agent_tree_assembly.cc).
+  /// Each root that can hold gets its launch with `probe`, and its channel's launch becomes TreeGo; every node
+  /// holds its ranks, probes its part's targets (`probe`; none without) and reports up once its children have.
+  /// Returns or throws as probeMesh; a node lost meanwhile ends it as an unreachable agent does, nothing
+  /// started (End::Unreachable in an elastic round, naming that host alone).
+  std::optional<int> assembleTree(bool probe);
+  /// A root's merged report (only while assembling_).
   void onTreeProbeReport(size_t rootIndex, const wire::TreeProbeReport& report);
-  /// A node (a root's connection, or a NodeLost relayed up) lost while probing_: nothing has started.
+  /// A node (a root's connection, or a NodeLost relayed up) lost while assembling_: nothing has started.
   void onProbeLost(size_t nodeIndex, const std::string& reason);
   /// Prepares every host's LaunchRequest and starts the driver.
   void launchAll();
@@ -193,7 +195,7 @@ class AgentJob {
   std::vector<bool> dialled_;
   std::unique_ptr<TreeLaunchBuild> treeBuild_;     ///< the tree's launch while it is built (prepareLaunches)
   std::map<size_t, wire::Envelope> rootLaunches_;  ///< tree: each root's signed TreeLaunch, by node index
-  bool probing_ = false;                           ///< the tree's probe is under way: nothing has started
+  bool assembling_ = false;                        ///< the tree holds its launch (assembleTree): nothing started
   std::set<size_t> probeWaiting_;                  ///< roots whose probe report has not come
   std::vector<wire::TreeProbeReport> probeReports_;  ///< the roots' reports
   std::map<std::string, std::string> probeLost_;   ///< hosts lost while probing, with the line naming each

@@ -1,5 +1,5 @@
-// AgentJob::onRefused: an agent dsrun dialled refused what dsrun sent it (its launch, a TreeGo after the probe,
-// or an adoption). Such an agent keeps dsrun's connection and goes on beating, but will never start or report
+// AgentJob::onRefused: an agent dsrun dialled refused what dsrun sent it (its launch, a TreeGo after the tree's
+// assembly, or an adoption). Such an agent keeps dsrun's connection and goes on beating, but will never start or report
 // what it refused, so without this the job waited for those ranks' ends forever: at 1,000 agents dsrun sat
 // after a stop with every remaining root connected and nothing left to come (docs/benchmarks.md "Launch at
 // scale"). Split from agent_job.cc, which keeps the connections and the driver's events.
@@ -12,8 +12,8 @@ namespace dsrun::launcher {
 void AgentJob::onRefused(size_t nodeIndex, const std::string& what) {
   Node& node = *nodes_[nodeIndex];
   DSRUN_LOG(DEBUG) << what;
-  if (probing_) {
-    // Its probed launch refused: nothing has started anywhere, and its report will not come.
+  if (assembling_) {
+    // Its held launch refused: nothing has started anywhere, and its report will not come.
     node.client->close();
     node.channel->closed(what);
     return onProbeLost(nodeIndex, what);
@@ -25,7 +25,7 @@ void AgentJob::onRefused(size_t nodeIndex, const std::string& what) {
     node.channel->closed(what);
     return onRootLost(nodeIndex, what);
   }
-  // Its launch (or the TreeGo that releases it after the probe) refused: the failure that stops the job, in the
+  // Its launch (or the TreeGo that releases it after the assembly) refused: the failure that stops the job, in the
   // agent's words. Nothing below this agent was forwarded or released, so no rank of its subtree will start.
   // The connection stays until the job ends.
   job_->onSpawnFailed(nodeIndex, what, wallClockUs(), steadyNow());
