@@ -144,17 +144,27 @@ inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec) {
     NestedMlp nested(init);
     auto forward = [&](const at::Tensor& x) { return spec.nested ? nested->forward(x) : flat->forward(x); };
     auto params = spec.nested ? nested->parameters() : flat->parameters();
-    Stage3Strategy strategy(stage3Context(spec, params, pg, rank));
+    StrategyContext ctx = stage3Context(spec, params, pg, rank);
+    if (rs.configure) {
+      rs.configure(rank, ctx);
+    }
+    Stage3Strategy strategy(std::move(ctx));
     Stage3Result& out = results[static_cast<size_t>(rank)];
     for (int s = 0; s < rs.steps; ++s) {
       double lossSum = 0;
       for (int m = 0; m < rs.gas; ++m) {
         const bool boundary = m + 1 == rs.gas;
         const int64_t first = s * RunSpec::kGlobalBatch + (m * rs.worldSize + rank) * micro;
+        if (rs.onEvent) {
+          rs.onEvent(rank, "micro-step begins");
+        }
         strategy.beginBackward(boundary);
         at::Tensor loss = at::mse_loss(forward(data.x.narrow(0, first, micro)), data.y.narrow(0, first, micro));
         (loss / rs.gas).backward();
         strategy.endBackward(boundary);
+        if (rs.onEvent) {
+          rs.onEvent(rank, "micro-step ends");
+        }
         lossSum += loss.item<double>() / rs.gas;
         for (size_t i = 0; i < params.size(); ++i) {
           if (!strategy.coordinator().persistent(static_cast<int64_t>(i)) && params[i].numel() != 0 &&

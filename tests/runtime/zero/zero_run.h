@@ -12,6 +12,7 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,11 @@ struct RunSpec {
   int64_t allgatherNumel = 24; ///< small, so the all-gather is sharded
   double clip = 0.0;           ///< gradient_clipping (0 = off)
   int steps = 4;
+  /// Tests of the accelerator paths on CPU tensors: adjusts each rank's StrategyContext before the strategy
+  /// is built (offload, testStreams), and hears "micro-step begins" / "micro-step ends" around each
+  /// micro-step's beginBackward ... endBackward. Empty: nothing.
+  std::function<void(int rank, StrategyContext& ctx)> configure;
+  std::function<void(int rank, const char* event)> onEvent;
   static constexpr int64_t kGlobalBatch = 24;
   static constexpr double kLr = 0.05;
 
@@ -132,6 +138,9 @@ inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1)
     ctx.reduceScatter = spec.reduceScatter;
     auto ospec = spec.optimizerSpec();
     ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
+    if (spec.configure) {
+      spec.configure(rank, ctx);
+    }
     auto strategy = makeGradStrategy(spec.stage, ctx);
     RunResult& r = results[static_cast<size_t>(rank)];
     for (int s = 0; s < spec.steps; ++s) {
@@ -139,11 +148,17 @@ inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1)
       for (int m = 0; m < spec.gas; ++m) {
         const bool boundary = m + 1 == spec.gas;
         const int64_t first = s * RunSpec::kGlobalBatch + (m * spec.worldSize + rank) * micro;
+        if (spec.onEvent) {
+          spec.onEvent(rank, "micro-step begins");
+        }
         strategy->beginBackward(boundary);
         at::Tensor loss = mlpLoss(p, data.x.narrow(0, first, micro), data.y.narrow(0, first, micro),
                                   rank == 1 ? skipOnRank1 : -1);
         (loss / spec.gas).backward();
         strategy->endBackward(boundary);
+        if (spec.onEvent) {
+          spec.onEvent(rank, "micro-step ends");
+        }
         lossSum += loss.item<double>() / spec.gas;
       }
       double norm = strategy->gradNorm();
