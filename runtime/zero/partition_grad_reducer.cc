@@ -48,7 +48,7 @@ PartitionGradReducer::PartitionGradReducer(const StrategyContext& ctx, const Par
   }
   // A host partition of a model on an accelerator: each averaged run is downloaded on a side stream
   // instead of by a blocking copy in backward (DeepSpeed's non_blocking copy into its pinned buffer).
-  const c10::Device device = params_.front().device();
+  const c10::Device device = params_.empty() ? c10::Device(c10::kCPU) : params_.front().device();
   if (gradPartition_.device().is_cpu() && !device.is_cpu()) {
     download_ = std::make_unique<HostGradDownload>(std::make_unique<SideStreamCopies>(device), maxRunNumel);
   } else if (gradPartition_.device().is_cpu() && ctx.testStreams != nullptr && ctx.offloadOptimizer) {
