@@ -26,6 +26,7 @@ using dsrt::testing::FakePipelineStream;
 using dsrt::zero::HostGradDownload;
 using dsrt::zero::PipelineStreams;
 using dsrt::zero::SideStreamCopies;
+using dsrt::zero::testing::RunHooks;
 using dsrt::zero::testing::RunResult;
 using dsrt::zero::testing::RunSpec;
 using dsrt::zero::testing::Stage3Spec;
@@ -144,15 +145,16 @@ TEST_CASE("ZeRO-2 offload with its downloads on a side stream equals the synchro
         spec.reduceScatter = reduceScatter;
         spec.steps = 3;
         INFO(spec.name() << " offload");
-        spec.configure = [](int, dsrt::StrategyContext& ctx) { ctx.offloadOptimizer = true; };
-        const std::vector<RunResult> plain = dsrt::zero::testing::zeroRun(spec);
+        RunHooks hooks;
+        hooks.configure = [](int, dsrt::StrategyContext& ctx) { ctx.offloadOptimizer = true; };
+        const std::vector<RunResult> plain = dsrt::zero::testing::zeroRun(spec, -1, hooks);
         std::deque<RankStreams> streams(static_cast<size_t>(world));
-        spec.configure = [&](int rank, dsrt::StrategyContext& ctx) {
+        hooks.configure = [&](int rank, dsrt::StrategyContext& ctx) {
           ctx.offloadOptimizer = true;
           ctx.testStreams = &streams[static_cast<size_t>(rank)].streams;
         };
-        spec.onEvent = [&](int rank, const char* event) { streams[static_cast<size_t>(rank)].log.push_back(event); };
-        const std::vector<RunResult> streamed = dsrt::zero::testing::zeroRun(spec);
+        hooks.onEvent = [&](int rank, const char* event) { streams[static_cast<size_t>(rank)].log.push_back(event); };
+        const std::vector<RunResult> streamed = dsrt::zero::testing::zeroRun(spec, -1, hooks);
         for (int r = 0; r < world; ++r) {
           checkSameRun(streamed[static_cast<size_t>(r)], plain[static_cast<size_t>(r)]);
           const auto& log = streams[static_cast<size_t>(r)].log;
@@ -181,13 +183,12 @@ TEST_CASE("ZeRO-3 offload_param with uploads and downloads on side streams equal
         INFO(spec.name());
         const auto plain = dsrt::zero::testing::stage3Run(spec);
         std::deque<RankStreams> streams(static_cast<size_t>(world));
-        spec.run.configure = [&](int rank, dsrt::StrategyContext& ctx) {
+        RunHooks hooks;
+        hooks.configure = [&](int rank, dsrt::StrategyContext& ctx) {
           ctx.testStreams = &streams[static_cast<size_t>(rank)].streams;
         };
-        spec.run.onEvent = [&](int rank, const char* event) {
-          streams[static_cast<size_t>(rank)].log.push_back(event);
-        };
-        const auto streamed = dsrt::zero::testing::stage3Run(spec);
+        hooks.onEvent = [&](int rank, const char* event) { streams[static_cast<size_t>(rank)].log.push_back(event); };
+        const auto streamed = dsrt::zero::testing::stage3Run(spec, hooks);
         for (int r = 0; r < world; ++r) {
           checkSameRun(streamed[static_cast<size_t>(r)].run, plain[static_cast<size_t>(r)].run);
           CHECK(streamed[static_cast<size_t>(r)].planned);

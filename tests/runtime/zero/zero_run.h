@@ -41,11 +41,6 @@ struct RunSpec {
   int64_t allgatherNumel = 24; ///< small, so the all-gather is sharded
   double clip = 0.0;           ///< gradient_clipping (0 = off)
   int steps = 4;
-  /// Tests of the accelerator paths on CPU tensors: adjusts each rank's StrategyContext before the strategy
-  /// is built (offload, testStreams), and hears "micro-step begins" / "micro-step ends" around each
-  /// micro-step's beginBackward ... endBackward. Empty: nothing.
-  std::function<void(int rank, StrategyContext& ctx)> configure;
-  std::function<void(int rank, const char* event)> onEvent;
   static constexpr int64_t kGlobalBatch = 24;
   static constexpr double kLr = 0.05;
 
@@ -62,6 +57,14 @@ struct RunSpec {
     s.numThreads = 1;
     return s;
   }
+};
+
+/// Tests of the accelerator paths on CPU tensors: `configure` adjusts each rank's StrategyContext before the
+/// strategy is built (offload, testStreams); `onEvent` hears "micro-step begins" / "micro-step ends" around
+/// each micro-step's beginBackward ... endBackward. Empty functions: nothing.
+struct RunHooks {
+  std::function<void(int rank, StrategyContext& ctx)> configure;
+  std::function<void(int rank, const char* event)> onEvent;
 };
 
 /// What one run produced: per-step global losses and gradient norms, and the final parameters.
@@ -120,7 +123,7 @@ inline RunResult referenceRun(const RunSpec& spec) {
 
 /// The same training with `spec.stage` on spec.worldSize thread-ranks; one result per rank.
 /// `skipOnRank1` >= 0 leaves that layer's bias unused on rank 1 only.
-inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1) {
+inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1, const RunHooks& hooks = RunHooks()) {
   Data data = makeData(RunSpec::kGlobalBatch * spec.steps);
   auto init = initialParams();
   std::vector<RunResult> results(static_cast<size_t>(spec.worldSize));
@@ -138,8 +141,8 @@ inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1)
     ctx.reduceScatter = spec.reduceScatter;
     auto ospec = spec.optimizerSpec();
     ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
-    if (spec.configure) {
-      spec.configure(rank, ctx);
+    if (hooks.configure) {
+      hooks.configure(rank, ctx);
     }
     auto strategy = makeGradStrategy(spec.stage, ctx);
     RunResult& r = results[static_cast<size_t>(rank)];
@@ -148,16 +151,16 @@ inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1)
       for (int m = 0; m < spec.gas; ++m) {
         const bool boundary = m + 1 == spec.gas;
         const int64_t first = s * RunSpec::kGlobalBatch + (m * spec.worldSize + rank) * micro;
-        if (spec.onEvent) {
-          spec.onEvent(rank, "micro-step begins");
+        if (hooks.onEvent) {
+          hooks.onEvent(rank, "micro-step begins");
         }
         strategy->beginBackward(boundary);
         at::Tensor loss = mlpLoss(p, data.x.narrow(0, first, micro), data.y.narrow(0, first, micro),
                                   rank == 1 ? skipOnRank1 : -1);
         (loss / spec.gas).backward();
         strategy->endBackward(boundary);
-        if (spec.onEvent) {
-          spec.onEvent(rank, "micro-step ends");
+        if (hooks.onEvent) {
+          hooks.onEvent(rank, "micro-step ends");
         }
         lossSum += loss.item<double>() / spec.gas;
       }
