@@ -3,7 +3,7 @@ synchronisation in a step").
 
 ``torch.cuda.set_sync_debug_mode("error")`` makes every synchronising CUDA call torch knows of raise: a blocking
 device<->host copy, ``.item()``, a stream or device synchronize. Under it:
-- forward and backward of every stage and offload layout, fp32, bf16 and fp16, with gradient accumulation, must not
+- forward and backward of every stage and offload layout, fp32 and bf16, with gradient accumulation, must not
   synchronise: reductions wait on streams, offload's gradient downloads and offload_param's prefetch uploads
   run on side streams (DeepSpeed's stage 1/2 even synchronise the device after backward with overlap_comm);
 - the optimizer step of stages 0-3 on the GPU (no offload) must not either when nothing needs a host value:
@@ -30,7 +30,7 @@ import dsrt as deepspeed  # noqa: E402
 from gpu_support import DEVICE_TYPE, LR, assert_close, batch, ds_config, loss_fn, make_model  # noqa: E402
 
 DEVICE = torch.device("cuda", 0) if DEVICE_TYPE == "cuda" else torch.device("cpu")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 GAS = 2
 LAYOUTS = [(0, None), (1, None), (2, None), (3, None), (2, "optimizer"), (3, "optimizer"), (3, "both")]
 WIDTH, DEPTH = 64, 6
@@ -82,11 +82,10 @@ def train_step(engine, step, dtype, check_backward, check_step):
             engine.step()
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+# fp16's backward differs only by the loss-scale multiply; its step reads the overflow flag (DeepSpeed's too).
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("stage,offload", LAYOUTS, ids=[f"stage{s}-{o or 'gpu'}" for s, o in LAYOUTS])
 def test_forward_and_backward_never_wait_on_the_host(stage, offload, dtype):
-    if dtype == "fp16" and DEVICE.type == "cpu":
-        pytest.skip("harness check on the CPU: fp16 runs on the GPU only")
     engine, _, _, _ = deepspeed.initialize(model=make_model().to(DEVICE), config=config(stage, dtype, offload, 1.0))
     # The first steps record stage 3's fetch trace and allocate the pooled buffers; then two checked steps
     # (the second replays the trace with prefetch).
