@@ -22,8 +22,14 @@ namespace dsrt::zero {
 
 class HostGradDownload {
  public:
-  /// `copies`: the side stream to use; `maxRunNumel`: the longest run delivered (sizes the device scratch).
-  HostGradDownload(std::unique_ptr<SideStreamCopies> copies, int64_t maxRunNumel);
+  /// Elements of the fp32 device scratch (16 MiB): a longer run is converted and copied in pieces of this
+  /// size, in order on the side stream, so the scratch never costs a bucket's worth of device memory.
+  static constexpr int64_t kScratchNumel = int64_t{1} << 22;
+
+  /// `copies`: the side stream to use; `maxRunNumel`: the longest run delivered; `scratchNumel` (tests: a
+  /// small one cuts short runs into pieces too) must be >= 1.
+  HostGradDownload(std::unique_ptr<SideStreamCopies> copies, int64_t maxRunNumel,
+                   int64_t scratchNumel = kScratchNumel);
 
   /// Issues hostRun = averaged (accumulate: hostRun + averaged) after the compute work enqueued so far.
   /// hostRun: fp32 host memory; averaged: same numel, fp32/fp16/bf16 on the device. Returns at once: the
@@ -39,8 +45,9 @@ class HostGradDownload {
  private:
   std::unique_ptr<SideStreamCopies> copies_;
   int64_t maxRunNumel_;
-  /// fp32 on the device, maxRunNumel_ long, allocated on first need and never replaced: only the side
-  /// stream uses it, in order, so one buffer serves every delivery.
+  int64_t scratchNumel_;
+  /// fp32 on the device, min(maxRunNumel_, scratchNumel_) long, allocated on first need and never
+  /// replaced: only the side stream uses it, in order, so one buffer serves every piece of every delivery.
   at::Tensor scratch_;
 };
 

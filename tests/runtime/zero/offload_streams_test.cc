@@ -107,28 +107,30 @@ TEST_CASE("host gradient downloads convert on the device, accumulate like the ho
           "until beforeReuse",
           "[runtime][zero][offload]") {
   for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
-    INFO("dtype " << dtype);
-    RankStreams s;
-    HostGradDownload download(std::make_unique<SideStreamCopies>(&s.compute, &s.download), 300);
-    at::manual_seed(3);
-    at::Tensor host = at::randn({300});
-    const at::Tensor before = host.clone();
-    at::Tensor fresh = at::randn({100}).to(dtype);
-    at::Tensor added = at::randn({200}).to(dtype);
-    const at::Tensor freshValue = fresh.clone();
-    const at::Tensor addedValue = added.clone();
-    download.deliver(host.narrow(0, 0, 100), fresh, /*accumulate=*/false);
-    download.deliver(host.narrow(0, 100, 200), added, /*accumulate=*/true);
-    CHECK(at::equal(host, before));  // nothing has run: the host did not wait
-    download.beforeReuse();
-    fresh.fill_(7);  // the compute stream reuses the buffers: the downloads already read them
-    added.fill_(7);
-    download.awaitHost();
-    CHECK(at::equal(host.narrow(0, 0, 100), freshValue.to(at::kFloat)));
-    at::Tensor want = before.narrow(0, 100, 200).clone();
-    want.add_(addedValue);  // the host's own accumulation
-    CHECK(at::equal(host.narrow(0, 100, 200), want));
-    CHECK(count(s.log, "host waits for download") == 1);
+    for (int64_t scratch : {int64_t{1} << 22, int64_t{64}}) {  // one piece, or pieces of 64 (a short last one)
+      INFO("dtype " << dtype << " scratch " << scratch);
+      RankStreams s;
+      HostGradDownload download(std::make_unique<SideStreamCopies>(&s.compute, &s.download), 300, scratch);
+      at::manual_seed(3);
+      at::Tensor host = at::randn({300});
+      const at::Tensor before = host.clone();
+      at::Tensor fresh = at::randn({100}).to(dtype);
+      at::Tensor added = at::randn({200}).to(dtype);
+      const at::Tensor freshValue = fresh.clone();
+      const at::Tensor addedValue = added.clone();
+      download.deliver(host.narrow(0, 0, 100), fresh, /*accumulate=*/false);
+      download.deliver(host.narrow(0, 100, 200), added, /*accumulate=*/true);
+      CHECK(at::equal(host, before));  // nothing has run: the host did not wait
+      download.beforeReuse();
+      fresh.fill_(7);  // the compute stream reuses the buffers: the downloads already read them
+      added.fill_(7);
+      download.awaitHost();
+      CHECK(at::equal(host.narrow(0, 0, 100), freshValue.to(at::kFloat)));
+      at::Tensor want = before.narrow(0, 100, 200).clone();
+      want.add_(addedValue);  // the host's own accumulation
+      CHECK(at::equal(host.narrow(0, 100, 200), want));
+      CHECK(count(s.log, "host waits for download") == 1);
+    }
   }
 }
 
