@@ -94,6 +94,7 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   }
   ctx.offloadOptimizer = cfg.zero.offloadOptimizer.device == config::OffloadDevice::Cpu;
   ctx.pinMemory = cfg.zero.offloadOptimizer.pinMemory;
+  ctx.paramPinMemory = cfg.zero.offloadParam.pinMemory;
   const optim::OptimizerSpec spec = specFor(*cfg.optimizer);
   // The optimizer lives where the strategy keeps the fp32 masters: the CPU for offload and CPU models, the
   // parameters' device otherwise.

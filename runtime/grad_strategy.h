@@ -41,6 +41,9 @@ namespace dsrt {
 namespace optim {
 class FlatOptimizer;  // runtime/optim/flat_optimizer.h
 }  // namespace optim
+namespace zero {
+struct PipelineStreams;  // runtime/zero/offload_pipeline.h
+}  // namespace zero
 
 /// Builds the optimizer (type and hyper-parameters come from the ds_config) over one flat fp32
 /// tensor. The optimizer updates `flatParams` in place; the caller keeps `flatParams` alive.
@@ -74,6 +77,9 @@ struct StrategyContext {
   bool offloadOptimizer = false;
   /// offload_optimizer.pin_memory: host buffers are page-locked (only where CUDA is available).
   bool pinMemory = false;
+  /// offload_param.pin_memory: ZeRO-3's host parameter partition is page-locked (DeepSpeed pins it by this
+  /// flag, not offload_optimizer's); only where CUDA is available.
+  bool paramPinMemory = false;
   /// ZeRO-3 (runtime/zero/stage3_strategy.h), all in elements as DeepSpeed:
   /// stage3_prefetch_bucket_size: most elements prefetched at one fetch (0: no prefetch).
   int64_t stage3PrefetchBucketNumel = 50000000;
@@ -94,6 +100,10 @@ struct StrategyContext {
   EngineTimers* timers = nullptr;
   /// comms_logger: where the strategy records its collectives (comms/pending_comm.h); null records nothing.
   std::shared_ptr<comms::CommsLog> commsLog;
+  /// Tests only: with offload, a CPU model's host copies take the accelerator's path on these streams
+  /// (compute, download, upload; fakes that run work when waited for), so the ordering of offload's
+  /// gradient downloads and offload_param's parameter uploads is checked without a device. Null in use.
+  const zero::PipelineStreams* testStreams = nullptr;
 };
 
 /// Stage 0 (DDP) or ZeRO-n. Owns gradient reduction and the optimizer update. Not copyable.

@@ -147,6 +147,9 @@ void BucketReducer::launchReduceScatter(const ReduceBucket& b, Pending& p) {
   // where the average would not (exact for power-of-two world sizes).
   p.wire.div_(worldSize_);
   const int64_t receiveNumel = std::max(worldSize_ * maxRunNumel_, maxChunkNumel_);
+  if (!freeReceive_.empty() && io_.beforeReuse) {
+    io_.beforeReuse();
+  }
   p.receivedBase = takeBuffer(freeReceive_, receiveNumel, p.wire.options());
   if (p.padded) {
     p.received = p.receivedBase.narrow(0, 0, b.evenChunk());
@@ -197,6 +200,8 @@ bool BucketReducer::completeOldest() {
         out.device() != p.received.device()) {
       if (!sum_.defined() || sum_.dtype() != p.received.dtype() || sum_.device() != p.received.device()) {
         sum_ = at::empty({maxRunNumel_}, p.received.options());
+      } else if (io_.beforeReuse) {
+        io_.beforeReuse();
       }
       out = sum_.narrow(0, 0, run);
     }

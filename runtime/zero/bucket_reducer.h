@@ -54,6 +54,10 @@ struct BucketIo {
   /// elements), saving a copy; used only when its dtype and device match the collective's. deliver()
   /// then receives this tensor. Undefined or empty function: a recycled buffer is used.
   std::function<at::Tensor(size_t bucket)> output;
+  /// Optional: called before a recycled receive or sum buffer (one an earlier deliver() may have been
+  /// given) is written again on the current stream. An owner that reads averaged runs asynchronously
+  /// (offload's downloads on a side stream) makes the current stream wait for those reads here.
+  std::function<void()> beforeReuse;
 };
 
 /// Not thread-safe: markReady() (autograd's thread) and the other calls must not overlap, which

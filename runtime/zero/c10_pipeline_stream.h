@@ -21,6 +21,8 @@ class C10PipelineStream final : public PipelineStream {
   std::shared_ptr<PipelineEvent> record() override;
   /// `event` must come from a C10PipelineStream.
   void waitFor(const PipelineEvent& event) override;
+  /// The same as enqueue(): a device stream orders what is launched on it.
+  void launchAfterQueued(const std::function<void()>& launch) override { enqueue(launch); }
 
  private:
   c10::Stream stream_;

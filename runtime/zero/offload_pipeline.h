@@ -36,6 +36,10 @@ class PipelineStream {
   virtual std::shared_ptr<PipelineEvent> record() = 0;
   /// Work enqueued from now on starts after `event` (no host wait).
   virtual void waitFor(const PipelineEvent& event) = 0;
+  /// Runs `launch` now, with this stream current, so what it launches on the current stream starts after
+  /// everything enqueued here so far (a collective: c10d makes its own stream wait for the current one).
+  /// Unlike enqueue(), never deferred: a fake runs its queue first, then `launch`.
+  virtual void launchAfterQueued(const std::function<void()>& launch) = 0;
 };
 
 /// The three streams of the schedule: compute (where the gradient was made and where the model is read

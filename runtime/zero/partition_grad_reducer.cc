@@ -1,6 +1,7 @@
 #include "runtime/zero/partition_grad_reducer.h"
 
 #include "runtime/zero/reduce_bucket_plan.h"
+#include "runtime/zero/side_stream_copies.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -22,6 +23,11 @@ PartitionGradReducer::PartitionGradReducer(const StrategyContext& ctx, const Par
   // On the first micro-step after zeroGrad the partition holds zeros, so the sum of a bucket's copies can be
   // written straight into it instead of into a temporary that is then added (one pass over the run less).
   io.output = [this](size_t b) { return partitionFresh_ ? partitionRun(b) : at::Tensor(); };
+  io.beforeReuse = [this] {
+    if (download_) {
+      download_->beforeReuse();
+    }
+  };
   const auto mode = ctx.reduceScatter ? ReduceMode::kReduceScatter : ReduceMode::kAllreduce;
   reducer_ = std::make_unique<BucketReducer>(ctx.pg, ctx.rank, ctx.worldSize,
                                              planReduceBuckets(plan_, ctx.reduceBucketNumel),
@@ -35,8 +41,19 @@ PartitionGradReducer::PartitionGradReducer(const StrategyContext& ctx, const Par
   bucketOf_ = bucketOfParam(reducer_->buckets(), static_cast<int64_t>(params_.size()));
   staging_.resize(reducer_->buckets().size());
   stagingBase_.resize(reducer_->buckets().size());
+  int64_t maxRunNumel = 0;
   for (const auto& b : reducer_->buckets()) {
     maxBucketNumel_ = std::max(maxBucketNumel_, b.numel());
+    maxRunNumel = std::max(maxRunNumel, b.rankNumels[static_cast<size_t>(rank_)]);
+  }
+  // A host partition of a model on an accelerator: each averaged run is downloaded on a side stream
+  // instead of by a blocking copy in backward (DeepSpeed's non_blocking copy into its pinned buffer).
+  const c10::Device device = params_.empty() ? c10::Device(c10::kCPU) : params_.front().device();
+  if (gradPartition_.device().is_cpu() && !device.is_cpu()) {
+    download_ = std::make_unique<HostGradDownload>(std::make_unique<SideStreamCopies>(device), maxRunNumel);
+  } else if (gradPartition_.device().is_cpu() && ctx.testStreams != nullptr && ctx.offloadOptimizer) {
+    download_ = std::make_unique<HostGradDownload>(
+        std::make_unique<SideStreamCopies>(ctx.testStreams->compute, ctx.testStreams->download), maxRunNumel);
   }
   for (const auto& p : params_) {
     p.mutable_grad().reset();
@@ -53,6 +70,8 @@ at::Tensor PartitionGradReducer::stagingFor(size_t bucket) {
     }
     if (freeStaging_.empty()) {
       freeStaging_.push_back(at::empty({maxBucketNumel_}, params_.front().options()));
+    } else if (download_) {
+      download_->beforeReuse();  // a recycled buffer: its last run may still be on its way to the host
     }
     stagingBase_[bucket] = std::move(freeStaging_.back());
     freeStaging_.pop_back();
@@ -114,7 +133,12 @@ void PartitionGradReducer::deliver(size_t bucket, const at::Tensor& averaged) {
   c10::AutoGradMode noGrad(false);
   at::Tensor run = partitionRun(bucket);
   if (averaged.numel() > 0 && averaged.data_ptr() != run.data_ptr()) {
-    run.add_(averaged.device() == run.device() ? averaged : averaged.to(run.device()));
+    if (download_) {
+      // Zeros since zeroGrad: the run is the download itself; otherwise it is added to what is there.
+      download_->deliver(run, averaged, /*accumulate=*/!partitionFresh_);
+    } else {
+      run.add_(averaged);  // the same device (download_ covers a host partition of a device model)
+    }
   }
   freeStaging_.push_back(std::move(stagingBase_[bucket]));
   staging_[bucket] = at::Tensor();
@@ -127,8 +151,18 @@ void PartitionGradReducer::endBackward() {
   inBackward_ = false;
 }
 
+const at::Tensor& PartitionGradReducer::gradPartition() const {
+  if (download_) {
+    download_->awaitHost();
+  }
+  return gradPartition_;
+}
+
 void PartitionGradReducer::zeroGrad() {
   c10::AutoGradMode noGrad(false);
+  if (download_) {
+    download_->awaitHost();  // a download in flight would land on the zeros
+  }
   gradPartition_.zero_();
   partitionFresh_ = true;
   for (const auto& p : params_) {

@@ -22,7 +22,8 @@ class Stage2Optimizer : public ZeroOptimizer {
   void beginBackward(bool isBoundary) override;
   void endBackward(bool isBoundary) override;
   void zeroGrad() override;
-  at::Tensor gradPartition() const override { return gradPartition_; }
+  /// With offload on an accelerator, waits for the runs still on their way to host memory.
+  at::Tensor gradPartition() const override { return grads_->gradPartition(); }
 
  protected:
   int64_t gradientBytes() const override;

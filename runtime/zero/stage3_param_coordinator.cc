@@ -1,5 +1,6 @@
 #include "runtime/zero/stage3_param_coordinator.h"
 
+#include "runtime/zero/offload_pipeline.h"
 #include "runtime/zero/stage3_registry.h"
 
 #include <c10/util/Exception.h>
@@ -32,6 +33,9 @@ Stage3ParamCoordinator::Stage3ParamCoordinator(const StrategyContext& ctx, const
       inUse_(ctx.params.size(), 0) {
   gatherer_.setTimers(ctx.timers);
   gatherer_.setCommsLog(ctx.commsLog);
+  if (ctx.offloadParam && ctx.testStreams != nullptr) {
+    gatherer_.useUploadStreams(ctx.testStreams->compute, ctx.testStreams->upload);
+  }
   std::vector<int64_t> numels;
   for (const auto& p : params_) numels.push_back(p.numel());
   persistent_ = markPersistent(numels, settings_.persistenceThreshold, settings_.modelPersistenceThreshold);

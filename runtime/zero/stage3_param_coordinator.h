@@ -36,7 +36,8 @@ class Stage3ParamCoordinator {
   };
 
   /// Registers the parameters with Stage3Registry and releases every non-persistent parameter.
-  /// `partition`: this rank's fp32 partition (the master the optimizer updates), aliased.
+  /// `partition`: this rank's partition in the parameters' dtype (what gathers read), aliased; with
+  /// ctx.offloadParam and ctx.testStreams it is uploaded through those streams (tests).
   Stage3ParamCoordinator(const StrategyContext& ctx, const PartitionPlan& plan, at::Tensor partition,
                          Settings settings);
   ~Stage3ParamCoordinator();  ///< unregisters; parameters stay as they are (released ones empty)
@@ -61,6 +62,9 @@ class Stage3ParamCoordinator {
   void refreshPersistent();
   /// Releases every non-persistent parameter (after completing gathers in flight).
   void releaseAll();
+  /// Blocks until no upload reads the host partition any more (offload_param on an accelerator): before
+  /// the host rewrites it.
+  void awaitPartitionReads() { gatherer_.awaitPartitionReads(); }
 
   bool persistent(int64_t param) const { return persistent_[static_cast<size_t>(param)]; }
   int64_t persistentBytes() const;

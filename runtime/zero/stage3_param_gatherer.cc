@@ -40,6 +40,21 @@ Stage3ParamGatherer::Stage3ParamGatherer(c10::intrusive_ptr<c10d::ProcessGroup> 
       pendingSeq_(params_.size(), -1) {
   TORCH_CHECK(partition_.numel() == plan_.partitionNumel, "zero stage 3: partition has ", partition_.numel(),
               " elements, expected '", plan_.partitionNumel, "'");
+  const c10::Device device = params_.front().device();
+  if (partition_.device().is_cpu() && !device.is_cpu()) {
+    uploads_ = std::make_unique<SideStreamCopies>(device);
+  }
+}
+
+void Stage3ParamGatherer::useUploadStreams(PipelineStream* compute, PipelineStream* upload) {
+  TORCH_INTERNAL_ASSERT(pending_.empty(), "zero stage 3: upload streams set with gathers in flight");
+  uploads_ = std::make_unique<SideStreamCopies>(compute, upload);
+}
+
+void Stage3ParamGatherer::awaitPartitionReads() {
+  if (uploads_) {
+    uploads_->hostWaitsAll();
+  }
 }
 
 Stage3ParamGatherer::~Stage3ParamGatherer() {
@@ -94,7 +109,8 @@ int64_t Stage3ParamGatherer::launch(const std::vector<int64_t>& params) {
 bool Stage3ParamGatherer::launchDirect(Pending& g) {
   const int world = plan_.worldSize;
   const at::TensorOptions options = params_.front().options();
-  if (world == 1 || !exchangesPointToPoint(*pg_) || !partition_.device().is_cpu() || !options.device().is_cpu()) {
+  if (world == 1 || uploads_ || !exchangesPointToPoint(*pg_) || !partition_.device().is_cpu() ||
+      !options.device().is_cpu()) {
     return false;
   }
   for (const auto& pieces : g.plan.pieces) {
@@ -137,37 +153,67 @@ void Stage3ParamGatherer::launchPacked(Pending& g) {
   const int world = plan_.worldSize;
   g.sendBase = wireBuffer(g.plan.pieceNumel);  // on the model's device
   g.send = g.sendBase.narrow(0, 0, g.plan.pieceNumel);
-  g.send.zero_();  // padding of short pieces
-  for (const GatherPiece& piece : g.plan.pieces[static_cast<size_t>(rank_)]) {
-    g.send.narrow(0, piece.pieceOffset, piece.numel).copy_(partition_.narrow(0, piece.partitionOffset, piece.numel));
-  }
+  pack(g);
   if (world == 1) {
     g.recv = g.send;
+    return;
+  }
+  g.recvBase = wireBuffer(world * g.plan.pieceNumel);
+  g.recv = g.recvBase.narrow(0, 0, world * g.plan.pieceNumel);
+  if (uploads_) {
+    // Issued with the side stream current: the collective's stream waits for the uploads, the compute
+    // stream does not (DeepSpeed gathers on its allgather stream the same way).
+    uploads_->launchAfterCopies([&] { postAllgather(g); });
   } else {
-    g.recvBase = wireBuffer(world * g.plan.pieceNumel);
-    g.recv = g.recvBase.narrow(0, 0, world * g.plan.pieceNumel);
-    // An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
-    const auto wire = wireView;
-    std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < world; ++r) {
-      outputs[0].push_back(wire(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel)));
+    postAllgather(g);
+  }
+}
+
+void Stage3ParamGatherer::pack(Pending& g) {
+  const std::vector<GatherPiece>& pieces = g.plan.pieces[static_cast<size_t>(rank_)];
+  if (!uploads_) {
+    g.send.zero_();  // padding of short pieces
+    for (const GatherPiece& piece : pieces) {
+      g.send.narrow(0, piece.pieceOffset, piece.numel).copy_(partition_.narrow(0, piece.partitionOffset, piece.numel));
     }
-    const FlatCollective how = chooseFlatCollective(pg_->getBackendName(), g.recv.device().type());
-    if (how == FlatCollective::kPointToPoint) {
-      // Gloo's allgather allocates and copies out a worldSize x piece buffer per gather; the exchange
-      // receives straight into the recycled recv buffer. Sequence numbers agree across ranks (gathers are
-      // issued in the same order everywhere), so they tell the gathers in flight apart.
-      outputs[0][static_cast<size_t>(rank_)].copy_(wire(g.send));
-      g.exchange = postRowExchange(*pg_, rank_, outputs[0], kGatherTagBase + static_cast<int>(g.seq % kGatherTags));
-    } else if (how == FlatCollective::kFlatBase) {
-      // NCCL: the recv buffer is already the contiguous worldSize x piece layout _allgather_base fills.
-      at::Tensor out = wire(g.recv);
-      at::Tensor in = wire(g.send);
-      g.work = compat::allgatherIntoTensor(*pg_, out, in);
-    } else {
-      std::vector<at::Tensor> inputs{wire(g.send)};
-      g.work = pg_->allgather(outputs, inputs);
+    return;
+  }
+  // The same copies from host memory, non-blocking on the side stream (asynchronous only from page-locked
+  // memory: offload_param.pin_memory). issue() orders them after the compute work enqueued so far, which
+  // is the last reader of the recycled send buffer.
+  g.uploaded = uploads_->issue([send = g.send, partition = partition_, pieces] {
+    c10::AutoGradMode noGrad(false);
+    send.zero_();
+    for (const GatherPiece& piece : pieces) {
+      send.narrow(0, piece.pieceOffset, piece.numel)
+          .copy_(partition.narrow(0, piece.partitionOffset, piece.numel), /*non_blocking=*/true);
     }
+  });
+}
+
+void Stage3ParamGatherer::postAllgather(Pending& g) {
+  const int world = plan_.worldSize;
+  // An all-gather only copies bytes: Gloo has no bf16, so bf16 travels as fp16 bit patterns.
+  const auto wire = wireView;
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < world; ++r) {
+    outputs[0].push_back(wire(g.recv.narrow(0, r * g.plan.pieceNumel, g.plan.pieceNumel)));
+  }
+  const FlatCollective how = chooseFlatCollective(pg_->getBackendName(), g.recv.device().type());
+  if (how == FlatCollective::kPointToPoint) {
+    // Gloo's allgather allocates and copies out a worldSize x piece buffer per gather; the exchange
+    // receives straight into the recycled recv buffer. Sequence numbers agree across ranks (gathers are
+    // issued in the same order everywhere), so they tell the gathers in flight apart.
+    outputs[0][static_cast<size_t>(rank_)].copy_(wire(g.send));
+    g.exchange = postRowExchange(*pg_, rank_, outputs[0], kGatherTagBase + static_cast<int>(g.seq % kGatherTags));
+  } else if (how == FlatCollective::kFlatBase) {
+    // NCCL: the recv buffer is already the contiguous worldSize x piece layout _allgather_base fills.
+    at::Tensor out = wire(g.recv);
+    at::Tensor in = wire(g.send);
+    g.work = compat::allgatherIntoTensor(*pg_, out, in);
+  } else {
+    std::vector<at::Tensor> inputs{wire(g.send)};
+    g.work = pg_->allgather(outputs, inputs);
   }
 }
 
@@ -183,6 +229,9 @@ void Stage3ParamGatherer::complete() {
       w->wait();
     }
     g.timing.waited();
+    if (g.uploaded) {
+      uploads_->computeWaits(*g.uploaded);  // the module about to run is the first to need the copies
+    }
   }
   EngineTimers::MaybeScope copying(timers_, EngineTimers::kParamCopy);
   c10::AutoGradMode noGrad(false);

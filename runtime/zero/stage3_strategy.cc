@@ -78,7 +78,8 @@ Stage3Strategy::Stage3Strategy(StrategyContext ctx)
   partition_ = at::empty({plan_.partitionNumel}, ctx_.params.front().options());
   if (ctx_.offloadParam) {
     auto host = partition_.options().device(at::kCPU);
-    if (ctx_.pinMemory && at::hasCUDA()) {
+    // Page-locked by offload_param.pin_memory, as DeepSpeed: only then do the uploads of a gather overlap.
+    if (ctx_.paramPinMemory && at::hasCUDA()) {
       host = host.pinned_memory(true);
     }
     partition_ = at::empty({plan_.partitionNumel}, host);
@@ -132,6 +133,7 @@ bool Stage3Strategy::hasOverflow() {
 
 void Stage3Strategy::step(double lr, double clipScale) {
   coordinator_->releaseAll();  // nothing gathered may outlive the update it would contradict
+  coordinator_->awaitPartitionReads();  // offload_param: the CPU optimizer rewrites the host partition
   {
     // Aliased (fp32, no offload): the optimizer steps the partition itself. Offloaded: the gradient goes
     // to host memory, the optimizer steps the host master, the partition receives the result.
@@ -188,6 +190,7 @@ void Stage3Strategy::loadFullParams(const std::vector<at::Tensor>& full) {
                 plan_.paramNumels[i], " elements, got '", full[i].numel(), "'");
   }
   coordinator_->releaseAll();
+  coordinator_->awaitPartitionReads();
   std::vector<at::Tensor> fp32;
   for (const auto& t : full) {
     fp32.push_back(t.detach().to(at::kFloat));
@@ -203,6 +206,7 @@ void Stage3Strategy::loadMasterPartition(const at::Tensor& fp32) {
   TORCH_CHECK(fp32.numel() == plan_.partitionNumel, "zero stage 3: master partition of ", plan_.partitionNumel,
               " elements expected, got '", fp32.numel(), "'");
   coordinator_->releaseAll();
+  coordinator_->awaitPartitionReads();
   master_->load(fp32);
   coordinator_->refreshPersistent();
 }

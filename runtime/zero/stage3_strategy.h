@@ -10,7 +10,7 @@
 // offload_optimizer (MasterPartition): the fp32 master, the gradient partition and the optimizer
 // state live in host memory and the step runs there; the partition receives the updated values.
 // offload_param (with offload_optimizer): the partition itself lives in host memory too; gathers copy
-// from it to the model's device.
+// from it to the model's device, on a side stream when they are launched (prefetches: ahead of use).
 
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/partitioned_strategy.h"

@@ -18,11 +18,15 @@ namespace dsrt::testing {
 
 class FakePipelineStream final : public dsrt::zero::PipelineStream {
  public:
-  FakePipelineStream(std::string name, std::vector<std::string>* log) : name_(std::move(name)), log_(log) {}
+  /// `eager`: the stream runs what it is given at once (after what it waits for), as the host does for
+  /// CPU tensors: the compute stream of a CPU test, whose kernels the test's own code runs in place.
+  FakePipelineStream(std::string name, std::vector<std::string>* log, bool eager = false)
+      : name_(std::move(name)), log_(log), eager_(eager) {}
 
   void enqueue(const std::function<void()>& issue) override {
     log_->push_back(name_ + " enqueue");
     queue_.push_back(issue);
+    runIfEager();
   }
   std::shared_ptr<dsrt::zero::PipelineEvent> record() override {
     return std::make_shared<Event>(this, queue_.size());
@@ -31,6 +35,12 @@ class FakePipelineStream final : public dsrt::zero::PipelineStream {
     const auto& e = dynamic_cast<const Event&>(event);
     log_->push_back(name_ + " waits for " + e.stream->name_);
     queue_.push_back([stream = e.stream, position = e.position] { stream->runUpTo(position); });
+    runIfEager();
+  }
+  void launchAfterQueued(const std::function<void()>& launch) override {
+    log_->push_back(name_ + " launches");
+    drain();
+    launch();
   }
   /// Runs everything enqueued so far (what a device synchronize does).
   void drain() { runUpTo(queue_.size()); }
@@ -47,6 +57,11 @@ class FakePipelineStream final : public dsrt::zero::PipelineStream {
     size_t position;
   };
 
+  void runIfEager() {
+    if (eager_) {
+      drain();
+    }
+  }
   void runUpTo(size_t position) {
     while (done_ < position) {
       const std::function<void()> work = queue_[done_++];  // a copy: work may enqueue (never here, but safe)
@@ -56,6 +71,7 @@ class FakePipelineStream final : public dsrt::zero::PipelineStream {
 
   std::string name_;
   std::vector<std::string>* log_;
+  bool eager_;
   std::vector<std::function<void()>> queue_;
   size_t done_ = 0;
 };

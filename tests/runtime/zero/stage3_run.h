@@ -133,7 +133,7 @@ inline StrategyContext stage3Context(const Stage3Spec& spec, std::vector<at::Ten
 
 /// Trains Zero3Mlp with stage 3 on spec.run.worldSize thread-ranks; one result per rank. Final
 /// parameters come from fullParams() (the model's own tensors are released).
-inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec) {
+inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec, const RunHooks& hooks = RunHooks()) {
   const RunSpec& rs = spec.run;
   Data data = makeData(RunSpec::kGlobalBatch * rs.steps);
   auto init = initialParams();
@@ -144,17 +144,27 @@ inline std::vector<Stage3Result> stage3Run(const Stage3Spec& spec) {
     NestedMlp nested(init);
     auto forward = [&](const at::Tensor& x) { return spec.nested ? nested->forward(x) : flat->forward(x); };
     auto params = spec.nested ? nested->parameters() : flat->parameters();
-    Stage3Strategy strategy(stage3Context(spec, params, pg, rank));
+    StrategyContext ctx = stage3Context(spec, params, pg, rank);
+    if (hooks.configure) {
+      hooks.configure(rank, ctx);
+    }
+    Stage3Strategy strategy(std::move(ctx));
     Stage3Result& out = results[static_cast<size_t>(rank)];
     for (int s = 0; s < rs.steps; ++s) {
       double lossSum = 0;
       for (int m = 0; m < rs.gas; ++m) {
         const bool boundary = m + 1 == rs.gas;
         const int64_t first = s * RunSpec::kGlobalBatch + (m * rs.worldSize + rank) * micro;
+        if (hooks.onEvent) {
+          hooks.onEvent(rank, "micro-step begins");
+        }
         strategy.beginBackward(boundary);
         at::Tensor loss = at::mse_loss(forward(data.x.narrow(0, first, micro)), data.y.narrow(0, first, micro));
         (loss / rs.gas).backward();
         strategy.endBackward(boundary);
+        if (hooks.onEvent) {
+          hooks.onEvent(rank, "micro-step ends");
+        }
         lossSum += loss.item<double>() / rs.gas;
         for (size_t i = 0; i < params.size(); ++i) {
           if (!strategy.coordinator().persistent(static_cast<int64_t>(i)) && params[i].numel() != 0 &&

@@ -12,6 +12,7 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,14 @@ struct RunSpec {
     s.numThreads = 1;
     return s;
   }
+};
+
+/// Tests of the accelerator paths on CPU tensors: `configure` adjusts each rank's StrategyContext before the
+/// strategy is built (offload, testStreams); `onEvent` hears "micro-step begins" / "micro-step ends" around
+/// each micro-step's beginBackward ... endBackward. Empty functions: nothing.
+struct RunHooks {
+  std::function<void(int rank, StrategyContext& ctx)> configure;
+  std::function<void(int rank, const char* event)> onEvent;
 };
 
 /// What one run produced: per-step global losses and gradient norms, and the final parameters.
@@ -114,7 +123,7 @@ inline RunResult referenceRun(const RunSpec& spec) {
 
 /// The same training with `spec.stage` on spec.worldSize thread-ranks; one result per rank.
 /// `skipOnRank1` >= 0 leaves that layer's bias unused on rank 1 only.
-inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1) {
+inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1, const RunHooks& hooks = RunHooks()) {
   Data data = makeData(RunSpec::kGlobalBatch * spec.steps);
   auto init = initialParams();
   std::vector<RunResult> results(static_cast<size_t>(spec.worldSize));
@@ -132,6 +141,9 @@ inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1)
     ctx.reduceScatter = spec.reduceScatter;
     auto ospec = spec.optimizerSpec();
     ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
+    if (hooks.configure) {
+      hooks.configure(rank, ctx);
+    }
     auto strategy = makeGradStrategy(spec.stage, ctx);
     RunResult& r = results[static_cast<size_t>(rank)];
     for (int s = 0; s < spec.steps; ++s) {
@@ -139,11 +151,17 @@ inline std::vector<RunResult> zeroRun(const RunSpec& spec, int skipOnRank1 = -1)
       for (int m = 0; m < spec.gas; ++m) {
         const bool boundary = m + 1 == spec.gas;
         const int64_t first = s * RunSpec::kGlobalBatch + (m * spec.worldSize + rank) * micro;
+        if (hooks.onEvent) {
+          hooks.onEvent(rank, "micro-step begins");
+        }
         strategy->beginBackward(boundary);
         at::Tensor loss = mlpLoss(p, data.x.narrow(0, first, micro), data.y.narrow(0, first, micro),
                                   rank == 1 ? skipOnRank1 : -1);
         (loss / spec.gas).backward();
         strategy->endBackward(boundary);
+        if (hooks.onEvent) {
+          hooks.onEvent(rank, "micro-step ends");
+        }
         lossSum += loss.item<double>() / spec.gas;
       }
       double norm = strategy->gradNorm();
