@@ -1,34 +1,20 @@
 // What the elastic controller's probe of which hosts answer costs dsrun (launcher/backends/agent/agent_probe.h:
 // one connect + mutual TLS + Hello/Welcome per candidate agent, all at once, before every world): the wall time
-// of one probe of every host and this process's CPU time for it (user + sys, getrusage), per round and per host.
+// of one probe of every host and this process's CPU time for it (user + sys), per round and per host.
 // CPU is the figure to read on a shared machine; the wall time there measures the scheduler too.
 // Usage: bench_agent_probe TLS_DIR PORT ROUNDS HOST...   (the launcher's --tls_dir, the agents' port)
-#include <sys/resource.h>
 #include <time.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench_clock.h"
 #include "launcher/backends/agent/agent_probe.h"
 #include "tls/ssl_context.h"
 
-namespace {
-
-double wallMs() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-double cpuMs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  const auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
-  return ms(u.ru_utime) + ms(u.ru_stime);
-}
-
-}  // namespace
+using dsrun::bench::cpuMs;
+using dsrun::bench::wallMs;
 
 int main(int argc, char** argv) {
   if (argc < 5) {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_clock.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
 #include "proto/tree_launch_builder.h"
@@ -23,17 +24,8 @@ using namespace dsrun::launcher;
 
 namespace {
 
-double wallMs() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-double cpuMs() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
+using dsrun::bench::cpuMs;
+using dsrun::bench::wallMs;
 
 /// A plan shaped like a DeepSpeed job's: per rank a python command with --local_rank and ~15 variables, of
 /// which RANK, LOCAL_RANK and CROSS_RANK differ per rank.
