@@ -111,7 +111,9 @@ DSRUN_JOB_ID=agent-it-4 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir
 rc=$?
 check "a launcher from another CA is refused" test "$rc" != 0
 check "nothing ran for it" test ! -e "$tmp/rogue-0"
-check "the agent logged the refusal with the peer address" grep -q "127.0.0.1:[0-9]*: refused: TLS handshake failed" "$tmp/agent-127.0.0.1.log"
+# The agent logs its side of the failed handshake on its own loop, possibly after dsrun has exited: wait for it.
+check "the agent logged the refusal with the peer address" \
+  wait_for 10 grep -q "127.0.0.1:[0-9]*: refused: TLS handshake failed" "$tmp/agent-127.0.0.1.log"
 
 # 5. SIGTERM to dsrun leaves no process of the job on any node.
 DSRUN_JOB_ID=agent-it-5 "$DSRUN" --launcher agent --agent_port "$port" --tls_dir "$tmp/tls" -H "$tmp/hostfile" \
