@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_launch_request.h"
+#include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_tree_build.h"
 #include "launcher/backends/agent/agent_tree_launch.h"
 #include "launcher/backends/agent/agent_tree_plan.h"
@@ -169,10 +170,7 @@ int AgentJob::run() {
       return f.find("protocol version mismatch") != std::string::npos;
     });
     throw Error(strCat("cannot start the job, nothing was started: ", join(failures, "; "),
-                       answered ? std::string()
-                                : strCat("\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
-                                         " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun "
-                                         "--make_node_cert' from --tls_dir")));
+                       answered ? std::string() : startAgentHint(settings_.port)));
   }
   if (treeBuild_) installTreeLaunches();
   // MASTER_PORT was checked before the plan was made: AgentBackend::prepareLaunch for a launch,

@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "launcher/backends/agent/agent_job.h"
 #include "launcher/backends/agent/agent_mesh_probe.h"
+#include "launcher/backends/agent/agent_port_preflight.h"
 #include "launcher/backends/agent/agent_tree_probe.h"
 
 namespace dsrun::launcher {
@@ -72,9 +73,7 @@ std::optional<int> AgentJob::assembleTree(bool probe) {
     closeAll();  // the held launches end with their connections: nothing was started anywhere
     if (settings_.elasticRound) return roundEndedUnstarted(Outcome::End::Unreachable, v.lost, v.lostHosts);
     throw Error(strCat("cannot start the job, nothing was started: ", join(v.lost, "; "),
-                       "\n  hint: start 'dsrun-agent --listen ADDR:", settings_.port,
-                       " --tls_dir NODEDIR' on every host, NODEDIR made for it by 'dsrun --make_node_cert' from "
-                       "--tls_dir"));
+                       startAgentHint(settings_.port)));
   }
   if (v.brokenCount > 0) {
     closeAll();
