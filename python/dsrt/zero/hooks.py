@@ -87,3 +87,16 @@ def register_external_parameter(module: torch.nn.Module, parameter: torch.nn.Par
                            f"engine (call it after dsrt.initialize with zero_optimization.stage 3)")
     if all(p is not parameter for p in module._dsrt_params):
         module._dsrt_params.append(parameter)
+        module._dsrt_external = getattr(module, "_dsrt_external", []) + [parameter]
+
+
+def unregister_external_parameter(module: torch.nn.Module, parameter: torch.nn.Parameter):
+    """DeepSpeed's zero.unregister_external_parameter: undoes register_external_parameter. RuntimeError, as
+    DeepSpeed's, for a non-Parameter or a parameter not registered as external of ``module``."""
+    if not isinstance(parameter, torch.nn.Parameter):
+        raise RuntimeError("Parameter is not a torch.nn.Parameter")
+    external = getattr(module, "_dsrt_external", [])
+    if all(p is not parameter for p in external):
+        raise RuntimeError("Parameter is not a registered external parameter of module.")
+    module._dsrt_external = [p for p in external if p is not parameter]
+    module._dsrt_params = [p for p in module._dsrt_params if p is not parameter]
