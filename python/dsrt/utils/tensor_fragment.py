@@ -146,8 +146,8 @@ def safe_set_full_optimizer_state(param, value, optim_state_key):
 
 def safe_get_full_grad(param):
     """``param``'s gradient, full. As DeepSpeed's: the accumulated .grad where it is not reduced yet (stage
-    0, or stage 1 inside the window) or None after the step at stage 0; bf16 at stage 0: the fp32
-    accumulation the step uses (dsrt moves each micro-step's bf16 .grad into it); once reduced (ZeRO 1 at the boundary, ZeRO 2/3 after any backward) the averaged fp32
+    0, or stage 1 inside the window) or None after the step at stage 0 (bf16 there: the accumulation the
+    step uses, in bf16); once reduced (ZeRO 1 at the boundary, ZeRO 2/3 after any backward) the averaged fp32
     gradient, gathered (collective). ZeRO 1/2 between step() and the next backward: ValueError."""
     engine, index = _owner(param)
     if engine is None:
@@ -157,8 +157,10 @@ def safe_get_full_grad(param):
         if state == "none":
             return None
         if stage == 0 and engine._engine.bf16_enabled:
+            # dsrt accumulates bf16 gradients in fp32 (its .grad is emptied into that every micro-step);
+            # DeepSpeed's FP16_Optimizer-for-bf16 hands out the bf16 .grad: the same values in its dtype.
             fragment = engine._engine.param_fragment(index)
-            return fragment["grad"].view(fragment["shape"])
+            return fragment["grad"].view(fragment["shape"]).to(param.dtype)
         return param.grad
     fragment = engine._engine.param_fragment(index)
     if state == "none" and stage < 3:
