@@ -6,6 +6,7 @@ reduction, gathers of partitioned fragments) runs in test_zero_to_fp32.py's 2-ra
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import dsrt as deepspeed
 from dsrt.utils import (safe_get_full_fp32_param, safe_get_full_grad, safe_get_full_optimizer_state,
@@ -265,3 +266,32 @@ def test_unregister_external_parameter_undoes_register_and_refuses_others():
         deepspeed.zero.unregister_external_parameter(model[2], torch.zeros(2))
     engine.backward(loss_of(engine, batches(1)[0]))  # still trains
     engine.step()
+
+
+class Borrower(torch.nn.Module):
+    """Uses its child's weight in its own forward and says so in __init__, as Hugging Face's wav2vec2 does."""
+
+    def __init__(self, register=True):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inner = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 4)
+        if register:
+            deepspeed.zero.register_external_parameter(self, self.inner.weight)
+
+    def forward(self, x):
+        return self.head(F.linear(x, self.inner.weight) + self.inner(x))
+
+
+def test_external_parameters_registered_in_init_before_initialize_are_gathered_at_zero_3():
+    model = Borrower()
+    cfg = {"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
+           "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}}
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    x = batches(1)[0]
+    loss = loss_of(engine, x)
+    assert torch.equal(loss, loss_of(Borrower(register=False), x))
+    engine.backward(loss)
+    engine.step()
+    with pytest.raises(RuntimeError, match="(?s)owns no trainable parameters.*before dsrt.initialize"):
+        deepspeed.zero.register_external_parameter(torch.nn.ReLU(), model.head.weight)

@@ -41,6 +41,8 @@ class Stage3Hooks:
         self._modules = []
         for module in model.modules():
             own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+            # Registered before initialize (Hugging Face's models do it in __init__): gathered with the own.
+            own += [p for p in getattr(module, "_dsrt_external", []) if all(p is not q for q in own)]
             if not own:
                 continue
             module._dsrt_params = own
@@ -81,13 +83,23 @@ def _post_forward(module, args, output):
 
 def register_external_parameter(module: torch.nn.Module, parameter: torch.nn.Parameter):
     """DeepSpeed's zero.register_external_parameter: ``module``'s forward uses ``parameter`` although
-    another module owns it, so gather it around ``module``'s forward too (call after initialize)."""
-    if not hasattr(module, "_dsrt_params"):
-        raise _C.DsrtError(f"register_external_parameter: {type(module).__name__} is not managed by a ZeRO-3 "
-                           f"engine (call it after dsrt.initialize with zero_optimization.stage 3)")
-    if all(p is not parameter for p in module._dsrt_params):
-        module._dsrt_params.append(parameter)
-        module._dsrt_external = getattr(module, "_dsrt_external", []) + [parameter]
+    another module owns it, so gather it around ``module``'s forward too. Before initialize (a model's
+    __init__, as Hugging Face's audio models call it) the registration waits for the ZeRO-3 hooks; without
+    a ZeRO-3 engine it has no effect, as DeepSpeed's. RuntimeError for a non-Parameter, as DeepSpeed's."""
+    if not isinstance(parameter, torch.nn.Parameter):
+        raise RuntimeError("Parameter is not a torch.nn.Parameter")
+    external = getattr(module, "_dsrt_external", [])
+    if all(p is not parameter for p in external):
+        module._dsrt_external = external + [parameter]
+    if hasattr(module, "_dsrt_params"):
+        if all(p is not parameter for p in module._dsrt_params):
+            module._dsrt_params.append(parameter)
+        return
+    from dsrt import zero
+    if zero._managed(parameter):  # an engine exists already, and it hooked no forward of this module
+        raise _C.DsrtError(f"register_external_parameter: {type(module).__name__} owns no trainable parameters, so "
+                           "the ZeRO-3 engine put no hooks on it\n  hint: register it before dsrt.initialize "
+                           "(in the model's __init__, as DeepSpeed's users do)")
 
 
 def unregister_external_parameter(module: torch.nn.Module, parameter: torch.nn.Parameter):
