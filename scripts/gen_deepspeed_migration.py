@@ -296,7 +296,8 @@ DEEPSPEED_API = {
         ("safe_get_local_grad", "ZeRO-3, as safe_get_local_fp32_param"),
         ("safe_get_local_optimizer_state", "ZeRO-3, as safe_get_local_fp32_param"), ("safe_set_local_fp32_param", ""),
         ("safe_set_local_grad", ""), ("safe_set_local_optimizer_state", ""),
-        ("set_z3_leaf_modules", "ZeRO-3 leaf modules (Hugging Face's MoE models call it)"),
+        ("set_z3_leaf_modules", "before initialize (Accelerate's MoE layers)"), ("unset_z3_leaf_modules", ""),
+        ("get_z3_leaf_modules", ""), ("set_z3_leaf_module", ""), ("z3_leaf_module", ""),
     ],
     "deepspeed.utils.zero_to_fp32": [
         ("get_fp32_state_dict_from_zero_checkpoint", ""), ("convert_zero_checkpoint_to_fp32_state_dict", ""),

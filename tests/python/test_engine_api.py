@@ -295,3 +295,43 @@ def test_external_parameters_registered_in_init_before_initialize_are_gathered_a
     engine.step()
     with pytest.raises(RuntimeError, match="(?s)owns no trainable parameters.*before dsrt.initialize"):
         deepspeed.zero.register_external_parameter(torch.nn.ReLU(), model.head.weight)
+
+
+class Experts(torch.nn.Module):
+    """An MoE layer's shape: the experts' weights are read directly, a different one per input."""
+
+    def __init__(self):
+        super().__init__()
+        self.experts = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        chosen = int(x.detach().abs().sum()) % 3
+        return F.linear(x, self.experts[chosen].weight, self.experts[chosen].bias)
+
+
+class MoeModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.moe = Experts()
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.moe(x))
+
+
+def test_z3_leaf_modules_gather_their_whole_subtree_around_their_forward():
+    from dsrt.utils import get_z3_leaf_modules, set_z3_leaf_modules
+    model = MoeModel()
+    assert set_z3_leaf_modules(model, [Experts]) == [model.moe] == get_z3_leaf_modules(model)
+    with pytest.raises(ValueError, match="No modules of type"):
+        set_z3_leaf_modules(model, ["NoSuchLayer"])
+    cfg = {"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
+           "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}}
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    x = batches(1)[0]
+    assert torch.equal(loss_of(engine, x), loss_of(MoeModel(), x))
+    for x in batches(3):  # different experts each step, gathered for backward too
+        engine.backward(loss_of(engine, x))
+        engine.step()
+    assert engine.global_steps == 3

@@ -14,6 +14,7 @@ import copy
 import torch
 
 from dsrt import _C
+from dsrt.utils.z3_leaf_module import z3_leaf_module
 
 
 def _map_tensors(value, fn):
@@ -39,8 +40,9 @@ class Stage3Hooks:
     def __init__(self, model: torch.nn.Module):
         self._handles = []
         self._modules = []
-        for module in model.modules():
-            own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+        for module in _hooked_modules(model):
+            # A ZeRO-3 leaf (dsrt.utils.set_z3_leaf_modules) gathers its whole subtree, whose modules are not hooked.
+            own = [p for p in module.parameters(recurse=z3_leaf_module(module)) if p.requires_grad]
             # Registered before initialize (Hugging Face's models do it in __init__): gathered with the own.
             own += [p for p in getattr(module, "_dsrt_external", []) if all(p is not q for q in own)]
             if not own:
@@ -63,6 +65,19 @@ class Stage3Hooks:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _hooked_modules(model, seen=None):
+    """``model``'s modules in modules() order (each once), without those inside a ZeRO-3 leaf module."""
+    seen = set() if seen is None else seen
+    if id(model) in seen:
+        return
+    seen.add(id(model))
+    yield model
+    if z3_leaf_module(model):
+        return
+    for child in model.children():
+        yield from _hooked_modules(child, seen)
 
 
 def _pre_forward(module, args):
