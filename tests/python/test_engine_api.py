@@ -196,6 +196,26 @@ def test_backwards_inside_no_sync_accumulate_into_the_next_reducing_backward(sta
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("stage", [0, 1])
+def test_accelerates_accumulate_loop_with_no_sync_trains_as_deepspeeds_own_loop(stage):
+    # Accelerate at ZeRO 0/1: the micro-steps that do not sync run inside engine.no_sync(), each with
+    # set_gradient_accumulation_boundary before its backward; step() only at the boundary.
+    import contextlib
+    plain, accel = engine_for(stage, gas=2), engine_for(stage, gas=2)
+    for i, x in enumerate(batches(6)):
+        plain.backward(loss_of(plain, x))
+        plain.step()
+        sync = i % 2 == 1
+        with contextlib.nullcontext() if sync else accel.no_sync():
+            accel.set_gradient_accumulation_boundary(sync)
+            accel.backward(loss_of(accel, x) / 2, scale_wrt_gas=False)
+            if sync:
+                accel.step()
+    assert accel.global_steps == plain.global_steps == 3
+    for a, b in zip(accel._engine.full_params(), plain._engine.full_params()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
 def test_a_step_right_after_no_sync_is_refused_because_nothing_was_reduced():
     engine = engine_for(0)
     with engine.no_sync():
