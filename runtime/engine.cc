@@ -243,15 +243,19 @@ void Engine::backward(const at::Tensor& loss, bool scaleWrtGas) {
   TORCH_CHECK(loss.requires_grad(), "engine.backward: loss does not require grad (was it computed under NoGradGuard?)");
   // With the boundary set by the caller (DeepSpeed's set_gradient_accumulation_boundary), the micro-steps
   // of a window are backward() calls and step() comes once, at the boundary: DeepSpeed allows that.
-  if (backwardDone_) {
+  // Inside no_sync (and for the reducing backward right after it) DeepSpeed allows backward after
+  // backward: no_sync's micro-steps have no step() of their own.
+  if (backwardDone_ && !noSync_ && !noSyncUnreduced_) {
     TORCH_CHECK(boundaryOverride_, "engine.backward: called twice in one micro-step; call engine.step() after each backward");
     TORCH_CHECK(windowOpen_, "engine.backward: called again after the backward that ended the gradient accumulation "
                 "window; call engine.step() first");
   }
   const bool boundary = is_gradient_accumulation_boundary();
+  // no_sync: the strategy sees a micro-step inside the window, so stages 0 and 1 only accumulate.
+  const bool reduce = boundary && !noSync_;
   {
     auto scope = timers_.scope(EngineTimers::kBackward);
-    strategy_->beginBackward(boundary);
+    strategy_->beginBackward(reduce);
     const auto gas = config_.batch.gradientAccumulationSteps;
     at::Tensor scaled = gas > 1 && scaleWrtGas ? loss / static_cast<double>(gas) : loss;
     if (precision_.fp16) {
@@ -262,17 +266,46 @@ void Engine::backward(const at::Tensor& loss, bool scaleWrtGas) {
   }
   {
     auto scope = timers_.scope(EngineTimers::kAllreduce);
-    strategy_->endBackward(boundary);
+    strategy_->endBackward(reduce);
   }
   backwardDone_ = true;
-  windowOpen_ = !boundary;
+  windowOpen_ = !reduce;
+  gradState_ = reduce || zero_stage() >= 2 ? GradientState::kReduced : GradientState::kLocal;
+  noSyncUnreduced_ = noSync_ || (noSyncUnreduced_ && !reduce);
+}
+
+void Engine::set_no_sync(bool inside) {
+  TORCH_CHECK(!inside || zero_stage() < 2, "engine.no_sync: no_sync context manager is incompatible with gradient "
+              "partitioning logic of ZeRO stage ", zero_stage());
+  noSync_ = inside;
+}
+
+void Engine::set_train_batch_size(int64_t trainBatchSize) {
+  const int64_t perMicroStep = config_.batch.microBatchPerGpu * world_size();
+  TORCH_CHECK(trainBatchSize > 0 && trainBatchSize % perMicroStep == 0, "engine.set_train_batch_size: Train batch "
+              "size must be divisible by micro-batch data parallelism (", config_.batch.microBatchPerGpu, " x ",
+              world_size(), " ranks), got '", trainBatchSize, "'");
+  config_.batch.trainBatchSize = trainBatchSize;
+  config_.batch.gradientAccumulationSteps = trainBatchSize / perMicroStep;
+}
+
+void Engine::set_train_micro_batch_size(int64_t microBatchSize) {
+  TORCH_CHECK(microBatchSize > 0, "engine.set_train_micro_batch_size: the micro-batch size must be positive, got '",
+              microBatchSize, "'");
+  config_.batch.microBatchPerGpu = microBatchSize;
+  config_.batch.trainBatchSize = microBatchSize * config_.batch.gradientAccumulationSteps * world_size();
 }
 
 void Engine::step() {
+  TORCH_CHECK(!noSync_, "engine.step: It is illegal to call Engine.step() inside no_sync context manager");
   TORCH_CHECK(backwardDone_, "engine.step: no engine.backward(loss) since the last step");
+  TORCH_CHECK(!(is_gradient_accumulation_boundary() && noSyncUnreduced_),
+              "engine.step: the gradients of the backward() calls inside no_sync() were never reduced; call "
+              "engine.backward() once more outside no_sync before step(), as torch's DDP.no_sync expects");
   backwardDone_ = false;
   if (is_gradient_accumulation_boundary()) {
     windowOpen_ = false;
+    gradState_ = GradientState::kNone;
     {
       auto scope = timers_.scope(EngineTimers::kStep);
       const double scaleBefore = scaler_->scale();
@@ -306,7 +339,11 @@ void Engine::step() {
   ++microSteps_;
 }
 
-void Engine::zero_grad() { strategy_->zeroGrad(); }
+void Engine::zero_grad() {
+  strategy_->zeroGrad();
+  gradState_ = GradientState::kNone;
+  noSyncUnreduced_ = false;
+}
 
 void Engine::set_group_settings(std::vector<optim::GroupSettings> settings) {
   strategy_->optimizer().setGroupSettings(std::move(settings));

@@ -78,6 +78,26 @@ class Engine {
   /// the window (Accelerate sets it before every backward and calls step() only when it is true), so
   /// several backward() calls may precede one step().
   void set_gradient_accumulation_boundary(bool isBoundary);
+  /// DeepSpeed's no_sync(): while set, backward() accumulates gradients locally without reducing them
+  /// (also at a boundary), several backward() calls may follow each other, and step() is refused; the
+  /// next reducing backward (a boundary one outside the context) reduces everything accumulated.
+  /// ZeRO stages 2 and 3 reduce while partitioning the gradients, so they refuse it.
+  void set_no_sync(bool inside);
+  bool no_sync() const { return noSync_; }
+  /// DeepSpeed's set_train_batch_size(): the micro-batch stays, gradient_accumulation_steps becomes
+  /// trainBatchSize / (micro-batch x world size), which must divide evenly. The boundary counting, the
+  /// loss scaling by 1/gas and global_samples follow from the next backward() on, as in DeepSpeed.
+  void set_train_batch_size(int64_t trainBatchSize);
+  /// DeepSpeed's set_train_micro_batch_size(): gradient_accumulation_steps stays, the train batch becomes
+  /// micro x gas x world size.
+  void set_train_micro_batch_size(int64_t microBatchSize);
+  /// Where the gradients stand, for safe_get_full_grad: none since the last boundary step() or
+  /// zero_grad(); accumulated locally (a window not yet reduced, or inside no_sync); reduced (the strategy
+  /// holds the averaged gradient: at stages 0 and 1 after the boundary backward, at 2 and 3 after any).
+  enum class GradientState { kNone, kLocal, kReduced };
+  GradientState gradient_state() const { return gradState_; }
+  /// What this rank holds of trainable parameter `param` (GradStrategy::fragment).
+  ParamFragment param_fragment(int64_t param) const { return strategy_->fragment(param); }
   /// The learning rate the next optimizer step will use.
   double get_lr() const;
   /// Each param group's hyper-parameters for the following optimizer steps (index = group); unset
@@ -187,6 +207,9 @@ class Engine {
   bool backwardDone_ = false;  ///< backward() ran for the current micro-step
   std::optional<bool> boundaryOverride_;  ///< set_gradient_accumulation_boundary(); empty: by micro_steps
   bool windowOpen_ = false;  ///< gradients of a window not yet ended by a boundary step() are accumulated
+  bool noSync_ = false;      ///< inside DeepSpeed's no_sync(): backward() does not reduce
+  bool noSyncUnreduced_ = false;  ///< a backward inside no_sync accumulated what no reducing backward has reduced yet
+  GradientState gradState_ = GradientState::kNone;
   std::chrono::steady_clock::time_point lastPrint_;
   int64_t samplesAtLastPrint_ = 0;
   /// $DSRUN_PROGRESS_FILE: the global step after every optimizer step and after a load (hang detection).

@@ -7,6 +7,11 @@
 
 namespace dsrt {
 
+ParamFragment GradStrategy::fragment(int64_t /*param*/) const {
+  TORCH_CHECK(false, "safe_get_full_fp32_param and friends: this data-parallel strategy keeps no per-parameter "
+              "fragments, got a fragment request");
+}
+
 std::unique_ptr<GradStrategy> makeGradStrategy(int stage, StrategyContext ctx) {
   TORCH_CHECK(ctx.pg, "makeGradStrategy: no process group");
   TORCH_CHECK(ctx.makeOptimizer, "makeGradStrategy: no optimizer factory");

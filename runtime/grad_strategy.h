@@ -25,6 +25,7 @@
 
 #include "runtime/comms/comms_log.h"
 #include "runtime/engine_timers.h"
+#include "runtime/param_fragment.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
@@ -157,6 +158,12 @@ class GradStrategy {
   /// Bytes this rank keeps in host memory for ZeRO-Offload (fp32 master partition, fp32 gradient
   /// partition and optimizer state); 0 without offload.
   virtual int64_t offloadedStateBytes() const { return 0; }
+
+  /// What this rank holds of parameter `param` (registration order): its fp32 master run, model-dtype
+  /// run and gradient run as views of the live flat tensors, and the run's offset in optimizer().state().
+  /// The gradient is this rank's accumulation before a window's reduction and the averaged one after it
+  /// (ZeRO 2/3 reduce every micro-step). Local, no collective. The default refuses, naming the strategy.
+  virtual ParamFragment fragment(int64_t param) const;
 };
 
 /// Stage 0 is runtime/ddp/ddp_strategy.cc; stages 1 and 2 come from runtime/zero/zero_strategy.h,

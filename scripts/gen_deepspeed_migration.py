@@ -251,11 +251,13 @@ DEEPSPEED_API = {
         ("save_16bit_model", ""), ("get_lr", ""), ("get_global_grad_norm", ""),
         ("is_gradient_accumulation_boundary", ""), ("set_gradient_accumulation_boundary", ""),
         ("was_step_applied", ""), ("train_batch_size", ""), ("train_micro_batch_size_per_gpu", ""),
-        ("gradient_accumulation_steps", ""), ("set_train_batch_size", ""), ("zero_optimization_stage", ""),
-        ("zero_optimization", ""), ("gradient_clipping", ""), ("fp16_enabled", ""), ("bfloat16_enabled", ""),
+        ("gradient_accumulation_steps", ""), ("set_train_batch_size", ""), ("set_train_micro_batch_size", ""),
+        ("zero_optimization_stage", ""), ("zero_optimization", ""), ("zero_optimization_partition_gradients", ""),
+        ("zero_optimization_partition_weights", ""), ("gradient_clipping", ""), ("fp16_enabled", ""), ("bfloat16_enabled", ""),
         ("steps_per_print", ""), ("wall_clock_breakdown", ""), ("deepspeed_io", ""), ("global_steps", ""),
         ("global_samples", ""), ("micro_steps", ""), ("skipped_steps", ""), ("module", ""), ("optimizer", ""),
-        ("lr_scheduler", ""), ("monitor", ""), ("no_sync", ""), ("destroy", ""), ("local_rank", ""),
+        ("lr_scheduler", ""), ("monitor", ""), ("no_sync", "stages 0 and 1, as DeepSpeed"), ("destroy", ""),
+        ("compile", "torch.compile of the engine"), ("local_rank", ""),
         ("global_rank", ""), ("world_size", ""), ("train", "torch.nn.Module's"), ("eval", "torch.nn.Module's"),
     ],
     "deepspeed.comm": [
@@ -284,8 +286,19 @@ DEEPSPEED_API = {
         ("WarmupLR", ""), ("WarmupDecayLR", ""), ("WarmupCosineLR", ""), ("OneCycle", ""), ("LRRangeTest", ""),
         ("VALID_LR_SCHEDULES", ""),
     ],
-    "deepspeed.utils": [("logger", ""), ("log_dist", ""), ("print_dist", ""), ("zero_to_fp32", ""), ("safe_get_full_fp32_param", ""),
-                        ("safe_get_full_grad", "")],
+    "deepspeed.utils": [
+        ("logger", ""), ("log_dist", ""), ("print_dist", ""), ("zero_to_fp32", ""),
+        ("safe_get_full_fp32_param", "None at stage 0, as DeepSpeed"), ("safe_get_full_grad", ""),
+        ("safe_get_full_optimizer_state", "any state name the optimizer keeps"), ("safe_set_full_fp32_param",
+        "also writes the model's copy at once (DeepSpeed: at the next step)"), ("safe_set_full_optimizer_state", ""),
+        ("safe_set_full_grad", ""),
+        ("safe_get_local_fp32_param", "ZeRO-3: this rank's run of dsrt's flat partition (may be empty)"),
+        ("safe_get_local_grad", "ZeRO-3, as safe_get_local_fp32_param"),
+        ("safe_get_local_optimizer_state", "ZeRO-3, as safe_get_local_fp32_param"), ("safe_set_local_fp32_param", ""),
+        ("safe_set_local_grad", ""), ("safe_set_local_optimizer_state", ""),
+        ("set_z3_leaf_modules", "before initialize (Accelerate's MoE layers)"), ("unset_z3_leaf_modules", ""),
+        ("get_z3_leaf_modules", ""), ("set_z3_leaf_module", ""), ("z3_leaf_module", ""),
+    ],
     "deepspeed.utils.zero_to_fp32": [
         ("get_fp32_state_dict_from_zero_checkpoint", ""), ("convert_zero_checkpoint_to_fp32_state_dict", ""),
         ("load_state_dict_from_zero_checkpoint", ""),
@@ -330,10 +343,18 @@ def _top_level(path):
 
 
 def _class_members(path, cls):
+    """Methods and self.attributes of `cls` in `path`, with those of its bases imported from dsrt modules."""
     tree = ast.parse(path.read_text())
+    imported = {a.asname or a.name: node.module for node in tree.body if isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("dsrt.") for a in node.names}
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == cls:
             members = set()
+            for base in node.bases:
+                module_path = _module_file(imported[base.id]) if isinstance(base, ast.Name) \
+                    and base.id in imported else None
+                if module_path is not None:
+                    members |= _class_members(module_path, base.id)
             for item in ast.walk(node):
                 if isinstance(item, ast.FunctionDef):
                     members.add(item.name)

@@ -10,6 +10,7 @@ namespace dsrt::python {
 void bindErrors(pybind11::module_& m);      ///< errors.cc: c10::Error -> dsrt.DsrtError
 void bindDist(pybind11::module_& m);        ///< dist.cc: rank discovery, DistContext from torch's group
 void bindEngine(pybind11::module_& m);      ///< engine.cc: dsrt::Engine
+void bindEngineApi(pybind11::module_& m);   ///< engine_api.cc: no_sync, batch size setters, parameter fragments
 void bindZero3(pybind11::module_& m);       ///< zero3.cc: ZeRO-3 gates for Python module hooks
 void bindCheckpoint(pybind11::module_& m);  ///< checkpoint.cc: zero_to_fp32 consolidation
 void bindLrSchedule(pybind11::module_& m);  ///< lr_schedule.cc: DeepSpeed's LR schedules for Python classes

@@ -5,6 +5,7 @@ PYBIND11_MODULE(_C, m) {
   dsrt::python::bindErrors(m);
   dsrt::python::bindDist(m);
   dsrt::python::bindEngine(m);
+  dsrt::python::bindEngineApi(m);
   dsrt::python::bindZero3(m);
   dsrt::python::bindCheckpoint(m);
   dsrt::python::bindLrSchedule(m);

@@ -16,10 +16,12 @@ from dsrt.checkpoint_state import decode_client_state, deepspeed_client_state, e
 from dsrt.config_values import finite_config, fp16_auto_cast
 from dsrt.config_blocks import client_blocks
 from dsrt.data import make_dataloader
+from dsrt.engine_api import EngineApi
 from dsrt.monitor import MonitorMaster
 from dsrt.monitor.training_events import TrainingEvents
 from dsrt.profiling.flops_profiler import FlopsProfiler
 from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
+from dsrt.utils import tensor_fragment
 from dsrt.utils.zero_to_fp32 import copy_recovery_script
 from dsrt.zero.broadcast import broadcast_from
 from dsrt.zero.hooks import Stage3Hooks
@@ -74,7 +76,7 @@ def _unsupported(what: str, hint: str):
     raise _C.DsrtError(f"{what} is not supported by dsrt\n  hint: {hint}")
 
 
-class DeepSpeedEngine(torch.nn.Module):
+class DeepSpeedEngine(EngineApi, torch.nn.Module):
     """Returned by dsrt.initialize(); call it like the model, then backward(loss) and step()."""
 
     def __init__(self, model, named_params, config, config_source, dist_context, local_rank,
@@ -111,6 +113,7 @@ class DeepSpeedEngine(torch.nn.Module):
             from dsrt import zero
             self._zero3 = Stage3Hooks(model)
             zero._register_engine(self, params)
+        tensor_fragment.register_engine(self, params)
         self._step_applied = False
         self.optimizer = _engine_optimizer(self._engine, params, param_groups, client_optimizer)
         self._engine_schedules = self._engine.has_scheduler
@@ -201,6 +204,8 @@ class DeepSpeedEngine(torch.nn.Module):
         group's lr and weight decay, then the LR scheduler (the config's, or the client's as DeepSpeed
         steps it: after every step that was applied, with lr_kwargs)."""
         self._check_trainable("step()")
+        if self._engine.no_sync:
+            raise AssertionError("It is illegal to call Engine.step() inside no_sync context manager")
         boundary = self._engine.is_gradient_accumulation_boundary()
         if boundary:
             self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))
@@ -251,6 +256,7 @@ class DeepSpeedEngine(torch.nn.Module):
     def destroy(self):
         """DeepSpeed's engine.destroy(): removes the ZeRO-3 hooks from the module and forgets its
         parameters, so the module can be used (or wrapped by another engine) without this one."""
+        tensor_fragment.unregister_engine(self._params)
         if self._zero3 is not None:
             from dsrt import zero
             self._zero3.remove()

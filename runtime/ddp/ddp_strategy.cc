@@ -142,6 +142,23 @@ class DdpStrategy final : public GradStrategy {
     }
   }
 
+  // Every rank holds every parameter whole: the fragment is the parameter's slot in the flat buffers.
+  // bf16 (BF16_Optimizer): the fp32 accumulation is the gradient the step uses; else the model-dtype one.
+  ParamFragment fragment(int64_t param) const override {
+    TORCH_CHECK(param >= 0 && param < static_cast<int64_t>(ctx_.params.size()), "zero_optimization.stage 0: "
+                "parameter index ", param, " is outside the ", ctx_.params.size(), " parameters the engine trains");
+    const at::Tensor& p = ctx_.params[static_cast<size_t>(param)];
+    ParamFragment f;
+    f.shape = p.sizes().vec();
+    f.numel = p.numel();
+    f.optimizerOffset = p.numel() == 0 ? 0 : reducer_.offsetOf(static_cast<size_t>(param));
+    const auto run = [&f](const at::Tensor& t) { return t.narrow(0, f.optimizerOffset, f.numel); };
+    f.master = run(masterFlat());
+    f.model = run(flatParams_);
+    f.grad = run(accum_.defined() ? accum_ : reducer_.flatGrad());
+    return f;
+  }
+
   int64_t modelStateBytes() const override {
     const int64_t bytes = flatParams_.numel() * static_cast<int64_t>(flatParams_.element_size());
     const int64_t masterBytes = master_.defined() ? static_cast<int64_t>(master_.nbytes()) : 0;

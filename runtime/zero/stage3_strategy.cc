@@ -2,6 +2,7 @@
 
 #include "runtime/comms/pending_comm.h"
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/partition_fragment.h"
 #include "runtime/zero/partition_group_runs.h"
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/param_allgather.h"
@@ -209,6 +210,13 @@ void Stage3Strategy::loadMasterPartition(const at::Tensor& fp32) {
   coordinator_->awaitPartitionReads();
   master_->load(fp32);
   coordinator_->refreshPersistent();
+}
+
+ParamFragment Stage3Strategy::fragment(int64_t param) const {
+  TORCH_CHECK(param >= 0 && param < static_cast<int64_t>(shapes_.size()), "zero stage 3: parameter index ", param,
+              " is outside the ", shapes_.size(), " parameters the engine trains");
+  return partitionFragment(plan_, ctx_.rank, param, shapes_[static_cast<size_t>(param)],
+                           {masterPartition(), partition_, gradPartition()});
 }
 
 }  // namespace dsrt::zero

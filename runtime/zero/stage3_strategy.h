@@ -62,6 +62,8 @@ class Stage3Strategy : public PartitionedStrategy {
   void loadMasterPartition(const at::Tensor& fp32) override;
 
   const at::Tensor& gradPartition() const { return grads_->gradPartition(); }
+  /// Parameter `param`'s run in this rank's master, parameter and gradient partitions (partition_fragment.h).
+  ParamFragment fragment(int64_t param) const override;
   const Stage3ParamCoordinator& coordinator() const { return *coordinator_; }
 
  private:

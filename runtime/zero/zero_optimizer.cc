@@ -2,6 +2,7 @@
 
 #include "runtime/comms/pending_comm.h"
 #include "runtime/optim/flat_optimizer.h"
+#include "runtime/zero/partition_fragment.h"
 #include "runtime/zero/partition_group_runs.h"
 #include "runtime/zero/param_allgather.h"
 #include "runtime/zero/reduce_bucket_plan.h"
@@ -188,6 +189,13 @@ void ZeroOptimizer::allgatherModel() {
 bool ZeroOptimizer::hasOverflow() {
   c10::AutoGradMode noGrad(false);
   return !at::isfinite(gradPartition()).all().item<bool>();
+}
+
+ParamFragment ZeroOptimizer::fragment(int64_t param) const {
+  TORCH_CHECK(param >= 0 && param < static_cast<int64_t>(ctx_.params.size()), "zero: parameter index ", param,
+              " is outside the ", ctx_.params.size(), " parameters the engine trains");
+  return partitionFragment(plan_, ctx_.rank, param, ctx_.params[static_cast<size_t>(param)].sizes().vec(),
+                           {masterPartition(), paramPartition(), gradPartition()});
 }
 
 }  // namespace dsrt::zero

@@ -55,6 +55,8 @@ class ZeroOptimizer : public PartitionedStrategy {
   at::Tensor paramPartition() const { return flatParams_.partition(ctx_.rank); }
   /// This rank's averaged gradient partition (valid after endBackward(true)).
   virtual at::Tensor gradPartition() const = 0;
+  /// Parameter `param`'s run in this rank's master, model and gradient partitions (partition_fragment.h).
+  ParamFragment fragment(int64_t param) const override;
 
  protected:
   /// Lays out ctx.params, builds the optimizer over this rank's partition.

@@ -106,3 +106,17 @@ def test_a_missing_checkpoint_fails_with_its_path(tmp_path):
     assert proc.returncode == 1
     assert "zero_to_fp32: " in proc.stderr and str(tmp_path / "nope") in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_safe_get_full_and_no_sync_across_two_ranks(checkpoint):
+    # The worker's engine_api.pt (see zero_to_fp32_worker.check_engine_api).
+    ckpt, live = checkpoint
+    results = torch.load(ckpt / "engine_api.pt")
+    for name, value in results["z3_fp32"].items():  # ZeRO-3 fragments of both ranks gathered, every rank
+        assert torch.equal(value, live[name]), name
+    for name, value in results["z3_grad"].items():  # the averaged gradient, against plain torch on 2 ranks
+        torch.testing.assert_close(value, results["z3_grad_reference"][name], rtol=1e-5, atol=1e-7)
+    local, reduced = results["no_sync_local"], results["no_sync_reduced"]
+    assert not torch.allclose(local[0], local[1])  # inside no_sync each rank kept its own gradient
+    assert torch.equal(reduced[0], reduced[1])  # the next backward reduced both micro-batches
+    torch.testing.assert_close(reduced[0], results["no_sync_reference"], rtol=1e-5, atol=1e-7)

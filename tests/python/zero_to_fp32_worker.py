@@ -1,13 +1,19 @@
 """Worker of test_zero_to_fp32.py, run through dsrun: trains a ZeRO-3 model (one of its weights tied) a few
 steps, saves a checkpoint, and rank 0 writes the live full weights the engine holds (gathered) to
-CKPT/live.pt for the test to compare every consolidated output with."""
+CKPT/live.pt for the test to compare every consolidated output with.
+
+The same run then exercises what only ranks can show of deepspeed.utils' safe_get_full_* (gathering the
+partitioned fragments) and of engine.no_sync() (no reduction inside it, at ZeRO-1): rank 0 writes what they
+returned, with plain torch references, to CKPT/engine_api.pt (checked by test_zero_to_fp32.py's last test)."""
 
 import argparse
 import os
 
 import torch
+import torch.distributed as dist
 
 import dsrt as deepspeed
+from dsrt.utils import safe_get_full_fp32_param, safe_get_full_grad
 
 
 class Tied(torch.nn.Module):
@@ -44,6 +50,56 @@ def main():
     if rank == 0:
         torch.save(live, os.path.join(args.ckpt, "live.pt"))
         print(f"saved live weights: {sorted(live)}", flush=True)
+    check_engine_api(engine, model, live, rank, args.ckpt)
+
+
+def batch(seed, size=2):
+    return torch.randint(0, 10, (size, 5), generator=torch.Generator().manual_seed(seed))
+
+
+def averaged_reference_grads(weights, ids_list):
+    """Plain torch: each rank's gradient of its batches' summed losses on ``weights``, averaged over ranks."""
+    model = Tied()
+    model.load_state_dict(weights, strict=False)
+    for ids in ids_list:
+        model(ids).float().pow(2).mean().backward()
+    grads = {}
+    for name, p in model.named_parameters():
+        dist.all_reduce(p.grad)
+        grads[name] = p.grad / dist.get_world_size()
+    return grads
+
+
+def gathered(t):
+    out = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, t.contiguous())
+    return out
+
+
+def check_engine_api(engine, model, live, rank, ckpt):
+    results = {"z3_fp32": {n: safe_get_full_fp32_param(p) for n, p in model.named_parameters()}}
+    ids = batch(1000 + rank)
+    engine.backward(engine(ids).float().pow(2).mean())
+    results["z3_grad"] = {n: safe_get_full_grad(p) for n, p in model.named_parameters()}
+    results["z3_grad_reference"] = averaged_reference_grads(live, [ids])
+    engine.step()
+
+    stage1 = Tied()
+    start = {n: p.detach().clone() for n, p in stage1.named_parameters()}
+    engine1, *_ = deepspeed.initialize(model=stage1, model_parameters=stage1.parameters(), config={
+        "train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.05}},
+        "zero_optimization": {"stage": 1}})
+    first, second = batch(2000 + rank), batch(3000 + rank)
+    weight = stage1.hidden.weight
+    with engine1.no_sync():
+        engine1.backward(engine1(first).float().pow(2).mean())
+        results["no_sync_local"] = gathered(safe_get_full_grad(weight).clone())
+    engine1.backward(engine1(second).float().pow(2).mean())
+    results["no_sync_reduced"] = gathered(safe_get_full_grad(weight))
+    results["no_sync_reference"] = averaged_reference_grads(start, [first, second])["hidden.weight"]
+    engine1.step()
+    if rank == 0:
+        torch.save(results, os.path.join(ckpt, "engine_api.pt"))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""deepspeed.zero for dsrt: GatheredParameters, register_external_parameter and Init."""
+"""deepspeed.zero for dsrt: GatheredParameters, register_external_parameter / unregister_external_parameter
+and Init."""
 
 import warnings
 import weakref
@@ -8,9 +9,9 @@ import torch.distributed as dist
 
 from dsrt import _C
 from dsrt.zero.broadcast import broadcast_from
-from dsrt.zero.hooks import register_external_parameter
+from dsrt.zero.hooks import register_external_parameter, unregister_external_parameter
 
-__all__ = ["GatheredParameters", "Init", "register_external_parameter"]
+__all__ = ["GatheredParameters", "Init", "register_external_parameter", "unregister_external_parameter"]
 
 # id(parameter) -> the ZeRO-3 engine managing it, for GatheredParameters(modifier_rank=...) write-backs.
 _engines = {}

@@ -14,6 +14,7 @@ import copy
 import torch
 
 from dsrt import _C
+from dsrt.utils.z3_leaf_module import z3_leaf_module
 
 
 def _map_tensors(value, fn):
@@ -39,8 +40,11 @@ class Stage3Hooks:
     def __init__(self, model: torch.nn.Module):
         self._handles = []
         self._modules = []
-        for module in model.modules():
-            own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+        for module in _hooked_modules(model):
+            # A ZeRO-3 leaf (dsrt.utils.set_z3_leaf_modules) gathers its whole subtree, whose modules are not hooked.
+            own = [p for p in module.parameters(recurse=z3_leaf_module(module)) if p.requires_grad]
+            # Registered before initialize (Hugging Face's models do it in __init__): gathered with the own.
+            own += [p for p in getattr(module, "_dsrt_external", []) if all(p is not q for q in own)]
             if not own:
                 continue
             module._dsrt_params = own
@@ -63,6 +67,19 @@ class Stage3Hooks:
         self._handles = []
 
 
+def _hooked_modules(model, seen=None):
+    """``model``'s modules in modules() order (each once), without those inside a ZeRO-3 leaf module."""
+    seen = set() if seen is None else seen
+    if id(model) in seen:
+        return
+    seen.add(id(model))
+    yield model
+    if z3_leaf_module(model):
+        return
+    for child in model.children():
+        yield from _hooked_modules(child, seen)
+
+
 def _pre_forward(module, args):
     coordinator, gate = _C.zero3_open(module._dsrt_params, torch.is_grad_enabled())
     module._dsrt_gates.append((coordinator, gate))
@@ -81,9 +98,32 @@ def _post_forward(module, args, output):
 
 def register_external_parameter(module: torch.nn.Module, parameter: torch.nn.Parameter):
     """DeepSpeed's zero.register_external_parameter: ``module``'s forward uses ``parameter`` although
-    another module owns it, so gather it around ``module``'s forward too (call after initialize)."""
-    if not hasattr(module, "_dsrt_params"):
-        raise _C.DsrtError(f"register_external_parameter: {type(module).__name__} is not managed by a ZeRO-3 "
-                           f"engine (call it after dsrt.initialize with zero_optimization.stage 3)")
-    if all(p is not parameter for p in module._dsrt_params):
-        module._dsrt_params.append(parameter)
+    another module owns it, so gather it around ``module``'s forward too. Before initialize (a model's
+    __init__, as Hugging Face's audio models call it) the registration waits for the ZeRO-3 hooks; without
+    a ZeRO-3 engine it has no effect, as DeepSpeed's. RuntimeError for a non-Parameter, as DeepSpeed's."""
+    if not isinstance(parameter, torch.nn.Parameter):
+        raise RuntimeError("Parameter is not a torch.nn.Parameter")
+    external = getattr(module, "_dsrt_external", [])
+    if all(p is not parameter for p in external):
+        module._dsrt_external = external + [parameter]
+    if hasattr(module, "_dsrt_params"):
+        if all(p is not parameter for p in module._dsrt_params):
+            module._dsrt_params.append(parameter)
+        return
+    from dsrt import zero
+    if zero._managed(parameter):  # an engine exists already, and it hooked no forward of this module
+        raise _C.DsrtError(f"register_external_parameter: {type(module).__name__} owns no trainable parameters, so "
+                           "the ZeRO-3 engine put no hooks on it\n  hint: register it before dsrt.initialize "
+                           "(in the model's __init__, as DeepSpeed's users do)")
+
+
+def unregister_external_parameter(module: torch.nn.Module, parameter: torch.nn.Parameter):
+    """DeepSpeed's zero.unregister_external_parameter: undoes register_external_parameter. RuntimeError, as
+    DeepSpeed's, for a non-Parameter or a parameter not registered as external of ``module``."""
+    if not isinstance(parameter, torch.nn.Parameter):
+        raise RuntimeError("Parameter is not a torch.nn.Parameter")
+    external = getattr(module, "_dsrt_external", [])
+    if all(p is not parameter for p in external):
+        raise RuntimeError("Parameter is not a registered external parameter of module.")
+    module._dsrt_external = [p for p in external if p is not parameter]
+    module._dsrt_params = [p for p in module._dsrt_params if p is not parameter]
