@@ -156,3 +156,15 @@ def test_a_lion_checkpoint_resumes_exactly_and_lamb_is_refused_with_the_choices(
                                         r"trust ratio .*expected one of Adam, AdamW, SGD, Lion, Adagrad"):
         deepspeed.initialize(model=model, model_parameters=model.parameters(),
                              config=ds_config(0, optimizer={"type": "Lamb", "params": {"lr": 0.01}}))
+
+
+def test_a_deepspeed_lion_checkpoint_converts_its_weights_only(tmp_path):
+    """DeepSpeed's stage-0 checkpoint of a Lion run holds exp_avg without exp_avg_sq: the converter reads the
+    weights and no moments (load_checkpoint then refuses load_optimizer_states=True with its hint)."""
+    from dsrt.deepspeed_checkpoint import read
+    torch.save({"module": {"w": torch.ones(2)}, "dp_world_size": 1,
+                "optimizer": {"state": {0: {"step": 3, "exp_avg": torch.ones(2)}}, "param_groups": []}},
+               tmp_path / "mp_rank_00_model_states.pt")
+    ds = read(tmp_path, ["w"])
+    assert ds["moments"] is None
+    assert torch.equal(ds["params"]["w"], torch.ones(2))
