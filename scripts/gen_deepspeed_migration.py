@@ -279,7 +279,7 @@ DEEPSPEED_API = {
         ("reset", ""), ("model_parallel_cuda_manual_seed", ""), ("get_cuda_rng_tracker", ""),
     ],
     "deepspeed.ops.adam": [("FusedAdam", ""), ("DeepSpeedCPUAdam", "")],
-    "deepspeed.ops.lamb": [("FusedLamb", "")],
+    "deepspeed.ops.lamb": [("FusedLamb", "steps by itself (plain torch); the engine refuses Lamb (config.md)")],
     "deepspeed.ops.lion": [("FusedLion", ""), ("DeepSpeedCPULion", "")],
     "deepspeed.ops.adagrad": [("DeepSpeedCPUAdagrad", "")],
     "deepspeed.accelerator": [("get_accelerator", "")],

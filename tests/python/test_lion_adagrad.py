@@ -168,3 +168,23 @@ def test_a_deepspeed_lion_checkpoint_converts_its_weights_only(tmp_path):
     ds = read(tmp_path, ["w"])
     assert ds["moments"] is None
     assert torch.equal(ds["params"]["w"], torch.ones(2))
+
+
+def test_fused_lamb_steps_by_itself_with_deepspeeds_trust_ratio():
+    """deepspeed.ops.lamb.FusedLamb's rule (csrc/lamb/fused_lamb_cuda_kernel.cu) on one step worked by hand."""
+    from dsrt.ops.lamb import FusedLamb
+    p = torch.nn.Parameter(torch.tensor([3.0, 4.0]))
+    p.grad = torch.tensor([1.0, 1.0])
+    opt = FusedLamb([p], lr=0.1)
+    opt.step()
+    # m = 0.1 g, v = 0.001 g^2, u = m / (sqrt(v) + eps); ratio |p| / |u|; step lr * sqrt(1 - b2) / (1 - b1)
+    u = 0.1 / (0.001 ** 0.5 + 1e-8)
+    ratio = 5.0 / (u * 2 ** 0.5)
+    assert p.tolist() == pytest.approx([x - 0.1 * 0.001 ** 0.5 / 0.1 * ratio * u for x in (3.0, 4.0)], rel=1e-6)
+    assert opt.get_lamb_coeffs() == [pytest.approx(ratio)]
+    for start, coeff in (([1e-6, 0.0], 0.01), ([0.0, 0.0], 1.0), ([300.0, 400.0], 10.0)):
+        q = torch.nn.Parameter(torch.tensor(start))
+        q.grad = torch.tensor([1.0, 1.0])
+        opt = FusedLamb([q], lr=0.1, bias_correction=False)
+        opt.step()
+        assert opt.get_lamb_coeffs() == [pytest.approx(coeff)]  # clamped to [min_coeff, max_coeff], 1 at |p| = 0

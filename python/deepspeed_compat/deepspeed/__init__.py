@@ -46,6 +46,7 @@ _ALIASES = {
     "ops": "ops",
     "ops.adagrad": "ops.adagrad",
     "ops.adam": "ops.adam",
+    "ops.lamb": "ops.lamb",
     "ops.lion": "ops.lion",
     "runtime": "runtime",
     "runtime.lr_schedules": "runtime.lr_schedules",
