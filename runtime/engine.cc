@@ -33,6 +33,12 @@ optim::OptimizerSpec specFor(const config::OptimizerConfig& c) {
     case config::OptimizerType::SGD:
       s.kind = optim::OptimizerKind::kSgd;
       break;
+    case config::OptimizerType::Lion:
+      s.kind = optim::OptimizerKind::kLion;
+      break;
+    case config::OptimizerType::Adagrad:
+      s.kind = optim::OptimizerKind::kAdagrad;
+      break;
   }
   s.beta1 = c.betas[0];
   s.beta2 = c.betas[1];
@@ -44,6 +50,8 @@ optim::OptimizerSpec specFor(const config::OptimizerConfig& c) {
   s.momentum = c.momentum;
   s.dampening = c.dampening;
   s.nesterov = c.nesterov;
+  s.lrDecay = c.lrDecay;
+  s.initialAccumulatorValue = c.initialAccumulatorValue;
   // DSRT_DEVICE_OPTIMIZER=1 runs the GPU path's optimizer (ATen kernels) on CPU tensors, for CI.
   const char* device = std::getenv("DSRT_DEVICE_OPTIMIZER");
   s.deviceKernels = device != nullptr && std::string(device) == "1";
@@ -52,7 +60,7 @@ optim::OptimizerSpec specFor(const config::OptimizerConfig& c) {
 
 StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpeedConfig& cfg, const DistContext& dist) {
   TORCH_CHECK(cfg.optimizer.has_value(), cfg.source,
-              ": optimizer: libdsrt needs an 'optimizer' block (Adam, AdamW or SGD): the engine owns the optimizer");
+              ": optimizer: libdsrt needs an 'optimizer' block (Adam, AdamW, SGD, Lion or Adagrad): the engine owns the optimizer");
   // DeepSpeed has no stage-0 offload (its CPU Adam then refuses the device parameters at the first step).
   TORCH_CHECK(!cfg.zero.offloadOptimizer.enabled() || cfg.zero.stage >= 1, cfg.source,
               ": zero_optimization.offload_optimizer: ZeRO-Offload needs zero_optimization.stage 1, 2 or 3, got '",
@@ -95,7 +103,15 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   ctx.offloadOptimizer = cfg.zero.offloadOptimizer.device == config::OffloadDevice::Cpu;
   ctx.pinMemory = cfg.zero.offloadOptimizer.pinMemory;
   ctx.paramPinMemory = cfg.zero.offloadParam.pinMemory;
-  const optim::OptimizerSpec spec = specFor(*cfg.optimizer);
+  optim::OptimizerSpec spec = specFor(*cfg.optimizer);
+  if (cfg.optimizer->type == config::OptimizerType::Adagrad && ctx.offloadOptimizer) {
+    // DeepSpeed runs DeepSpeedCPUAdagrad under offload: its rule, and it takes neither torch-only setting.
+    TORCH_CHECK(spec.lrDecay == 0.0 && spec.initialAccumulatorValue == 0.0, cfg.source,
+                ": optimizer.params: lr_decay and initial_accumulator_value are torch.optim.Adagrad's; with "
+                "offload_optimizer DeepSpeed runs DeepSpeedCPUAdagrad, which takes neither, got lr_decay '",
+                spec.lrDecay, "' initial_accumulator_value '", spec.initialAccumulatorValue, "'");
+    spec.adagradRawGradStep = true;
+  }
   // The optimizer lives where the strategy keeps the fp32 masters: the CPU for offload and CPU models, the
   // parameters' device otherwise.
   ctx.makeOptimizer = [spec](at::Tensor flatParams) {
@@ -353,7 +369,8 @@ void Engine::applyScheduledMomentum() {
   if (!config_.scheduler) {
     return;
   }
-  const bool hasBetas = config_.optimizer->type != config::OptimizerType::SGD;
+  const bool hasBetas = config_.optimizer->type != config::OptimizerType::SGD &&
+                        config_.optimizer->type != config::OptimizerType::Adagrad;
   if (auto betas = config::oneCycleBetas(*config_.scheduler, lastBatchIteration_, hasBetas)) {
     strategy_->optimizer().setBetas((*betas)[0], (*betas)[1]);
   }

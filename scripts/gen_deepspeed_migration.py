@@ -36,6 +36,8 @@ READERS = {
     ("optimizer_config.cc", "parseBetas", "params"): "optimizer.params",
     ("optimizer_config.cc", "parseAdamParams", "params"): "optimizer.params (Adam, AdamW)",
     ("optimizer_config.cc", "parseSgdParams", "params"): "optimizer.params (SGD)",
+    ("optimizer_config.cc", "parseLionParams", "params"): "optimizer.params (Lion)",
+    ("optimizer_config.cc", "parseAdagradParams", "params"): "optimizer.params (Adagrad)",
     ("optimizer_config.cc", "parseOptimizerConfig", "block"): "optimizer",
     ("optimizer_config.cc", "parseOptimizerConfig", "params"): "optimizer.params",
     ("precision_config.cc", "parseFp16Config", "block"): "fp16",
@@ -70,8 +72,9 @@ KEY_NOTES = {
     ("", "zero_optimization"): ("read", "an object; DeepSpeed's old boolean form is deprecated (true is stage 1)"),
     ("", "allgather_size"): (None, "only with the old boolean `zero_optimization`"),
     ("", "bfloat16"): (None, "use bf16; ignored when bf16 is given too"),
-    ("optimizer", "type"): ("different", "Adam, AdamW or SGD (any case); DeepSpeed's other optimizers (Lamb, OneBitAdam, "
-                                  "Adagrad, Lion, ...) are an error that names the choices"),
+    ("optimizer", "type"): ("different", "Adam, AdamW, SGD, Lion or Adagrad (any case); DeepSpeed's other optimizers "
+                                  "(Lamb, OneBitAdam, ZeroOneAdam, OneBitLamb, MuAdam, Muon, ...) are an error that "
+                                  "says why and names the choices"),
     ("scheduler", "type"): (None, "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle or LRRangeTest (any case)"),
     ("zero_optimization.offload_optimizer / offload_param", "device"): ("read", "none or cpu; nvme is an error"),
     ("zero_optimization.offload_optimizer / offload_param", "ratio"):
@@ -278,7 +281,7 @@ DEEPSPEED_API = {
         ("reset", ""), ("model_parallel_cuda_manual_seed", ""), ("get_cuda_rng_tracker", ""),
     ],
     "deepspeed.ops.adam": [("FusedAdam", ""), ("DeepSpeedCPUAdam", "")],
-    "deepspeed.ops.lamb": [("FusedLamb", "")],
+    "deepspeed.ops.lamb": [("FusedLamb", "steps by itself (plain torch); the engine refuses Lamb (config.md)")],
     "deepspeed.ops.lion": [("FusedLion", ""), ("DeepSpeedCPULion", "")],
     "deepspeed.ops.adagrad": [("DeepSpeedCPUAdagrad", "")],
     "deepspeed.accelerator": [("get_accelerator", "")],

@@ -51,6 +51,12 @@ py::dict optimizerSettings(const Engine& e) {
     d["momentum"] = o.momentum;
     d["dampening"] = o.dampening;
     d["nesterov"] = o.nesterov;
+  } else if (o.type == config::OptimizerType::Lion) {
+    d["betas"] = py::make_tuple(o.betas[0], o.betas[1]);
+  } else if (o.type == config::OptimizerType::Adagrad) {
+    d["eps"] = o.eps;
+    d["lr_decay"] = o.lrDecay;
+    d["initial_accumulator_value"] = o.initialAccumulatorValue;
   } else {
     d["betas"] = py::make_tuple(o.betas[0], o.betas[1]);
     d["eps"] = o.eps;

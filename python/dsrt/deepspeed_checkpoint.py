@@ -116,6 +116,11 @@ def _unflatten(names, shapes, flat, per_rank=None, pads=None):
     return out
 
 
+def _is_adam(state):
+    """Adam's moments are what dsrt converts; Lion's lone exp_avg and Adagrad's sum are not read."""
+    return "exp_avg" in state and "exp_avg_sq" in state
+
+
 def read(tdir, optimizer_names):
     """DeepSpeed's checkpoint at TDIR as {'stage', 'world', 'params', 'moments', 'step', 'model', 'groups'}:
     fp32 weights and Adam moments by parameter name ('moments' None when not read). ``optimizer_names`` are
@@ -130,8 +135,8 @@ def read(tdir, optimizer_names):
         opt = model.get("optimizer")
         if opt is not None and opt.get("state"):
             state = [opt["state"][i] for i in sorted(opt["state"])]
-            if len(state) != len(optimizer_names) or "exp_avg" not in state[0]:
-                return out  # not Adam over the same parameters: weights only
+            if len(state) != len(optimizer_names) or not _is_adam(state[0]):
+                return out  # not Adam over the same parameters (SGD, Lion, Adagrad, ...): weights only
             out["moments"] = {n: {"exp_avg": s["exp_avg"], "exp_avg_sq": s["exp_avg_sq"]}
                               for n, s in zip(optimizer_names, state)}
             out["step"], out["groups"] = int(state[0]["step"]), opt["param_groups"]
@@ -147,7 +152,7 @@ def read(tdir, optimizer_names):
         return out
     out["params"], out["moments"] = {}, {n: {} for n in names}
     base = [o["base_optimizer_state"] for o in optim]
-    adam = isinstance(base[0], dict) and "exp_avg" in base[0].get("state", {}).get(0, {})
+    adam = isinstance(base[0], dict) and _is_adam(base[0].get("state", {}).get(0, {}))
     for g, group in enumerate(model["param_shapes"]):
         gnames = list(group)
         pads = (optim[0].get("param_alignment_paddings") or [None] * (g + 1))[g]
@@ -157,7 +162,7 @@ def read(tdir, optimizer_names):
             full = torch.cat([b["state"][g][key] for b in base])
             for n, t in _unflatten(gnames, shapes, full, pads=pads).items():
                 out["moments"][n][key] = t
-    if not adam:  # SGD, or DeepSpeed's elastic (list) layout: weights only
+    if not adam:  # SGD, Lion, Adagrad, or DeepSpeed's elastic (list) layout: weights only
         out["moments"] = None
         return out
     out["step"], out["groups"] = int(base[0]["state"][0]["step"]), base[0]["param_groups"]
@@ -187,8 +192,8 @@ def load(engine, tdir, **options):
     names = [by_id[id(p)] for p in engine._params]
     ds = read(Path(tdir), [by_id[id(p)] for g in engine.optimizer.param_groups for p in g["params"]])
     if options["load_optimizer_states"] and not options["load_module_only"] and ds["moments"] is None:
-        raise _C.DsrtError(f"{tdir}: dsrt reads the weights of a DeepSpeed ZeRO-3 (or optimizer-less) checkpoint "
-                           "but not its optimizer states, got 'load_optimizer_states=True'\n  hint: "
+        raise _C.DsrtError(f"{tdir}: dsrt reads the weights of a DeepSpeed ZeRO-3, non-Adam or optimizer-less "
+                           "checkpoint but not its optimizer states, got 'load_optimizer_states=True'\n  hint: "
                            "load_checkpoint(load_optimizer_states=False) or load_module_only=True loads the weights")
     client = client_state(ds)
     if group_hyper_parameters(ds):

@@ -6,8 +6,9 @@ initialize() returns as the optimizer is a torch.optim.Optimizer whose param_gro
 hyper-parameters of those groups: the engine reads each group's lr, weight_decay, betas and eps before
 every step, so a torch or Hugging Face LR scheduler built on it (or on the client optimizer that was
 passed in, whose param_groups it shares), or a script setting ``group["lr"]`` by hand, moves the lr the
-engine uses, as with DeepSpeed. A client torch.optim.Adam/AdamW/SGD is accepted by reading its
-hyper-parameters into the optimizer block (as are deepspeed.ops.adam's FusedAdam and DeepSpeedCPUAdam);
+engine uses, as with DeepSpeed. A client torch.optim.Adam/AdamW/SGD/Adagrad is accepted by reading its
+hyper-parameters into the optimizer block (as are deepspeed.ops.adam's FusedAdam and DeepSpeedCPUAdam,
+deepspeed.ops.lion's FusedLion and DeepSpeedCPULion, deepspeed.ops.adagrad's DeepSpeedCPUAdagrad);
 any other optimizer object is refused with the alternative.
 """
 
@@ -18,12 +19,12 @@ import torch
 from dsrt import _C
 
 _HINT = "\n  hint: remove optimizer= and describe the optimizer in the config's \"optimizer\" block " \
-        "(Adam, AdamW or SGD), which dsrt partitions and offloads"
+        "(Adam, AdamW, SGD, Lion or Adagrad), which dsrt partitions and offloads"
 
 # The engine applies lr, weight_decay, betas and eps group by group; these torch settings must be the same in
 # all groups (the flat partitions share one update rule).
 _SHARED = ("momentum", "dampening", "nesterov", "amsgrad", "maximize", "foreach", "capturable",
-           "differentiable", "fused", "bias_correction", "adam_w_mode")
+           "differentiable", "fused", "bias_correction", "adam_w_mode", "lr_decay", "initial_accumulator_value")
 
 
 def check_groups(groups, defaults, where):
@@ -122,7 +123,24 @@ class EngineLRScheduler:
                       "this call does nothing", stacklevel=2)
 
 
-_TRANSLATABLE = {torch.optim.Adam: "Adam", torch.optim.AdamW: "AdamW", torch.optim.SGD: "SGD"}
+_TRANSLATABLE = {torch.optim.Adam: "Adam", torch.optim.AdamW: "AdamW", torch.optim.SGD: "SGD",
+                 torch.optim.Adagrad: "Adagrad"}
+
+
+def _kind_of(optimizer):
+    """The config type of a translatable optimizer (deepspeed.ops' classes by family), else None."""
+    from dsrt.ops.adagrad import DeepSpeedCPUAdagrad
+    from dsrt.ops.adam import _DeepSpeedAdam
+    from dsrt.ops.lion import _DeepSpeedLion
+    for family, kind in ((_DeepSpeedAdam, "Adam"), (_DeepSpeedLion, "Lion"), (DeepSpeedCPUAdagrad, "Adagrad")):
+        if isinstance(optimizer, family):
+            return kind
+    return _TRANSLATABLE.get(type(optimizer))
+
+
+def _has_stepped(optimizer):
+    """torch.optim.Adagrad fills its state (sum, step 0) when built: only a step > 0 counts."""
+    return any(not isinstance(s, dict) or float(s.get("step", 1)) > 0 for s in optimizer.state.values())
 
 
 def optimizer_block(optimizer) -> dict:
@@ -130,14 +148,14 @@ def optimizer_block(optimizer) -> dict:
     groups keep their own lr/weight_decay/betas/eps); raises DsrtError naming what cannot be carried over
     (other classes, settings that differ per group, amsgrad, existing state)."""
     from dsrt.ops.adam import _DeepSpeedAdam
-    kind = "Adam" if isinstance(optimizer, _DeepSpeedAdam) else _TRANSLATABLE.get(type(optimizer))
+    kind = _kind_of(optimizer)
     if kind is None:
         raise _C.DsrtError(f"initialize(optimizer=...): dsrt cannot partition a client optimizer of type "
                            f"{type(optimizer).__module__}.{type(optimizer).__name__}: the C++ engine steps its "
-                           f"own Adam/AdamW/SGD on the ZeRO partitions{_HINT}")
+                           f"own Adam/AdamW/SGD/Lion/Adagrad on the ZeRO partitions{_HINT}")
     d = optimizer.defaults
     check_groups(optimizer.param_groups, d, f"initialize(optimizer={kind})")
-    if len(optimizer.state) > 0:
+    if _has_stepped(optimizer):
         raise _C.DsrtError(f"initialize(optimizer=...): the {kind} optimizer has already stepped; its state "
                            f"cannot move into the engine{_HINT}")
     for flag in ("amsgrad", "maximize", "differentiable"):
@@ -147,6 +165,11 @@ def optimizer_block(optimizer) -> dict:
     if kind == "SGD":
         params = {"lr": lr, "momentum": d["momentum"], "dampening": d["dampening"],
                   "nesterov": d["nesterov"], "weight_decay": d["weight_decay"]}
+    elif kind == "Lion":
+        params = {"lr": lr, "betas": list(d["betas"]), "weight_decay": d["weight_decay"]}
+    elif kind == "Adagrad":  # DeepSpeedCPUAdagrad has no lr_decay / initial_accumulator_value: torch's 0
+        params = {"lr": lr, "eps": d["eps"], "weight_decay": d["weight_decay"]}
+        params.update({k: d[k] for k in ("lr_decay", "initial_accumulator_value") if d.get(k)})
     else:
         params = {"lr": lr, "betas": list(d["betas"]), "eps": d["eps"], "weight_decay": d["weight_decay"]}
         if isinstance(optimizer, _DeepSpeedAdam):  # deepspeed.ops.adam: its own switches

@@ -115,6 +115,10 @@ std::string toString(OptimizerType type) {
       return "adamw";
     case OptimizerType::SGD:
       return "sgd";
+    case OptimizerType::Lion:
+      return "lion";
+    case OptimizerType::Adagrad:
+      return "adagrad";
   }
   return "?";
 }

@@ -23,14 +23,14 @@ struct BatchConfig {
   int64_t gradientAccumulationSteps = 0;  ///< gradient_accumulation_steps: micro-batches per optimizer step
 };
 
-enum class OptimizerType { Adam, AdamW, SGD };
+enum class OptimizerType { Adam, AdamW, SGD, Lion, Adagrad };
 
-/// `optimizer` block; type names are case-insensitive ("adam", "AdamW", "sgd").
+/// `optimizer` block; type names are case-insensitive ("adam", "AdamW", "sgd", "lion", "adagrad").
 struct OptimizerConfig {
-  OptimizerType type = OptimizerType::AdamW;  ///< as written (Adam or AdamW or SGD)
-  double lr = 1e-3;                           ///< params.lr
-  std::array<double, 2> betas{0.9, 0.999};    ///< params.betas (Adam family)
-  double eps = 1e-8;                          ///< params.eps (Adam family)
+  OptimizerType type = OptimizerType::AdamW;  ///< as written (Adam, AdamW, SGD, Lion or Adagrad)
+  double lr = 1e-3;                           ///< params.lr (Adagrad's default is 1e-2, as torch's)
+  std::array<double, 2> betas{0.9, 0.999};    ///< params.betas (Adam family, Lion)
+  double eps = 1e-8;                          ///< params.eps (Adam family; Adagrad's default is 1e-10)
   double weightDecay = 0.0;                   ///< params.weight_decay (0.01 for torch_adam AdamW, as torch)
   /// Decoupled (AdamW) weight decay. DeepSpeed's effective_adam_w_mode: true for AdamW, and ALSO for
   /// "Adam" unless params.adam_w_mode is false. This, not `type`, selects the update rule.
@@ -40,6 +40,8 @@ struct OptimizerConfig {
   double momentum = 0.0;       ///< params.momentum (SGD)
   double dampening = 0.0;      ///< params.dampening (SGD)
   bool nesterov = false;       ///< params.nesterov (SGD; requires momentum > 0 and dampening == 0)
+  double lrDecay = 0.0;                  ///< params.lr_decay (Adagrad; torch.optim.Adagrad only)
+  double initialAccumulatorValue = 0.0;  ///< params.initial_accumulator_value (Adagrad; torch only)
 };
 
 enum class SchedulerType { WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest };

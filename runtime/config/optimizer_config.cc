@@ -1,7 +1,12 @@
 #include "runtime/config/section_parsers.h"
 
+#include <cctype>
+#include <string>
+
 namespace dsrt::config {
 namespace {
+
+constexpr const char* kBuiltTypes = "Adam, AdamW, SGD, Lion, Adagrad";
 
 std::array<double, 2> parseBetas(JsonReader& params) {
   std::array<double, 2> betas{0.9, 0.999};
@@ -48,16 +53,77 @@ void parseSgdParams(JsonReader& params, OptimizerConfig& out) {
   params.ignore({"maximize", "foreach", "differentiable"});
 }
 
+// DeepSpeed's FusedLion and DeepSpeedCPULion: lr, betas, weight_decay (decoupled), all else theirs alone.
+void parseLionParams(JsonReader& params, OptimizerConfig& out) {
+  out.betas = parseBetas(params);
+  out.weightDecay = params.getDouble("weight_decay", 0.0, 0.0);
+  params.ignore({"set_grad_none", "fp32_optimizer_states"});
+}
+
+// torch.optim.Adagrad (DeepSpeed without offload) and DeepSpeedCPUAdagrad (with offload; it takes no
+// lr_decay or initial_accumulator_value, which the engine checks once it knows about offload).
+void parseAdagradParams(JsonReader& params, OptimizerConfig& out) {
+  out.eps = params.getDouble("eps", out.eps, 0.0);
+  out.weightDecay = params.getDouble("weight_decay", 0.0, 0.0);
+  out.lrDecay = params.getDouble("lr_decay", 0.0, 0.0);
+  out.initialAccumulatorValue = params.getDouble("initial_accumulator_value", 0.0, 0.0);
+  if (params.getBool("maximize", false)) {
+    params.fail("maximize", "maximize is not supported, expected false");
+  }
+  params.ignore({"foreach", "differentiable", "fused", "amsgrad", "fp32_optimizer_states"});
+}
+
+// The types DeepSpeed builds that dsrt does not, and why: named in the error instead of a bare "expected".
+const char* notBuiltReason(const std::string& lowerType) {
+  if (lowerType == "lamb") {
+    return "FusedLamb's trust ratio is computed per parameter tensor, which the engine's flat fp32 partitions "
+           "do not keep apart";
+  }
+  if (lowerType == "onebitadam" || lowerType == "zerooneadam" || lowerType == "onebitlamb") {
+    return "its compressed communication is not built";
+  }
+  if (lowerType == "muadam" || lowerType == "muadamw" || lowerType == "musgd") {
+    return "it needs the mup package's Python optimizer";
+  }
+  if (lowerType == "muon") {
+    return "its Newton-Schulz update works on whole matrices, not flat partitions";
+  }
+  return nullptr;
+}
+
+std::string lowered(std::string s) {
+  for (char& c : s) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
 }  // namespace
 
 OptimizerConfig parseOptimizerConfig(JsonReader& block) {
   OptimizerConfig out;
-  // DeepSpeed lower-cases the names it implements itself (adam, adamw); dsrt accepts any case for all three.
-  std::optional<std::string> type = block.optChoice("type", {"Adam", "AdamW", "SGD"}, /*ignoreCase=*/true);
-  if (!type) {
-    block.fail("type", "expected one of Adam, AdamW, SGD");
+  // DeepSpeed lower-cases the names it implements itself (adam, adamw, lion, adagrad, ...); dsrt accepts
+  // any case for all of its own.
+  if (block.has("type") && block.raw("type").is_string()) {
+    if (const char* reason = notBuiltReason(lowered(block.raw("type").get<std::string>()))) {
+      block.fail("type", std::string("DeepSpeed's ") + block.raw("type").get<std::string>() +
+                             " is not built in libdsrt (" + reason + "), expected one of " + kBuiltTypes);
+    }
   }
-  out.type = *type == "Adam" ? OptimizerType::Adam : *type == "AdamW" ? OptimizerType::AdamW : OptimizerType::SGD;
+  std::optional<std::string> type =
+      block.optChoice("type", {"Adam", "AdamW", "SGD", "Lion", "Adagrad"}, /*ignoreCase=*/true);
+  if (!type) {
+    block.fail("type", std::string("expected one of ") + kBuiltTypes);
+  }
+  out.type = *type == "Adam"    ? OptimizerType::Adam
+             : *type == "AdamW" ? OptimizerType::AdamW
+             : *type == "Lion"  ? OptimizerType::Lion
+             : *type == "Adagrad" ? OptimizerType::Adagrad
+                                  : OptimizerType::SGD;
+  if (out.type == OptimizerType::Adagrad) {  // torch.optim.Adagrad's and DeepSpeedCPUAdagrad's defaults
+    out.lr = 1e-2;
+    out.eps = 1e-10;
+  }
   block.ignore({"legacy_fusion"});
   std::optional<JsonReader> params = block.child("params");
   if (params) {
@@ -67,6 +133,10 @@ OptimizerConfig parseOptimizerConfig(JsonReader& block) {
     }
     if (out.type == OptimizerType::SGD) {
       parseSgdParams(*params, out);
+    } else if (out.type == OptimizerType::Lion) {
+      parseLionParams(*params, out);
+    } else if (out.type == OptimizerType::Adagrad) {
+      parseAdagradParams(*params, out);
     } else {
       parseAdamParams(*params, out);
     }
@@ -74,8 +144,8 @@ OptimizerConfig parseOptimizerConfig(JsonReader& block) {
   } else if (out.type == OptimizerType::Adam) {
     out.adamWMode = true;
   }
-  if (out.type == OptimizerType::SGD) {
-    out.adamWMode = false;
+  if (out.type != OptimizerType::Adam && out.type != OptimizerType::AdamW) {
+    out.adamWMode = false;  // the Adam switch; Lion's decay is decoupled by its kind
   }
   block.finish();
   return out;

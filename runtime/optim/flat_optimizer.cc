@@ -6,8 +6,10 @@
 #include <utility>
 
 #include "runtime/compat/fused_adam_compat.h"
+#include "runtime/optim/adagrad_flat_optimizer.h"
 #include "runtime/optim/adam_flat_optimizer.h"
 #include "runtime/optim/device_adam_flat_optimizer.h"
+#include "runtime/optim/lion_flat_optimizer.h"
 #include "runtime/optim/sgd_flat_optimizer.h"
 
 namespace dsrt::optim {
@@ -24,12 +26,51 @@ void checkSpec(const OptimizerSpec& s, int64_t numel) {
                 "' dampening '", s.dampening, "'");
     return;
   }
+  if (s.kind == OptimizerKind::kAdagrad) {
+    TORCH_CHECK(s.eps >= 0.0, "optimizer: Adagrad eps must be >= 0, got '", s.eps, "'");
+    TORCH_CHECK(s.lrDecay >= 0.0, "optimizer: Adagrad lr_decay must be >= 0, got '", s.lrDecay, "'");
+    TORCH_CHECK(s.initialAccumulatorValue >= 0.0, "optimizer: Adagrad initial_accumulator_value must be >= 0, got '",
+                s.initialAccumulatorValue, "'");
+    return;
+  }
   TORCH_CHECK(s.beta1 >= 0.0 && s.beta1 < 1.0, "optimizer: betas[0] must be in [0, 1), got '", s.beta1, "'");
   TORCH_CHECK(s.beta2 >= 0.0 && s.beta2 < 1.0, "optimizer: betas[1] must be in [0, 1), got '", s.beta2, "'");
   TORCH_CHECK(s.eps >= 0.0, "optimizer: eps must be >= 0, got '", s.eps, "'");
 }
 
+/// SGD, Lion and Adagrad are ATen element-wise operations: one class each for every device. Null for Adam.
+std::unique_ptr<FlatOptimizer> makeElementwiseOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device) {
+  switch (spec.kind) {
+    case OptimizerKind::kSgd:
+      return std::make_unique<SgdFlatOptimizer>(spec, numel, device);
+    case OptimizerKind::kLion:
+      return std::make_unique<LionFlatOptimizer>(spec, numel, device);
+    case OptimizerKind::kAdagrad:
+      return std::make_unique<AdagradFlatOptimizer>(spec, numel, device);
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      break;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+const char* kindName(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kAdam:
+      return "Adam";
+    case OptimizerKind::kAdamW:
+      return "AdamW";
+    case OptimizerKind::kSgd:
+      return "SGD";
+    case OptimizerKind::kLion:
+      return "Lion";
+    case OptimizerKind::kAdagrad:
+      return "Adagrad";
+  }
+  return "?";
+}
 
 FlatOptimizer::~FlatOptimizer() = default;
 
@@ -148,8 +189,8 @@ void FlatOptimizer::checkOperand(const at::Tensor& t, c10::ScalarType dtype, con
 
 std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel) {
   checkSpec(spec, numel);
-  if (spec.kind == OptimizerKind::kSgd) {
-    return std::make_unique<SgdFlatOptimizer>(spec, numel);
+  if (auto optimizer = makeElementwiseOptimizer(spec, numel, c10::Device(c10::kCPU))) {
+    return optimizer;
   }
   return std::make_unique<AdamFlatOptimizer>(spec, numel);
 }
@@ -159,8 +200,8 @@ std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int6
     return makeFlatOptimizer(spec, numel);
   }
   checkSpec(spec, numel);
-  if (spec.kind == OptimizerKind::kSgd) {
-    return std::make_unique<SgdFlatOptimizer>(spec, numel, device);
+  if (auto optimizer = makeElementwiseOptimizer(spec, numel, device)) {
+    return optimizer;
   }
   return std::make_unique<DeviceAdamFlatOptimizer>(spec, numel, device, compat::hasFusedAdam(device.type()));
 }

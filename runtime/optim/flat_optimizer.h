@@ -18,18 +18,19 @@
 
 namespace dsrt::optim {
 
-/// Which update rule a FlatOptimizer applies.
-enum class OptimizerKind { kAdam, kAdamW, kSgd };
+/// Which update rule a FlatOptimizer applies. Lion follows DeepSpeed's DeepSpeedCPULion/FusedLion, Adagrad
+/// torch.optim.Adagrad (or DeepSpeedCPUAdagrad with adagradRawGradStep): docs/config.md says where they differ.
+enum class OptimizerKind { kAdam, kAdamW, kSgd, kLion, kAdagrad };
 
 /// Hyper-parameters of the update rule; the engine maps ds_config's `optimizer` block onto this
 /// (this header does not depend on runtime/config). Fields not used by `kind` are ignored.
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::kAdam;
-  /// Adam/AdamW: betas and eps, as torch.optim.Adam.
+  /// Adam/AdamW/Lion: betas (Lion: beta1 mixes the update's sign, beta2 the momentum). Adam/Adagrad: eps.
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  /// L2 penalty (Adam, SGD: added to the gradient) or decoupled decay (AdamW: p *= 1 - lr*wd).
+  /// L2 penalty (Adam, SGD, Adagrad: added to the gradient) or decoupled decay (AdamW, Lion: p *= 1 - lr*wd).
   double weightDecay = 0.0;
   /// DeepSpeed's `adam_w_mode` for kind kAdam: true makes kAdam decay like AdamW. DeepSpeed's config
   /// default is true ("Adam" means AdamW there unless adam_w_mode is false); the struct default is
@@ -41,6 +42,14 @@ struct OptimizerSpec {
   double momentum = 0.0;
   double dampening = 0.0;
   bool nesterov = false;
+  /// Adagrad, as torch.optim.Adagrad: the step's lr is lr / (1 + (step - 1) * lrDecay), and the sum of
+  /// squared gradients starts at initialAccumulatorValue.
+  double lrDecay = 0.0;
+  double initialAccumulatorValue = 0.0;
+  /// Adagrad as DeepSpeedCPUAdagrad (what DeepSpeed runs under offload_optimizer): the weight-decayed
+  /// gradient feeds the sum of squares but the step divides the RAW gradient, where torch divides the
+  /// decayed one. Same result when weight_decay is 0.
+  bool adagradRawGradStep = false;
   /// Threads a step may use; 0 means at::get_num_threads().
   int numThreads = 0;
   /// Step CPU tensors with the device optimizer (ATen kernels over the flat runs) instead of the
@@ -50,8 +59,12 @@ struct OptimizerSpec {
 
 /// True when `spec` decays weights decoupled (AdamW rule) rather than as an L2 term in the gradient.
 inline bool decoupledWeightDecay(const OptimizerSpec& spec) {
-  return spec.kind == OptimizerKind::kAdamW || (spec.kind == OptimizerKind::kAdam && spec.adamWMode);
+  return spec.kind == OptimizerKind::kAdamW || spec.kind == OptimizerKind::kLion ||
+         (spec.kind == OptimizerKind::kAdam && spec.adamWMode);
 }
+
+/// "Adam", "AdamW", "SGD", "Lion" or "Adagrad": the kind's name in ds_config, for messages.
+const char* kindName(OptimizerKind kind);
 
 /// Named optimizer state tensors, e.g. {"exp_avg", t}, {"exp_avg_sq", t} (torch's state names).
 using OptimizerState = std::vector<std::pair<std::string, at::Tensor>>;
@@ -87,7 +100,8 @@ class FlatOptimizer {
                             const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone);
 
   /// The state tensors (views of the live state, not copies), for memory accounting and checkpoints.
-  /// Adam/AdamW: exp_avg, exp_avg_sq. SGD: momentum_buffer when momentum != 0, else nothing.
+  /// Adam/AdamW: exp_avg, exp_avg_sq. SGD: momentum_buffer when momentum != 0, else nothing. Lion: exp_avg
+  /// (DeepSpeed's name). Adagrad: sum (torch.optim.Adagrad's name).
   virtual OptimizerState state() const = 0;
 
   /// Number of step() calls so far (torch's state["step"]); drives Adam's bias correction.
@@ -145,7 +159,7 @@ std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int6
 
 /// The optimizer for a flat tensor on `device`: the CPU optimizers above for the CPU unless
 /// spec.deviceKernels, else DeviceAdamFlatOptimizer (fused kernel where compat::hasFusedAdam) or the
-/// tensor-op SGD, with state on `device`. Throws as makeFlatOptimizer.
+/// tensor-op SGD, Lion or Adagrad, with state on `device`. Throws as makeFlatOptimizer.
 std::unique_ptr<FlatOptimizer> makeFlatOptimizer(const OptimizerSpec& spec, int64_t numel, c10::Device device);
 
 }  // namespace dsrt::optim

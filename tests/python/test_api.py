@@ -159,8 +159,8 @@ def test_a_client_optimizer_dsrt_cannot_partition_is_refused_with_the_alternativ
     model = tiny_model()
     cfg = config()
     del cfg["optimizer"]
-    with pytest.raises(dsrt.DsrtError, match=r"Adagrad(.|\n)*hint: .*optimizer\" block"):
-        deepspeed.initialize(model=model, optimizer=torch.optim.Adagrad(model.parameters()), config=cfg)
+    with pytest.raises(dsrt.DsrtError, match=r"RMSprop(.|\n)*hint: .*optimizer\" block"):
+        deepspeed.initialize(model=model, optimizer=torch.optim.RMSprop(model.parameters()), config=cfg)
     with pytest.raises(dsrt.DsrtError, match="optimizer= and the config has"):
         deepspeed.initialize(model=model, optimizer=torch.optim.Adam(model.parameters()), config=config())
 

@@ -66,3 +66,12 @@ def test_python_front_equals_the_cpp_api_on_the_same_mlp(reference):
         pytest.fail(f"{cpp} not built")
     out = run_dsrun(1, cpp, "--deepspeed_config", cfg, *MODEL, python=None)
     assert_close_lists(losses(out.stdout), ref_losses, rel=1e-5)
+
+
+def test_lion_partitioned_on_2_ranks_reproduces_one_process(tmp_path, write_config):
+    """Lion's flat optimizer on ZeRO-2's partitions (each rank its own slice of exp_avg) against one process."""
+    lion = {"type": "Lion", "params": {"lr": 0.002, "betas": [0.9, 0.99], "weight_decay": 0.1}}
+    one_losses, one_params = train(tmp_path, write_config, 1, dict(ds_config(0), optimizer=lion), "lion_1")
+    got_losses, got_params = train(tmp_path, write_config, 2, dict(ds_config(2), optimizer=lion), "lion_2")
+    assert_close_lists(got_losses, one_losses, rel=1e-5)
+    assert_close_tensors(got_params, one_params, rel=1e-5, what="lion stage2")

@@ -1,5 +1,6 @@
-"""deepspeed.ops for dsrt: the optimizer classes scripts construct themselves (``deepspeed.ops.adam``)."""
+"""deepspeed.ops for dsrt: the optimizer classes scripts construct themselves (``deepspeed.ops.adam``,
+``deepspeed.ops.lion``, ``deepspeed.ops.adagrad``, ``deepspeed.ops.lamb``)."""
 
-from dsrt.ops import adam
+from dsrt.ops import adagrad, adam, lamb, lion
 
-__all__ = ["adam"]
+__all__ = ["adagrad", "adam", "lamb", "lion"]

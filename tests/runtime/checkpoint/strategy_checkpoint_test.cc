@@ -39,10 +39,10 @@ struct Trained {
   std::vector<at::Tensor> params;     ///< final parameters (rank 0)
 };
 
-/// Trains steps [first, last) on `world` ranks at `stage` with Adam; loads `loadDir` first and saves to
-/// `saveDir` after step `saveAt` when given.
+/// Trains steps [first, last) on `world` ranks at `stage` with `kind` (Adam unless said); loads `loadDir`
+/// first and saves to `saveDir` after step `saveAt` when given.
 Trained train(int stage, int world, int first, int last, const std::string& loadDir, const std::string& saveDir,
-              int saveAt) {
+              int saveAt, optim::OptimizerKind kind = optim::OptimizerKind::kAdam) {
   const zero::testing::Data data = zero::testing::makeData(kGlobalBatch * kSteps);
   const auto init = zero::testing::initialParams();
   Trained out;
@@ -57,7 +57,7 @@ Trained train(int stage, int world, int first, int last, const std::string& load
     ctx.reduceBucketNumel = 40;
     ctx.allgatherBucketNumel = 24;
     optim::OptimizerSpec ospec;
-    ospec.kind = optim::OptimizerKind::kAdam;
+    ospec.kind = kind;
     ospec.weightDecay = 0.01;
     ospec.numThreads = 1;
     ctx.makeOptimizer = [ospec](at::Tensor flat) { return optim::makeFlatOptimizer(ospec, flat.numel()); };
@@ -101,13 +101,18 @@ double relDiff(double a, double b) { return std::abs(a - b) / std::max(std::abs(
 }  // namespace
 
 TEST_CASE("a ZeRO checkpoint saved on N ranks resumes on M ranks with the uninterrupted losses", "[checkpoint]") {
-  auto [stage, saveWorld, loadWorld] = GENERATE(table<int, int, int>({{1, 4, 2}, {1, 2, 4}, {2, 4, 2}, {2, 2, 4},
-                                                                      {2, 3, 1}, {1, 1, 3}}));
-  INFO("stage " << stage << " saved on " << saveWorld << " ranks, loaded on " << loadWorld);
+  using optim::OptimizerKind;
+  // Lion's exp_avg and Adagrad's sum re-partition by name as Adam's moments do.
+  auto [stage, saveWorld, loadWorld, kind] = GENERATE(table<int, int, int, OptimizerKind>(
+      {{1, 4, 2, OptimizerKind::kAdam}, {1, 2, 4, OptimizerKind::kAdam}, {2, 4, 2, OptimizerKind::kAdam},
+       {2, 2, 4, OptimizerKind::kAdam}, {2, 3, 1, OptimizerKind::kAdam}, {1, 1, 3, OptimizerKind::kAdam},
+       {2, 2, 1, OptimizerKind::kLion}, {1, 2, 1, OptimizerKind::kAdagrad}}));
+  INFO("stage " << stage << " saved on " << saveWorld << " ranks, loaded on " << loadWorld << ", "
+                << optim::kindName(kind));
   TempDir tmp;
-  const Trained full = train(stage, saveWorld, 0, kSteps, "", tmp.path(), kSaveAfter);
+  const Trained full = train(stage, saveWorld, 0, kSteps, "", tmp.path(), kSaveAfter, kind);
   REQUIRE(readLatest(tmp.path()) == std::string("global_step3"));
-  const Trained resumed = train(stage, loadWorld, kSaveAfter, kSteps, tmp.path(), "", -1);
+  const Trained resumed = train(stage, loadWorld, kSaveAfter, kSteps, tmp.path(), "", -1, kind);
   REQUIRE(resumed.losses.size() == size_t(kSteps - kSaveAfter));
   for (int i = 0; i < kSteps - kSaveAfter; ++i) {
     INFO("step " << kSaveAfter + i + 1 << ": resumed " << resumed.losses[i] << " uninterrupted " << full.losses[kSaveAfter + i]);

@@ -178,6 +178,31 @@ TEST_CASE("optimizer params are read for Adam and SGD", "[runtime][config]") {
   CHECK(s.optimizer->weightDecay == 1e-4);
 }
 
+TEST_CASE("Lion and Adagrad take DeepSpeed's names in any case with their classes' defaults", "[runtime][config]") {
+  DeepSpeedConfig lion = parse(json::parse(R"({"train_batch_size": 1, "optimizer": {"type": "lion"}})"));
+  CHECK(lion.optimizer->type == OptimizerType::Lion);
+  CHECK(lion.optimizer->lr == 1e-3);  // FusedLion / DeepSpeedCPULion
+  CHECK(lion.optimizer->betas == std::array<double, 2>{0.9, 0.999});
+  CHECK(lion.optimizer->weightDecay == 0.0);
+  CHECK_FALSE(lion.optimizer->adamWMode);
+  DeepSpeedConfig lionSet = parse(json::parse(R"({"train_batch_size": 1, "optimizer": {"type": "Lion",
+      "params": {"lr": 1e-4, "betas": [0.95, 0.98], "weight_decay": 0.1}}})"));
+  CHECK(lionSet.optimizer->betas == std::array<double, 2>{0.95, 0.98});
+  CHECK(lionSet.optimizer->weightDecay == 0.1);
+  DeepSpeedConfig ada = parse(json::parse(R"({"train_batch_size": 1, "optimizer": {"type": "ADAGRAD"}})"));
+  CHECK(ada.optimizer->type == OptimizerType::Adagrad);
+  CHECK(ada.optimizer->lr == 1e-2);  // torch.optim.Adagrad / DeepSpeedCPUAdagrad
+  CHECK(ada.optimizer->eps == 1e-10);
+  CHECK(ada.optimizer->lrDecay == 0.0);
+  DeepSpeedConfig adaSet = parse(json::parse(R"({"train_batch_size": 1, "optimizer": {"type": "Adagrad",
+      "params": {"lr": 0.05, "eps": 1e-8, "weight_decay": 0.01, "lr_decay": 0.1, "initial_accumulator_value": 0.5}}})"));
+  CHECK(adaSet.optimizer->lr == 0.05);
+  CHECK(adaSet.optimizer->eps == 1e-8);
+  CHECK(adaSet.optimizer->weightDecay == 0.01);
+  CHECK(adaSet.optimizer->lrDecay == 0.1);
+  CHECK(adaSet.optimizer->initialAccumulatorValue == 0.5);
+}
+
 TEST_CASE("scheduler params default like lr_schedules.py and WarmupCosineLR scales the optimizer lr",
           "[runtime][config]") {
   DeepSpeedConfig w = parse({{"train_batch_size", 1}, {"scheduler", {{"type", "WarmupLR"}}}});

@@ -36,8 +36,18 @@ TEST_CASE("every invalid value is a ConfigError naming the key path, the allowed
       {R"("zero_optimization": {"stage3_max_live_parameters": 1, "max_live_parameters": 2})",
        "zero_optimization.max_live_parameters: give either zero_optimization.stage3_max_live_parameters or"
        " zero_optimization.max_live_parameters, not both"},
-      {R"("optimizer": {"type": "Lamb"})", "optimizer.type: expected one of Adam, AdamW, SGD, got 'Lamb'"},
-      {R"("optimizer": {"params": {"lr": 0.1}})", "optimizer.type: expected one of Adam, AdamW, SGD, got 'nothing'"},
+      {R"("optimizer": {"type": "Lamb"})",
+       "optimizer.type: DeepSpeed's Lamb is not built in libdsrt (FusedLamb's trust ratio is computed per parameter"
+       " tensor, which the engine's flat fp32 partitions do not keep apart), expected one of Adam, AdamW, SGD,"
+       " Lion, Adagrad, got 'Lamb'"},
+      {R"("optimizer": {"type": "OneBitAdam"})", "optimizer.type: DeepSpeed's OneBitAdam is not built in libdsrt ("
+                                                 "its compressed communication is not built), expected one of"},
+      {R"("optimizer": {"type": "MuAdamW"})",
+       "optimizer.type: DeepSpeed's MuAdamW is not built in libdsrt (it needs the mup package's Python optimizer)"},
+      {R"("optimizer": {"type": "RMSprop"})",
+       "optimizer.type: expected one of Adam, AdamW, SGD, Lion, Adagrad, got 'RMSprop'"},
+      {R"("optimizer": {"params": {"lr": 0.1}})",
+       "optimizer.type: expected one of Adam, AdamW, SGD, Lion, Adagrad, got 'nothing'"},
       {R"("optimizer": {"type": "Adam", "params": {"lr": -1}})", "optimizer.params.lr: expected a number >= 0"},
       {R"("optimizer": {"type": "Adam", "params": {"betas": [0.9]}})",
        "optimizer.params.betas: expected a list of two numbers in [0, 1), got '[0.9]'"},

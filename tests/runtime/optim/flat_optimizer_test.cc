@@ -326,8 +326,9 @@ TEST_CASE("FlatOptimizer param groups step each run with its group's settings, l
     return at::cat({p0.narrow(0, 0, 100), p1, p0.narrow(0, 100, 50)});
   };
 
-  SECTION("Adam, AdamW and SGD step each group's elements as an optimizer with that group's settings") {
-    for (OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamW, OptimizerKind::kSgd}) {
+  SECTION("every kind steps each group's elements as an optimizer with that group's settings") {
+    for (OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamW, OptimizerKind::kSgd, OptimizerKind::kLion,
+                               OptimizerKind::kAdagrad}) {
       OptimizerSpec spec;
       spec.kind = kind;
       spec.momentum = 0.9;
