@@ -19,6 +19,7 @@ class AdamFlatOptimizer : public FlatOptimizer {
   /// and its tail runs the vector code on masked lanes).
   void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
                     const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone) override;
+  bool stepsPieceByPiece() const override { return true; }
   OptimizerState state() const override;
   int64_t stepCount() const override { return step_; }
   void loadState(const OptimizerState& state, int64_t stepCount) override;

@@ -98,6 +98,11 @@ class FlatOptimizer {
   /// then reports every piece.
   virtual void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
                             const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone);
+  /// Whether stepInPieces reads and writes piece i only before it reports piece i and never touches
+  /// a later piece before that (true for an override that computes piece by piece; false for the base
+  /// implementation). ZeRO-Offload's pipeline relies on it to hand CPU Adam a piece's gradient just in
+  /// time: for an optimizer that answers false it waits for every piece before the step.
+  virtual bool stepsPieceByPiece() const { return false; }
 
   /// The state tensors (views of the live state, not copies), for memory accounting and checkpoints.
   /// Adam/AdamW: exp_avg, exp_avg_sq. SGD: momentum_buffer when momentum != 0, else nothing. Lion: exp_avg

@@ -18,6 +18,7 @@ class SgdFlatOptimizer : public FlatOptimizer {
   /// multiples of kPieceAlign, so ATen's vector loops line up; ATen's threads split each piece on their own).
   void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
                     const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone) override;
+  bool stepsPieceByPiece() const override { return true; }
   OptimizerState state() const override;
   int64_t stepCount() const override { return step_; }
   void loadState(const OptimizerState& state, int64_t stepCount) override;

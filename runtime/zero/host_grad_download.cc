@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 namespace dsrt::zero {
@@ -13,6 +14,18 @@ HostGradDownload::HostGradDownload(std::unique_ptr<SideStreamCopies> copies, int
                                    int64_t scratchNumel)
     : copies_(std::move(copies)), maxRunNumel_(maxRunNumel), scratchNumel_(scratchNumel) {
   TORCH_INTERNAL_ASSERT(copies_ != nullptr && scratchNumel_ >= 1, "host gradient download: no streams or no scratch");
+}
+
+HostGradDownload::~HostGradDownload() {
+  // Members die in reverse order: scratch_ before copies_, whose destructor waits too, but too late.
+  // scratch_ was allocated on the compute stream and is read and written only on the side stream;
+  // freed while the side stream's last conversion or download still uses it, the caching allocator
+  // would hand it to the compute stream's next allocation under that copy (silent corruption, which
+  // the CPU tests cannot show: their fake streams keep it alive in the deferred copy). So wait first.
+  try {
+    copies_->hostWaitsAll();
+  } catch (const std::exception&) {  // already failing (a device error); a destructor must not throw
+  }
 }
 
 void HostGradDownload::deliver(const at::Tensor& hostRun, const at::Tensor& averaged, bool accumulate) {

@@ -30,6 +30,10 @@ class HostGradDownload {
   /// small one cuts short runs into pieces too) must be >= 1.
   HostGradDownload(std::unique_ptr<SideStreamCopies> copies, int64_t maxRunNumel,
                    int64_t scratchNumel = kScratchNumel);
+  /// Waits on the host for the copies in flight before the scratch goes back to the allocator.
+  ~HostGradDownload();
+  HostGradDownload(const HostGradDownload&) = delete;
+  HostGradDownload& operator=(const HostGradDownload&) = delete;
 
   /// Issues hostRun = averaged (accumulate: hostRun + averaged) after the compute work enqueued so far.
   /// hostRun: fp32 host memory; averaged: same numel, fp32/fp16/bf16 on the device. Returns at once: the
@@ -48,6 +52,8 @@ class HostGradDownload {
   int64_t scratchNumel_;
   /// fp32 on the device, min(maxRunNumel_, scratchNumel_) long, allocated on first need and never
   /// replaced: only the side stream uses it, in order, so one buffer serves every piece of every delivery.
+  /// It is allocated on the compute stream (the caching allocator files it there) and never
+  /// recordStream'ed, so it must outlive the side stream's last use: see the destructor.
   at::Tensor scratch_;
 };
 

@@ -124,6 +124,7 @@ void MasterPartition::stepPipelined(optim::FlatOptimizer& optimizer, const at::T
   ops.step = [&](const std::vector<int64_t>& ends, const std::function<void(int64_t)>& stepped) {
     optimizer.stepInPieces(master_, hostGrad_, lr, lowOut, ends, stepped);
   };
+  ops.stepStreamsPieces = optimizer.stepsPieceByPiece();
   ops.upload = [model = model_, src = lowOut.defined() ? lowOut : master_](int64_t begin, int64_t end) {
     model.narrow(0, begin, end - begin).copy_(src.narrow(0, begin, end - begin), /*non_blocking=*/true);
   };

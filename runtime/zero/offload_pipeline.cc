@@ -44,6 +44,14 @@ void runOffloadPipeline(const std::vector<int64_t>& pieceEnds, const OffloadPiec
   };
 
   ready(0);
+  if (!ops.stepStreamsPieces) {
+    // The optimizer reads the whole gradient before it reports a piece (FlatOptimizer's base stepInPieces):
+    // waiting for piece i at its report would let it read pieces still in flight on the download stream,
+    // and scale them after it read them.
+    for (size_t i = 1; i < pieceEnds.size(); ++i) {
+      ready(i);
+    }
+  }
   size_t piece = 0;
   size_t nextReport = 0;
   bool computeWaitsLast = false;
@@ -63,7 +71,7 @@ void runOffloadPipeline(const std::vector<int64_t>& pieceEnds, const OffloadPiec
         }
       }
     }
-    if (++piece < pieceEnds.size()) {
+    if (++piece < pieceEnds.size() && ops.stepStreamsPieces) {
       ready(piece);
     }
   });

@@ -60,6 +60,9 @@ struct OffloadPieceOps {
   /// Runs the optimizer over all pieces in order, calling stepped(end) as soon as [0, end) is final:
   /// FlatOptimizer::stepInPieces, which keeps the result bit-identical to one step.
   std::function<void(const std::vector<int64_t>& ends, const std::function<void(int64_t end)>& stepped)> step;
+  /// Whether `step` reads piece i's gradient only after it reported every piece before i
+  /// (FlatOptimizer::stepsPieceByPiece). When false, every piece is downloaded and prepared before step runs.
+  bool stepStreamsPieces = true;
   /// Issues the copy of the finished piece to the device (run under upload's enqueue).
   std::function<void(int64_t begin, int64_t end)> upload;
 };

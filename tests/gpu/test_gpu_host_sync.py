@@ -32,7 +32,8 @@ from gpu_support import DEVICE_TYPE, LR, assert_close, batch, ds_config, loss_fn
 DEVICE = torch.device("cuda", 0) if DEVICE_TYPE == "cuda" else torch.device("cpu")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 GAS = 2
-LAYOUTS = [(0, None), (1, None), (2, None), (3, None), (2, "optimizer"), (3, "optimizer"), (3, "both")]
+LAYOUTS = [(0, None), (1, None), (2, None), (3, None), (1, "optimizer"), (2, "optimizer"), (3, "optimizer"),
+           (3, "both")]
 WIDTH, DEPTH = 64, 6
 
 

@@ -1,6 +1,6 @@
 """ZeRO-Offload's piece pipeline on one GPU (runtime/zero/offload_pipeline.h): a model wide enough that its
 partition is cut into several pieces (MasterPartition::kOffloadPieceNumel, 4 Mi elements), so the downloads,
-CPU Adam per piece and uploads on their own streams all run. Stages 2 and 3 + offload_optimizer (and stage 3
+CPU Adam per piece and uploads on their own streams all run. Stages 1, 2 and 3 + offload_optimizer (and stage 3
 + both offloads), against torch AdamW on the same GPU: fp32 losses within 1e-5 relative (TF32 off) and the final
 parameters within 1e-5, bf16 tracking fp32 torch and falling. test_gpu_training.py's MLP fits one piece.
 """
@@ -22,8 +22,11 @@ IN, WIDE, OUT, ROWS = 32, 3072, 16, 8
 PIECE = 1 << 22  # MasterPartition::kOffloadPieceNumel
 LR = 1e-4  # gpu_support's 1e-2 makes this wide model's loss blow up, where fp32 rounding differences grow
 # stage 3 + offload_param keeps the partition itself in host memory (CPU Adam writes it in place, nothing is
-# uploaded): the pipeline runs in the other two, that layout is here for its exactness on a wide model.
-LAYOUTS = [(2, "optimizer"), (3, "optimizer"), (3, "both")]
+# uploaded): the pipeline runs in the other three, that layout is here for its exactness on a wide model.
+# Stage 1 is the only layout whose pipeline downloads the gradient itself (piece by piece on the download
+# stream, a bf16 gradient converted to fp32 on the way: ATen converts on the device for a non_blocking copy
+# since torch 1.13), so it is the one that checks that the host waits for each piece before CPU Adam reads it.
+LAYOUTS = [(1, "optimizer"), (2, "optimizer"), (3, "optimizer"), (3, "both")]
 
 
 def make_wide_model():

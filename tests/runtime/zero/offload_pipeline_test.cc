@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/optim/device_adam_flat_optimizer.h"
 #include "runtime/optim/flat_optimizer.h"
 #include "runtime/zero/master_partition.h"
 #include "runtime/zero/offload_pipeline.h"
@@ -188,6 +189,52 @@ TEST_CASE("MasterPartition's pipelined offload step equals one plain optimizer s
         }
         CHECK(optimizer->stepCount() == 3);
       }
+    }
+  }
+}
+
+TEST_CASE("an offloaded step whose optimizer does not step piece by piece downloads and scales every piece first",
+          "[runtime][zero][offload]") {
+  // FlatOptimizer's base stepInPieces (DeviceAdamFlatOptimizer's, and any optimizer that does not override it)
+  // reads the whole gradient before it reports a piece: waiting for piece i only at its report handed it
+  // pieces still on the download stream (stale here, in flight on a GPU), scaled after it had read them.
+  const int64_t numel = 1000;
+  dsrt::optim::OptimizerSpec spec;
+  spec.kind = dsrt::optim::OptimizerKind::kAdamW;
+  spec.weightDecay = 0.01;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    INFO("dtype " << dtype);
+    at::manual_seed(9);
+    const at::Tensor initial = at::randn({numel}).to(dtype);
+    at::Tensor refMaster = initial.to(at::kFloat);
+    at::Tensor refModel = initial.clone();
+    dsrt::optim::DeviceAdamFlatOptimizer refOptimizer(spec, numel, at::kCPU, /*useFused=*/false);
+
+    at::Tensor model = initial.clone();
+    dsrt::zero::MasterPartition master(model, /*offload=*/true, /*pinMemory=*/false);
+    dsrt::optim::DeviceAdamFlatOptimizer optimizer(spec, numel, at::kCPU, /*useFused=*/false);
+    REQUIRE_FALSE(optimizer.stepsPieceByPiece());
+    std::vector<std::string> log;
+    FakePipelineStream compute("compute", &log);
+    FakePipelineStream down("download", &log);
+    FakePipelineStream up("upload", &log);
+    master.usePipelineStreams(PipelineStreams{&compute, &down, &up}, 128);  // 8 pieces
+    at::Tensor deviceGrad = at::zeros({numel}, at::TensorOptions().dtype(dtype));
+    for (int step = 0; step < 2; ++step) {
+      const at::Tensor grad = at::randn({numel}).to(dtype);
+      const double lr = 1e-2;
+      at::Tensor refGrad = grad.to(at::kFloat).clone().mul_(0.25);
+      if (dtype == at::kFloat) {
+        refOptimizer.step(refMaster, refGrad, lr);
+        refModel.copy_(refMaster);
+      } else {
+        refOptimizer.stepAndCopy(refMaster, refGrad, lr, refModel);
+      }
+      compute.enqueue([deviceGrad, grad] { deviceGrad.copy_(grad); });
+      master.step(optimizer, deviceGrad, /*gradScale=*/0.25, lr, {numel}, nullptr);
+      compute.drain();
+      CHECK(at::equal(master.master(), refMaster));
+      CHECK(at::equal(model, refModel));
     }
   }
 }
