@@ -19,6 +19,7 @@ class AdagradFlatOptimizer : public FlatOptimizer {
   void step(at::Tensor params, const at::Tensor& grads, double lr) override;
   void stepInPieces(at::Tensor params, const at::Tensor& grads, double lr, const at::Tensor& lowPrecisionOut,
                     const std::vector<int64_t>& pieceEnds, const PieceDone& pieceDone) override;
+  bool stepsPieceByPiece() const override { return true; }
   OptimizerState state() const override { return {{"sum", sum_}}; }
   int64_t stepCount() const override { return step_; }
   void loadState(const OptimizerState& state, int64_t stepCount) override;
