@@ -192,3 +192,38 @@ def test_state_that_is_not_elementwise_is_refused_at_save(tmp_path):
     train_engine(engine, batches()[:1])
     with pytest.raises(dsrt.DsrtError, match="state 'summary' of shape \\(2,\\)"):
         engine.save_checkpoint(tmp_path)
+
+
+class PlainSgd(torch.optim.Optimizer):
+    """p -= lr * grad: the update of the built-in SGD without momentum, as a script's own class."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.add_(p.grad, alpha=-group["lr"])
+
+
+@pytest.mark.parametrize("stage", [0, 2])
+def test_at_bf16_a_client_optimizer_steps_the_fp32_masters_and_the_model_gets_the_bf16_copy(stage):
+    def run(client):
+        model = model_of(5)
+        cfg = ds_config(stage, bf16={"enabled": True}, gradient_clipping=0.5)
+        if client:
+            engine, _, _, _ = deepspeed.initialize(model=model, optimizer=PlainSgd(model.parameters(), lr=0.05),
+                                                   config=cfg)
+        else:
+            cfg["optimizer"] = {"type": "SGD", "params": {"lr": 0.05}}
+            engine, _, _, _ = deepspeed.initialize(model=model, config=cfg)
+        data = [x.bfloat16() for x in batches()]
+        return train_engine(engine, data), model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (got, model), (want, reference) = run(True), run(False)
+    assert model[0].weight.dtype == torch.bfloat16
+    assert got == want
+    assert_same_model(model, reference)
