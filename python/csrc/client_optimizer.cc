@@ -21,6 +21,9 @@ using SharedObject = std::shared_ptr<py::object>;
 
 SharedObject share(const py::object& obj) {
   return SharedObject(new py::object(obj), [](py::object* o) {
+    if (!Py_IsInitialized()) {
+      return;  // an engine outliving the interpreter: nothing left to release the reference to
+    }
     py::gil_scoped_acquire gil;
     delete o;
   });
