@@ -59,7 +59,7 @@ def check_client_optimizer(config: dict, optimizer, rank: int):
                 f"DeepSpeed asks")
         if rank == 0:
             warnings.warn("**** You are using ZeRO with an untested optimizer, proceed with caution *****",
-                          stacklevel=3)
+                          stacklevel=4)
     if len(optimizer.state) > 0:
         raise _C.DsrtError(f"initialize(optimizer={name}): the optimizer has already stepped; its state belongs to "
                            f"the model's tensors, not to the flat fp32 tensor dsrt steps\n  hint: pass the "
