@@ -85,7 +85,8 @@ def _with_client_optimizer(config, optimizer):
         config["optimizer"] = optimizer_block(optimizer)
         return config, None
     except UntranslatableOptimizer:
-        pass
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise  # nothing to step: the refusal names the object's type
     check_client_optimizer(config, optimizer, comm.get_rank() if comm.is_initialized() else
                            int(os.environ.get("RANK", "0")))
     config["optimizer"] = placeholder_block(optimizer)

@@ -227,3 +227,9 @@ def test_at_bf16_a_client_optimizer_steps_the_fp32_masters_and_the_model_gets_th
     assert model[0].weight.dtype == torch.bfloat16
     assert got == want
     assert_same_model(model, reference)
+
+
+def test_an_object_that_is_not_a_torch_optimizer_is_still_refused_naming_its_type():
+    model = model_of()
+    with pytest.raises(dsrt.DsrtError, match="client optimizer of type builtins.object"):
+        deepspeed.initialize(model=model, optimizer=object(), config=ds_config(0))
