@@ -10,14 +10,8 @@ import torch
 import dsrt as deepspeed
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--local_rank", type=int, default=0)
-    parser.add_argument("--ckpt", required=True)
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--save_at", type=int, default=0)
-    parser.add_argument("--load", action="store_true")
-    args = parser.parse_args()
+def train(ckpt, steps=4, save_at=0, load=False):
+    """Trains to `steps` (from the checkpoint with `load`); returns rank 0's losses, printed as they come."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 13), torch.nn.Tanh(), torch.nn.Linear(13, 3))
     weights = [model[0].weight, model[2].weight]
@@ -28,19 +22,33 @@ def main():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ZeRO's "untested optimizer" caution
         engine, _, _, _ = deepspeed.initialize(model=model, optimizer=client, config=config)
-    if args.load:
-        engine.load_checkpoint(args.ckpt)
+    if load:
+        engine.load_checkpoint(ckpt)
     gen = torch.Generator().manual_seed(5)
-    data = [torch.randn(4, 8, generator=gen) for _ in range(args.steps)]
-    for step in range(engine.global_steps, args.steps):
+    data = [torch.randn(4, 8, generator=gen) for _ in range(steps)]
+    out = []
+    for step in range(engine.global_steps, steps):
         loss = engine(data[step]).pow(2).mean()
         engine.backward(loss)
         engine.step()
+        out.append(loss.item())
         if engine.global_rank == 0:
             print(f"step {engine.global_steps} loss {loss.item():.9g}", flush=True)
-        if engine.global_steps == args.save_at:
-            engine.save_checkpoint(args.ckpt)
-            return
+        if engine.global_steps == save_at:
+            engine.save_checkpoint(ckpt)
+            break
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=0)
+    parser.add_argument("--ckpt", required=True)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--save_at", type=int, default=0)
+    parser.add_argument("--load", action="store_true")
+    args = parser.parse_args()
+    train(args.ckpt, args.steps, args.save_at, args.load)
 
 
 if __name__ == "__main__":
