@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "runtime/backend_device_check.h"
 #include "runtime/comms/pending_comm.h"
@@ -183,7 +184,7 @@ void convertParams(std::vector<at::Tensor>& params, c10::ScalarType dtype) {
 }  // namespace
 
 Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
-               std::vector<int> paramGroups, bool modelAvoidsHalfKernels)
+               std::vector<int> paramGroups, bool modelAvoidsHalfKernels, OptimizerFactory clientOptimizer)
     : config_(std::move(config)), dist_(std::move(dist)) {
   tuneMallocForTraining();  // before the first step's allocations (malloc_tuning.h)
   TORCH_CHECK(dist_ && dist_->pg, "dsrt::Engine: no process group (call dsrt::init_distributed first)");
@@ -207,6 +208,9 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
   std::vector<at::Tensor> all = params;
   StrategyContext ctx = contextFor(std::move(params), config_, *dist_);
   ctx.timers = &timers_;
+  if (clientOptimizer) {
+    ctx.makeOptimizer = std::move(clientOptimizer);
+  }
   TORCH_CHECK(paramGroups.empty() || paramGroups.size() == ctx.params.size(), "dsrt::Engine: ", paramGroups.size(),
               " param group indices for ", ctx.params.size(), " parameters");
   ctx.paramGroups = std::move(paramGroups);

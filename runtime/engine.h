@@ -40,9 +40,12 @@ class Engine {
   /// set_group_settings(). With fp16 enabled on a device where this torch has no float16 matrix multiply
   /// (Debian's CPU torch 1.13) the engine refuses the config, naming fp16.enabled and the remedy (bf16),
   /// unless `modelAvoidsHalfKernels`: the model computes its float16 layers in fp32 there (as
-  /// dsrt::zero::linear does on the CPU).
+  /// dsrt::zero::linear does on the CPU). `clientOptimizer`, when set, builds the optimizer over the flat
+  /// fp32 tensor instead of the config's optimizer block (the Python package's client torch optimizer,
+  /// runtime/optim/client_flat_optimizer.h); the block then only names the engine's lr.
   Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, std::shared_ptr<DistContext> dist,
-         std::vector<int> paramGroups = {}, bool modelAvoidsHalfKernels = false);
+         std::vector<int> paramGroups = {}, bool modelAvoidsHalfKernels = false,
+         OptimizerFactory clientOptimizer = {});
   virtual ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "python/csrc/client_optimizer.h"
+#include "runtime/optim/client_flat_optimizer.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -34,9 +36,11 @@ std::string dtypeName(c10::ScalarType t) {
 
 std::shared_ptr<Engine> makeEngine(std::vector<at::Tensor> params, std::vector<std::string> names,
                                    config::DeepSpeedConfig cfg, std::shared_ptr<DistContext> dist,
-                                   std::vector<int> groups) {
+                                   std::vector<int> groups, const py::object& clientOptimizer) {
+  OptimizerFactory client = clientOptimizerFactory(clientOptimizer);  // under the GIL: it holds the object
   py::gil_scoped_release noGil;
-  auto engine = std::make_shared<Engine>(std::move(params), std::move(cfg), std::move(dist), std::move(groups));
+  auto engine = std::make_shared<Engine>(std::move(params), std::move(cfg), std::move(dist), std::move(groups),
+                                         /*modelAvoidsHalfKernels=*/false, std::move(client));
   engine->set_param_names(std::move(names));
   return engine;
 }
@@ -91,21 +95,32 @@ void bindEngine(py::module_& m) {
       .def_static(
           "from_file",
           [](std::vector<at::Tensor> params, std::vector<std::string> names, const std::string& path,
-             std::shared_ptr<DistContext> dist, std::vector<int> groups) {
+             std::shared_ptr<DistContext> dist, std::vector<int> groups, const py::object& clientOptimizer) {
             auto cfg = loadConfig(path, dist->env.worldSize, dist->env.rank, Frontend::Python);
-            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups));
+            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups),
+                              clientOptimizer);
           },
-          py::arg("params"), py::arg("names"), py::arg("path"), py::arg("dist"), py::arg("groups") = std::vector<int>{})
+          py::arg("params"), py::arg("names"), py::arg("path"), py::arg("dist"), py::arg("groups") = std::vector<int>{},
+          py::arg("client_optimizer") = py::none())
       .def_static(
           "from_json",
           [](std::vector<at::Tensor> params, std::vector<std::string> names, const std::string& text,
-             const std::string& source, std::shared_ptr<DistContext> dist, std::vector<int> groups) {
+             const std::string& source, std::shared_ptr<DistContext> dist, std::vector<int> groups,
+             const py::object& clientOptimizer) {
             auto cfg = loadConfig(nlohmann::json::parse(text), dist->env.worldSize, source, dist->env.rank,
                                   Frontend::Python);
-            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups));
+            return makeEngine(std::move(params), std::move(names), std::move(cfg), std::move(dist), std::move(groups),
+                              clientOptimizer);
           },
           py::arg("params"), py::arg("names"), py::arg("json"), py::arg("source"), py::arg("dist"),
-          py::arg("groups") = std::vector<int>{})
+          py::arg("groups") = std::vector<int>{}, py::arg("client_optimizer") = py::none())
+      // A client optimizer (client_optimizer= above) receives its flat tensor and runs now, not at the first step.
+      .def("bind_client_optimizer",
+           [](Engine& e) {
+             if (auto* client = dynamic_cast<optim::ClientFlatOptimizer*>(&e.strategy().optimizer())) {
+               client->bind();
+             }
+           })
       // Calls fn() (the module's forward) under the engine's forward timer.
       .def("forward", [](Engine& e, const py::function& fn) { return e.forward([&] { return fn(); }); })
       .def("backward", &Engine::backward, py::arg("loss"), py::arg("scale_wrt_gas") = true,

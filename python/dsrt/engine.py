@@ -32,6 +32,7 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 # client_state keys the engine adds to a checkpoint (and takes out again on load).
 _GROUPS_KEY = "dsrt_param_groups"
 _SCHEDULER_KEY = "lr_scheduler"
+_CLIENT_FORMS_KEY = "dsrt_client_optimizer_forms"
 
 
 def _group_indices(params, groups):
@@ -81,7 +82,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
 
     def __init__(self, model, named_params, config, config_source, dist_context, local_rank,
                  training_data=None, collate_fn=None, param_groups=None, client_optimizer=None,
-                 client_lr_scheduler=None, inference_only=False):
+                 client_lr_scheduler=None, inference_only=False, client_stepper=None):
         super().__init__()
         self._inference_only = inference_only
         self.module = model
@@ -93,10 +94,15 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         # initial broadcasts are logged too.
         comm.configure_comms_logger(blocks.comms_logger)
         if isinstance(config, str):
-            self._engine = _C.Engine.from_file(params, names, config, dist_context, group_of)
+            self._engine = _C.Engine.from_file(params, names, config, dist_context, group_of, client_stepper)
         else:
             self._engine = _C.Engine.from_json(params, names, json.dumps(finite_config(config, config_source)),
-                                               config_source, dist_context, group_of)
+                                               config_source, dist_context, group_of, client_stepper)
+        # A client optimizer dsrt has no built-in for steps the flat fp32 tensor itself (client_optimizer.py):
+        # its param groups hold views of that tensor from here on, as DeepSpeed's flat partitions.
+        self._client_stepper = client_stepper
+        if client_stepper is not None:
+            self._engine.bind_client_optimizer()
         self.config = config
         self.local_rank = local_rank
         self.global_rank = dist_context.rank
@@ -116,6 +122,9 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         tensor_fragment.register_engine(self, params)
         self._step_applied = False
         self.optimizer = _engine_optimizer(self._engine, params, param_groups, client_optimizer)
+        if client_stepper is not None:
+            self.optimizer.defaults = client_optimizer.defaults
+            self.optimizer.state = client_optimizer.state
         self._engine_schedules = self._engine.has_scheduler
         if self._engine_schedules:
             # DeepSpeed: a scheduler block in the config wins over a client scheduler.
@@ -207,7 +216,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         if self._engine.no_sync:
             raise AssertionError("It is illegal to call Engine.step() inside no_sync context manager")
         boundary = self._engine.is_gradient_accumulation_boundary()
-        if boundary:
+        if boundary and self._client_stepper is None:  # a client optimizer reads its groups itself
             self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))
         skipped = self._engine.skipped_steps
         profiling = self._flops_profiler is not None and self._flops_profiler.active(self.global_steps)
@@ -442,6 +451,8 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         """What the checkpoint keeps besides the C++ engine's state: the param groups' hyper-parameters
         and a client LR scheduler's state (DeepSpeed saves both)."""
         state = {_GROUPS_KEY: self.optimizer.hyper_parameters()}
+        if self._client_stepper is not None:
+            state[_CLIENT_FORMS_KEY] = self._client_stepper.forms()
         if self.lr_scheduler is not None and not self._engine_schedules:
             state[_SCHEDULER_KEY] = self.lr_scheduler.state_dict()
         return state
@@ -452,6 +463,10 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
             return client
         groups = client.pop(_GROUPS_KEY, None)
         scheduler = client.pop(_SCHEDULER_KEY, None)
+        forms = client.pop(_CLIENT_FORMS_KEY, None)
+        if self._client_stepper is not None:
+            self._client_stepper.set_forms(forms)
+            self._client_stepper.materialize()
         if restore_groups:
             self.optimizer.load_hyper_parameters(groups)
         if restore_scheduler and scheduler is not None and self.lr_scheduler is not None \

@@ -6,7 +6,8 @@ import torch
 
 from dsrt import _C, comm
 from dsrt.engine import DeepSpeedEngine
-from dsrt.optimizer import optimizer_block
+from dsrt.client_optimizer import ClientStepper, check_client_optimizer, placeholder_block
+from dsrt.optimizer import UntranslatableOptimizer, optimizer_block
 
 def _config_source(args, config, config_params):
     """DeepSpeed's rules: config= (or its old name config_params=) or args.deepspeed_config, not both."""
@@ -70,7 +71,9 @@ def _named_trainable(model, wanted):
 
 
 def _with_client_optimizer(config, optimizer):
-    """The config dict with the client optimizer's block; refuses a config that has its own."""
+    """(config dict with the client optimizer's block, stepper): the block translates a class dsrt builds
+    (stepper None); any other torch optimizer steps itself through a ClientStepper over the flat partitions,
+    under DeepSpeed's rules. Refuses a config that has its own optimizer block."""
     if isinstance(config, str):
         from dsrt.config_file import read_config_file
         config = read_config_file(config)
@@ -78,8 +81,16 @@ def _with_client_optimizer(config, optimizer):
         raise _C.DsrtError("initialize: an optimizer was passed as optimizer= and the config has an "
                            "\"optimizer\" block; pass one of them")
     config = dict(config)
-    config["optimizer"] = optimizer_block(optimizer)
-    return config
+    try:
+        config["optimizer"] = optimizer_block(optimizer)
+        return config, None
+    except UntranslatableOptimizer:
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise  # nothing to step: the refusal names the object's type
+    check_client_optimizer(config, optimizer, comm.get_rank() if comm.is_initialized() else
+                           int(os.environ.get("RANK", "0")))
+    config["optimizer"] = placeholder_block(optimizer)
+    return config, ClientStepper(optimizer)
 
 
 def _without_optimizer(config):
@@ -125,7 +136,9 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
         if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):
             raise _C.DsrtError("initialize(optimizer=<callable>): dsrt builds its optimizer from the config's "
                                "\"optimizer\" block, not from a factory function")
-        config = _with_client_optimizer(config, optimizer)
+        config, stepper = _with_client_optimizer(config, optimizer)
+    else:
+        stepper = None
     inference_only = False
     if optimizer is None:
         config, inference_only = _without_optimizer(config)
@@ -144,5 +157,5 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
     engine = DeepSpeedEngine(model, named, config, source, comm._dist_context(local_rank), local_rank,
                              training_data=training_data, collate_fn=collate_fn, param_groups=groups,
                              client_optimizer=optimizer, client_lr_scheduler=lr_scheduler,
-                             inference_only=inference_only)
+                             inference_only=inference_only, client_stepper=stepper)
     return engine, engine.optimizer, engine.training_dataloader, engine.lr_scheduler

@@ -9,7 +9,7 @@ passed in, whose param_groups it shares), or a script setting ``group["lr"]`` by
 engine uses, as with DeepSpeed. A client torch.optim.Adam/AdamW/SGD/Adagrad is accepted by reading its
 hyper-parameters into the optimizer block (as are deepspeed.ops.adam's FusedAdam and DeepSpeedCPUAdam,
 deepspeed.ops.lion's FusedLion and DeepSpeedCPULion, deepspeed.ops.adagrad's DeepSpeedCPUAdagrad);
-any other optimizer object is refused with the alternative.
+any other torch optimizer is stepped as it is, over the flat partitions (dsrt/client_optimizer.py).
 """
 
 import warnings
@@ -123,6 +123,11 @@ class EngineLRScheduler:
                       "this call does nothing", stacklevel=2)
 
 
+class UntranslatableOptimizer(_C.DsrtError):
+    """optimizer_block's refusal of a class dsrt has no built-in equivalent for: initialize() then steps the
+    client optimizer itself over the flat partitions (dsrt/client_optimizer.py)."""
+
+
 _TRANSLATABLE = {torch.optim.Adam: "Adam", torch.optim.AdamW: "AdamW", torch.optim.SGD: "SGD",
                  torch.optim.Adagrad: "Adagrad"}
 
@@ -150,7 +155,7 @@ def optimizer_block(optimizer) -> dict:
     from dsrt.ops.adam import _DeepSpeedAdam
     kind = _kind_of(optimizer)
     if kind is None:
-        raise _C.DsrtError(f"initialize(optimizer=...): dsrt cannot partition a client optimizer of type "
+        raise UntranslatableOptimizer(f"initialize(optimizer=...): dsrt cannot partition a client optimizer of type "
                            f"{type(optimizer).__module__}.{type(optimizer).__name__}: the C++ engine steps its "
                            f"own Adam/AdamW/SGD/Lion/Adagrad on the ZeRO partitions{_HINT}")
     d = optimizer.defaults
