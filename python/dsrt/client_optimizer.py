@@ -54,7 +54,7 @@ def check_client_optimizer(config: dict, optimizer, rank: int):
         if not config.get("zero_allow_untested_optimizer", False):
             raise _C.DsrtError(
                 f"initialize(optimizer={name}): ZeRO stage {stage} with an untested optimizer (dsrt builds "
-                f"Adam, AdamW and SGD), got no 'zero_allow_untested_optimizer': true\n  hint: add "
+                f"Adam, AdamW, SGD, Lion and Adagrad), got no 'zero_allow_untested_optimizer': true\n  hint: add "
                 f"\"zero_allow_untested_optimizer\": true to the config to step it on the ZeRO partitions, as "
                 f"DeepSpeed asks")
         if rank == 0:
