@@ -7,37 +7,22 @@ weight-decayed gradient feeds the sum of squares, but the step divides the RAW g
 (torch.optim.Adagrad divides the decayed one; the two agree when weight_decay is 0).
 """
 
-import torch
+from dsrt.ops._per_parameter import PerParameterOptimizer
 
 
-class DeepSpeedCPUAdagrad(torch.optim.Optimizer):
+class DeepSpeedCPUAdagrad(PerParameterOptimizer):
     """deepspeed.ops.adagrad.DeepSpeedCPUAdagrad's signature; state exp_avg_sq (DeepSpeed's name)."""
 
     def __init__(self, model_params, lr=1e-2, eps=1e-10, weight_decay=0, amsgrad=False, fp32_optimizer_states=True):
         super().__init__(model_params, dict(lr=lr, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad))
         self.fp32_optimizer_states = fp32_optimizer_states
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32)
-                state["step"] += 1
-                grad, value = p.grad.float(), p.float()
-                decayed = grad.add(value, alpha=group["weight_decay"]) if group["weight_decay"] > 0 else grad
-                state["exp_avg_sq"].addcmul_(decayed, decayed)
-                value.addcdiv_(grad, state["exp_avg_sq"].sqrt().add_(group["eps"]), value=-group["lr"])
-                p.copy_(value)
-        return loss
+    _state_names = ("exp_avg_sq",)
+
+    def _update(self, group, state, value, grad):
+        decayed = grad.add(value, alpha=group["weight_decay"]) if group["weight_decay"] > 0 else grad
+        state["exp_avg_sq"].addcmul_(decayed, decayed)
+        value.addcdiv_(grad, state["exp_avg_sq"].sqrt().add_(group["eps"]), value=-group["lr"])
 
 
 __all__ = ["DeepSpeedCPUAdagrad"]

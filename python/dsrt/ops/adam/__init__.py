@@ -9,10 +9,10 @@ ZeRO-Offload partition, the job these classes do in DeepSpeed. On their own they
 
 import math
 
-import torch
+from dsrt.ops._per_parameter import PerParameterOptimizer
 
 
-class _DeepSpeedAdam(torch.optim.Optimizer):
+class _DeepSpeedAdam(PerParameterOptimizer):
     """Adam/AdamW with DeepSpeed's adam_w_mode and bias_correction switches."""
 
     def __init__(self, params, lr, bias_correction, betas, eps, weight_decay, adam_w_mode, amsgrad):
@@ -23,39 +23,22 @@ class _DeepSpeedAdam(torch.optim.Optimizer):
         super().__init__(params, defaults)
         self.adam_w_mode = adam_w_mode
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p, dtype=torch.float32)
-                    state["exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32)
-                state["step"] += 1
-                grad = p.grad.float()
-                value = p.float()
-                if group["weight_decay"] != 0:
-                    if self.adam_w_mode:
-                        value.mul_(1 - group["lr"] * group["weight_decay"])
-                    else:
-                        grad = grad.add(value, alpha=group["weight_decay"])
-                state["exp_avg"].mul_(beta1).add_(grad, alpha=1 - beta1)
-                state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                step_size, denom = group["lr"], state["exp_avg_sq"].sqrt()
-                if group["bias_correction"]:
-                    step_size /= 1 - beta1 ** state["step"]
-                    denom.div_(math.sqrt(1 - beta2 ** state["step"]))
-                value.addcdiv_(state["exp_avg"], denom.add_(group["eps"]), value=-step_size)
-                p.copy_(value)
-        return loss
+    _state_names = ("exp_avg", "exp_avg_sq")
+
+    def _update(self, group, state, value, grad):
+        beta1, beta2 = group["betas"]
+        if group["weight_decay"] != 0:
+            if self.adam_w_mode:
+                value.mul_(1 - group["lr"] * group["weight_decay"])
+            else:
+                grad = grad.add(value, alpha=group["weight_decay"])
+        state["exp_avg"].mul_(beta1).add_(grad, alpha=1 - beta1)
+        state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size, denom = group["lr"], state["exp_avg_sq"].sqrt()
+        if group["bias_correction"]:
+            step_size /= 1 - beta1 ** state["step"]
+            denom.div_(math.sqrt(1 - beta2 ** state["step"]))
+        value.addcdiv_(state["exp_avg"], denom.add_(group["eps"]), value=-step_size)
 
 
 class FusedAdam(_DeepSpeedAdam):

@@ -13,8 +13,10 @@ FusedLion (csrc/lion/multi_tensor_lion.cu) +lr for both zeros.
 
 import torch
 
+from dsrt.ops._per_parameter import PerParameterOptimizer
 
-class _DeepSpeedLion(torch.optim.Optimizer):
+
+class _DeepSpeedLion(PerParameterOptimizer):
     """Lion with DeepSpeed's decoupled weight decay; state exp_avg (DeepSpeed's name)."""
 
     # Whether c == +0 steps down (the CPU kernel's copysign) rather than up (the CUDA kernel's c > 0 test).
@@ -23,32 +25,17 @@ class _DeepSpeedLion(torch.optim.Optimizer):
     def __init__(self, params, lr, betas, weight_decay):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), weight_decay=weight_decay))
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            lr, decay = group["lr"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p, dtype=torch.float32)
-                state["step"] += 1
-                grad, value, m = p.grad.float(), p.float(), state["exp_avg"]
-                c = m.mul(beta1).add_(grad, alpha=1 - beta1)
-                up = torch.signbit(c) if self._positive_zero_steps_down else c <= 0
-                if decay > 0:
-                    value.mul_(1 - lr * decay)
-                value.add_(torch.where(up, lr, -lr).to(value.dtype))
-                m.mul_(beta2).add_(grad, alpha=1 - beta2)
-                p.copy_(value)
-        return loss
+    _state_names = ("exp_avg",)
+
+    def _update(self, group, state, value, grad):
+        beta1, beta2 = group["betas"]
+        lr, decay, m = group["lr"], group["weight_decay"], state["exp_avg"]
+        c = m.mul(beta1).add_(grad, alpha=1 - beta1)
+        up = torch.signbit(c) if self._positive_zero_steps_down else c <= 0
+        if decay > 0:
+            value.mul_(1 - lr * decay)
+        value.add_(torch.where(up, lr, -lr).to(value.dtype))
+        m.mul_(beta2).add_(grad, alpha=1 - beta2)
 
 
 class FusedLion(_DeepSpeedLion):
