@@ -6,6 +6,7 @@ metric) and the engine share one group.
 """
 
 import atexit
+import gc
 import os
 import time
 from datetime import timedelta
@@ -80,6 +81,10 @@ _exit_hook_registered = False
 
 
 def _destroy_default_group():
+    # An engine built in a script's main() outlives it in a reference cycle (module hooks, optimizer and
+    # scheduler refer back to it) and holds the group: freed by the interpreter's last collection, it would take
+    # Gloo's threads down in the teardown all the same. Collect such engines first, while Python is whole.
+    gc.collect()
     if dist.is_initialized():
         dist.destroy_process_group()
 
