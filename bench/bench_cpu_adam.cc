@@ -19,51 +19,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench_optimizer_common.h"
 #include "runtime/optim/cpu_adam.h"
+
+const char* dsrun::bench::benchName() { return "bench_cpu_adam"; }
 
 namespace {
 
-struct Options {
-  int64_t params = 100'000'000;
-  int threads = 1;
-  int reps = 5;
-};
-
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr, "bench_cpu_adam: %s\nusage: bench_cpu_adam [--params N] [--threads T] [--reps R]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-int64_t parsePositive(const char* flag, const char* text) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v <= 0) {
-    usage(std::string(flag) + ": expected a positive integer, got '" + text + "'");
-  }
-  return v;
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) {
-      usage(flag == "--help" ? "help" : flag + ": missing value");
-    }
-    if (flag == "--params") {
-      o.params = parsePositive(argv[i], argv[i + 1]);
-    } else if (flag == "--threads") {
-      o.threads = static_cast<int>(parsePositive(argv[i], argv[i + 1]));
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(parsePositive(argv[i], argv[i + 1]));
-    } else {
-      usage("unknown option '" + flag + "'");
-    }
-    ++i;
-  }
-  return o;
-}
+using dsrun::bench::Options;
+using dsrun::bench::Timing;
+using dsrun::bench::bestTimes;
 
 // The bound: Adam's loads and stores, one multiply-add each. Cloned per ISA so the bound is not held back
 // by SSE2 code generation. In-place stores into just-read lines cost no extra traffic, which is why a
@@ -94,39 +59,6 @@ void parallelChunks(int64_t n, int threads, const std::function<void(int64_t, in
   }
 }
 
-struct Timing {
-  double wall = 1e30;
-  /// Process CPU time: on a shared, oversubscribed machine it excludes the time the scheduler gave
-  /// to others, so it shows what the code would do on a quiet machine (wall time stays the headline).
-  double cpu = 1e30;
-};
-
-double cpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-// Best wall and CPU time of each of `fns` over `reps` rounds after one warm-up round (which also faults
-// the pages in). The functions alternate within a round, so a neighbour's load hits all alike.
-std::vector<Timing> bestTimes(int reps, const std::vector<std::function<void()>>& fns) {
-  std::vector<Timing> best(fns.size());
-  for (int r = -1; r < reps; ++r) {
-    for (size_t k = 0; k < fns.size(); ++k) {
-      const double c0 = cpuSeconds();
-      const auto t0 = std::chrono::steady_clock::now();
-      fns[k]();
-      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double cpu = cpuSeconds() - c0;
-      if (r >= 0) {
-        best[k].wall = std::min(best[k].wall, wall);
-        best[k].cpu = std::min(best[k].cpu, cpu);
-      }
-    }
-  }
-  return best;
-}
-
 void printRow(const char* what, const Timing& t, int64_t n, int threads) {
   std::printf("%-20s %8.4f s/step  %8.1f M params/s  (%.1f GB/s at 28 B/param; by CPU time %.1f M params/s)\n",
               what, t.wall, n / t.wall / 1e6, 28.0 * n / t.wall / 1e9, n / (t.cpu / threads) / 1e6);
@@ -135,7 +67,7 @@ void printRow(const char* what, const Timing& t, int64_t n, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  const Options o = dsrun::bench::parse(argc, argv, 100'000'000);
   at::set_num_threads(o.threads);
   const int64_t n = o.params;
   const dsrt::optim::CpuIsa isa = dsrt::optim::bestCpuIsa();

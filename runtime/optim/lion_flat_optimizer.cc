@@ -1,8 +1,7 @@
 #include "runtime/optim/lion_flat_optimizer.h"
 
+#include <ATen/ops/copysign.h>
 #include <ATen/ops/scalar_tensor.h>
-#include <ATen/ops/signbit.h>
-#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
@@ -33,15 +32,15 @@ void LionFlatOptimizer::stepInPieces(at::Tensor params, const at::Tensor& grads,
       at::Tensor p = params.narrow(0, from, to - from);
       const at::Tensor g = grads.narrow(0, from, to - from);
       at::Tensor m = expAvg_.narrow(0, from, to - from);
-      // -copysign(lr, c): a set sign bit (negative c, or -0) steps up, a clear one down.
-      const at::Tensor c = m.mul(spec.beta1).add_(g, 1.0 - spec.beta1);
-      // fp32 operands (0-dim), so the update is float on every device, as the kernels' float alpha.
-      const at::Tensor update = at::where(at::signbit(c), at::scalar_tensor(groupLr, c.options()),
-                                          at::scalar_tensor(-groupLr, c.options()));
+      // p -= copysign(lr, c): a set sign bit (negative c, or -0) steps up, a clear one down. Written over c
+      // in place (one temporary, as a torch-ops Lion), with lr as a 0-dim fp32 operand so the step is float
+      // on every device, as the kernels' float alpha.
+      at::Tensor c = m.mul(spec.beta1).add_(g, 1.0 - spec.beta1);
+      at::copysign_out(c, at::scalar_tensor(groupLr, c.options()), c);
       if (spec.weightDecay > 0.0) {
         p.mul_(1.0 - groupLr * spec.weightDecay);
       }
-      p.add_(update);
+      p.sub_(c);
       m.mul_(spec.beta2).add_(g, 1.0 - spec.beta2);
       if (lowPrecisionOut.defined()) {
         lowPrecisionOut.narrow(0, from, to - from).copy_(p);
