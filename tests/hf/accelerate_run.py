@@ -10,7 +10,7 @@ import os
 
 import torch
 
-from hf_trainer_run import Tokens, tiny_gpt2
+from hf_trainer_run import Tokens, release_real_deepspeed_group, tiny_gpt2
 
 
 def main():
@@ -59,3 +59,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    release_real_deepspeed_group()
