@@ -223,12 +223,27 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
     paramShapes_.push_back(p.sizes().vec());
   }
   strategy_ = makeGradStrategy(config_.zero.stage, std::move(ctx));
-  strategy_->zeroGrad();
+  live().zeroGrad();
   applyScheduledMomentum();
   lastPrint_ = std::chrono::steady_clock::now();
 }
 
 Engine::~Engine() = default;
+
+GradStrategy& Engine::live() const {
+  TORCH_CHECK(strategy_, "dsrt::Engine: this engine was released at interpreter exit (its process group is gone)");
+  return *strategy_;
+}
+
+void Engine::release() {
+  strategy_.reset();
+  if (dist_ && dist_->pg) {
+    // The context may be shared (the C++ frontend's init_distributed): keep its rank fields, drop only our hold.
+    auto detached = std::make_shared<DistContext>(*dist_);
+    detached->pg.reset();
+    dist_ = std::move(detached);
+  }
+}
 
 c10::Device Engine::paramDevice() const {
   return params_.empty() ? c10::Device(c10::kCPU) : params_.front().device();
@@ -275,7 +290,7 @@ void Engine::backward(const at::Tensor& loss, bool scaleWrtGas) {
   const bool reduce = boundary && !noSync_;
   {
     auto scope = timers_.scope(EngineTimers::kBackward);
-    strategy_->beginBackward(reduce);
+    live().beginBackward(reduce);
     const auto gas = config_.batch.gradientAccumulationSteps;
     at::Tensor scaled = gas > 1 && scaleWrtGas ? loss / static_cast<double>(gas) : loss;
     if (precision_.fp16) {
@@ -286,7 +301,7 @@ void Engine::backward(const at::Tensor& loss, bool scaleWrtGas) {
   }
   {
     auto scope = timers_.scope(EngineTimers::kAllreduce);
-    strategy_->endBackward(reduce);
+    live().endBackward(reduce);
   }
   backwardDone_ = true;
   windowOpen_ = !reduce;
@@ -340,11 +355,11 @@ void Engine::step() {
       }
       if (overflow) {
         // Skipped: no update, no scheduler step; the gradients are dropped (DeepSpeed's zero_grad).
-        strategy_->zeroGrad();
+        live().zeroGrad();
         ++skippedSteps_;
       } else {
-        strategy_->step(get_lr(), gradMultiplier(scaleBefore));
-        strategy_->zeroGrad();
+        live().step(get_lr(), gradMultiplier(scaleBefore));
+        live().zeroGrad();
         ++lastBatchIteration_;
         applyScheduledMomentum();
       }
@@ -360,13 +375,13 @@ void Engine::step() {
 }
 
 void Engine::zero_grad() {
-  strategy_->zeroGrad();
+  live().zeroGrad();
   gradState_ = GradientState::kNone;
   noSyncUnreduced_ = false;
 }
 
 void Engine::set_group_settings(std::vector<optim::GroupSettings> settings) {
-  strategy_->optimizer().setGroupSettings(std::move(settings));
+  live().optimizer().setGroupSettings(std::move(settings));
 }
 
 void Engine::applyScheduledMomentum() {
@@ -376,7 +391,7 @@ void Engine::applyScheduledMomentum() {
   const bool hasBetas = config_.optimizer->type != config::OptimizerType::SGD &&
                         config_.optimizer->type != config::OptimizerType::Adagrad;
   if (auto betas = config::oneCycleBetas(*config_.scheduler, lastBatchIteration_, hasBetas)) {
-    strategy_->optimizer().setBetas((*betas)[0], (*betas)[1]);
+    live().optimizer().setBetas((*betas)[0], (*betas)[1]);
   }
 }
 

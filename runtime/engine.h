@@ -100,9 +100,11 @@ class Engine {
   enum class GradientState { kNone, kLocal, kReduced };
   GradientState gradient_state() const { return gradState_; }
   /// What this rank holds of trainable parameter `param` (GradStrategy::fragment).
-  ParamFragment param_fragment(int64_t param) const { return strategy_->fragment(param); }
+  ParamFragment param_fragment(int64_t param) const { return live().fragment(param); }
   /// The learning rate the next optimizer step will use.
   double get_lr() const;
+  /// The config scheduler's position (DeepSpeed's scheduler.last_batch_iteration): -1 before any step.
+  int64_t last_batch_iteration() const { return lastBatchIteration_; }
   /// Each param group's hyper-parameters for the following optimizer steps (index = group); unset
   /// fields take the config's optimizer block and the scheduled lr. The Python API sets them from
   /// optimizer.param_groups before every step, so a client LR scheduler or a script editing a group's
@@ -124,13 +126,13 @@ class Engine {
   int zero_stage() const { return config_.zero.stage; }
   const config::DeepSpeedConfig& config() const { return config_; }
   const std::shared_ptr<DistContext>& dist() const { return dist_; }
-  GradStrategy& strategy() { return *strategy_; }
+  GradStrategy& strategy() { return live(); }
   /// Parameters + gradients + optimizer state bytes this rank holds on the model's device (ZeRO paper
   /// accounting; with offload_optimizer the fp32 master and optimizer state are not on the device).
-  int64_t model_state_bytes() const { return strategy_->modelStateBytes(); }
+  int64_t model_state_bytes() const { return live().modelStateBytes(); }
   /// ZeRO-Offload: bytes this rank keeps in host memory (fp32 master partition, fp32 gradient partition,
   /// optimizer state); 0 without offload_optimizer.
-  int64_t offloaded_state_bytes() const { return strategy_->offloadedStateBytes(); }
+  int64_t offloaded_state_bytes() const { return live().offloadedStateBytes(); }
 
   /// Mixed precision (fp16 / bf16 blocks). The engine converts the model's floating parameters to
   /// model_dtype() at construction (DeepSpeed's module.half() / module.bfloat16()).
@@ -178,11 +180,20 @@ class Engine {
   /// Names of the trainable parameters (registration order), used in checkpoints; "param.<i>" if unset.
   void set_param_names(std::vector<std::string> names) { paramNames_ = std::move(names); }
 
+  /// Lets go of the process group: frees the strategy (buckets, gathers, partitions, optimizer), each of which
+  /// holds the group, and this engine's own reference, so that destroying the group joins its Gloo/NCCL threads
+  /// at once. The Python package calls it at interpreter exit for every engine still alive (one kept in a module
+  /// global), before destroying the group: a group freed in the interpreter's teardown aborts the rank now and
+  /// then. Afterwards the counters still read, and any call that needs the strategy throws c10::Error.
+  void release();
+
  private:
   /// Throws the fp16 refusal (half_kernels.h) when `what` is a missing-Half-kernel error under fp16;
   /// returns for any other error, which the caller rethrows unchanged.
   void explainForwardError(const std::string& what) const;
   c10::Device paramDevice() const;
+  /// The strategy; throws c10::Error once release() has freed it.
+  GradStrategy& live() const;
   void logProgress();
   /// fp16: whether any rank's gradients overflowed (allreduce MAX of the local flags).
   bool anyRankOverflowed();

@@ -94,7 +94,7 @@ void Engine::save_checkpoint(const std::string& saveDir, const std::optional<std
   const std::string name = tag.value_or("global_step" + std::to_string(globalSteps_));
   try {
     checkpoint::saveStrategyCheckpoint(
-        handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), saveDir, name,
+        handleOf(live(), params_, paramNames_, paramShapes_, *dist_, zero_stage()), saveDir, name,
         engineState(), clientState.is_null() ? nlohmann::json::object() : clientState, nullptr, saveLatest);
   } catch (const checkpoint::CheckpointError& e) {
     TORCH_CHECK(false, "engine.save_checkpoint: ", e.what());
@@ -123,7 +123,7 @@ Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, con
   checkpoint::LoadedStates loaded;
   try {
     loaded = checkpoint::loadStrategyCheckpoint(
-        handleOf(*strategy_, params_, paramNames_, paramShapes_, *dist_, zero_stage()), loadDir, tag,
+        handleOf(live(), params_, paramNames_, paramShapes_, *dist_, zero_stage()), loadDir, tag,
         strategyOptions);
     if (!options.moduleOnly) loadEngineState(loaded.engineState, options);
   } catch (const checkpoint::CheckpointError& e) {
@@ -132,7 +132,7 @@ Engine::LoadedCheckpoint Engine::load_checkpoint(const std::string& loadDir, con
     TORCH_CHECK(false, "engine.load_checkpoint: ", checkpoint::tagDir(loadDir, loaded.tag),
                 ": engine state is incomplete: ", e.what());
   }
-  strategy_->zeroGrad();
+  live().zeroGrad();
   progress_.record(globalSteps_);
   const std::string path = checkpoint::tagDir(loadDir, loaded.tag);
   if (rank() == 0) {
@@ -154,7 +154,7 @@ bool Engine::save_16bit_model(const std::string& saveDir, const std::string& fil
     }
     return false;
   }
-  std::vector<at::Tensor> full = strategy_->fullParams();  // collective at stage 3
+  std::vector<at::Tensor> full = live().fullParams();  // collective at stage 3
   std::string error;
   if (rank() == 0) {
     try {

@@ -13,7 +13,7 @@ namespace dsrt {
 
 bool Engine::anyRankOverflowed() {
   // On the parameters' device: NCCL reduces only device tensors.
-  at::Tensor flag = at::full({1}, strategy_->hasOverflow() ? 1.0f : 0.0f,
+  at::Tensor flag = at::full({1}, live().hasOverflow() ? 1.0f : 0.0f,
                              at::TensorOptions().dtype(at::kFloat).device(params_.front().device()));
   if (world_size() > 1) {
     std::vector<at::Tensor> t{flag};
@@ -32,7 +32,7 @@ double Engine::gradMultiplier(double scaleBefore) {
   if (clip <= 0.0) {
     return scale == 1.0 ? 1.0 : 1.0 / scale;
   }
-  const double scaledNorm = strategy_->gradNorm();
+  const double scaledNorm = live().gradNorm();
   if (scale == 1.0 && scaleBefore == 1.0) {
     // torch's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
     lastGradNorm_ = scaledNorm;

@@ -128,6 +128,8 @@ void bindEngine(py::module_& m) {
       .def("set_gradient_accumulation_boundary", &Engine::set_gradient_accumulation_boundary, py::arg("is_boundary"))
       .def("step", &Engine::step, py::call_guard<py::gil_scoped_release>())
       .def("zero_grad", &Engine::zero_grad, py::call_guard<py::gil_scoped_release>())
+      // With the GIL held: a client optimizer's Python callbacks are freed with the strategy.
+      .def("release", &Engine::release, "lets go of the process group (interpreter exit); later steps raise")
       .def("is_gradient_accumulation_boundary", &Engine::is_gradient_accumulation_boundary)
       .def("get_lr", &Engine::get_lr)
       .def(
@@ -159,6 +161,12 @@ void bindEngine(py::module_& m) {
                              [](const Engine& e) { return e.config().zero.gather16bitWeightsOnModelSave; })
       .def_property_readonly("optimizer_settings", &optimizerSettings)
       .def_property_readonly("has_scheduler", [](const Engine& e) { return e.config().scheduler.has_value(); })
+      .def_property_readonly("scheduler_type",
+                             [](const Engine& e) -> std::optional<std::string> {
+                               if (!e.config().scheduler) return std::nullopt;
+                               return config::toString(e.config().scheduler->type);
+                             })
+      .def_property_readonly("last_batch_iteration", &Engine::last_batch_iteration)
       .def(
           "save_checkpoint",
           [](Engine& e, const std::string& dir, std::optional<std::string> tag, const std::string& client,

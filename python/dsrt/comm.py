@@ -8,7 +8,9 @@ metric) and the engine share one group.
 import atexit
 import gc
 import os
+import sys
 import time
+import weakref
 from datetime import timedelta
 
 import torch
@@ -80,13 +82,37 @@ def init_distributed(dist_backend=None, auto_mpi_discovery=True, distributed_por
 _exit_hook_registered = False
 
 
+_engines_holding_the_group = weakref.WeakSet()
+
+
+def _release_at_exit(engine):
+    """Called by every DeepSpeedEngine: the exit hook lets its native engine go of the group if it still lives."""
+    _engines_holding_the_group.add(engine)
+
+
 def _destroy_default_group():
-    # An engine built in a script's main() outlives it in a reference cycle (module hooks, optimizer and
-    # scheduler refer back to it) and holds the group: freed by the interpreter's last collection, it would take
-    # Gloo's threads down in the teardown all the same. Collect such engines first, while Python is whole.
+    # An engine holds the group (its buckets and gathers do): freed only in the interpreter's teardown, it would
+    # take Gloo's threads down there all the same. One built in a script's main() outlives it in a reference
+    # cycle (module hooks, optimizer and scheduler refer back to it): collect those while Python is whole. One
+    # kept in a module global (a script written at top level) lives on: its native engine lets go of the group.
     gc.collect()
+    for engine in list(_engines_holding_the_group):
+        engine._engine.release()
+    _forget_groups_in_default_arguments()
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+def _forget_groups_in_default_arguments():
+    # torch 2.x: torch.distributed.nn.functional's functions take `group=group.WORLD`, evaluated at import. Imported
+    # after the group exists (the first torch optimizer built imports torch._dynamo, which imports it), they hold
+    # the group past destroy_process_group, into the teardown. None means the default group there all the same.
+    module = sys.modules.get("torch.distributed.nn.functional")
+    for fn in vars(module).values() if module is not None else ():
+        defaults = getattr(fn, "__defaults__", None)
+        if getattr(fn, "__module__", None) == module.__name__ and defaults and \
+                any(isinstance(d, dist.ProcessGroup) for d in defaults):
+            fn.__defaults__ = tuple(None if isinstance(d, dist.ProcessGroup) else d for d in defaults)
 
 
 def _destroy_group_at_exit():

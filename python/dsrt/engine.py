@@ -20,7 +20,7 @@ from dsrt.engine_api import EngineApi
 from dsrt.monitor import MonitorMaster
 from dsrt.monitor.training_events import TrainingEvents
 from dsrt.profiling.flops_profiler import FlopsProfiler
-from dsrt.optimizer import EngineLRScheduler, EngineOptimizer, check_groups
+from dsrt.optimizer import EngineOptimizer, check_groups, engine_lr_scheduler
 from dsrt.utils import tensor_fragment
 from dsrt.utils.zero_to_fp32 import copy_recovery_script
 from dsrt.zero.broadcast import broadcast_from
@@ -100,6 +100,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
                                                config_source, dist_context, group_of, client_stepper)
         # A client optimizer dsrt has no built-in for steps the flat fp32 tensor itself (client_optimizer.py):
         # its param groups hold views of that tensor from here on, as DeepSpeed's flat partitions.
+        comm._release_at_exit(self)
         self._client_stepper = client_stepper
         if client_stepper is not None:
             self._engine.bind_client_optimizer()
@@ -128,7 +129,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         self._engine_schedules = self._engine.has_scheduler
         if self._engine_schedules:
             # DeepSpeed: a scheduler block in the config wins over a client scheduler.
-            self.lr_scheduler = EngineLRScheduler(self._engine, self.optimizer)
+            self.lr_scheduler = engine_lr_scheduler(self._engine, self.optimizer)
             self._write_scheduled_lr()
         elif callable(client_lr_scheduler):
             self.lr_scheduler = client_lr_scheduler(self.optimizer)  # DeepSpeed: a factory gets the optimizer

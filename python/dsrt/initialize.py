@@ -108,6 +108,38 @@ def _without_optimizer(config):
     return config, True
 
 
+def _is_optimizer_factory(optimizer):
+    return optimizer is not None and callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer)
+
+
+def _check_scheduler_fits_optimizer(optimizer, lr_scheduler):
+    """DeepSpeed's rule, with its AssertionError: a scheduler object is bound to an optimizer object, so it cannot
+    come with an optimizer that does not exist yet (a factory) or with none at all."""
+    if isinstance(lr_scheduler, _scheduler_base()):
+        assert isinstance(optimizer, torch.optim.Optimizer), \
+            f"Client Optimizer (type = {type(optimizer)} is not instantiated but Client LR Scheduler is instantiated"
+
+
+def _scheduler_base():
+    lr_scheduler = torch.optim.lr_scheduler
+    return getattr(lr_scheduler, "LRScheduler", lr_scheduler._LRScheduler)
+
+
+def _optimizer_from_factory(factory, model, model_parameters):
+    """initialize(optimizer=<callable>): what the callable returns for the parameters, checked."""
+    if model_parameters is None:
+        params = list(model.parameters())
+    else:
+        params = model_parameters if isinstance(model_parameters, list) else list(model_parameters)
+    name = getattr(factory, "__qualname__", type(factory).__name__)
+    built = factory(params)
+    if not isinstance(built, torch.optim.Optimizer):
+        raise _C.DsrtError(f"initialize(optimizer={name}): the callable returned {type(built).__name__}, not a "
+                           f"torch.optim.Optimizer\n  hint: a factory takes model_parameters and returns the "
+                           f"optimizer over them, e.g. lambda params: torch.optim.AdamW(params, lr=1e-3)")
+    return built
+
+
 def _engine_device(local_rank):
     """DeepSpeed moves the module to its accelerator device at initialize (cuda:LOCAL_RANK under NCCL)."""
     import torch.distributed as dist
@@ -132,16 +164,13 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
         raise _C.DsrtError("initialize(mpu=...): model parallelism is not supported by dsrt (data parallel only)")
     config = _config_source(args, config, config_params)
     source = config if isinstance(config, str) else "<config dict>"
-    if optimizer is not None:
-        if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):
-            raise _C.DsrtError("initialize(optimizer=<callable>): dsrt builds its optimizer from the config's "
-                               "\"optimizer\" block, not from a factory function")
-        config, stepper = _with_client_optimizer(config, optimizer)
-    else:
-        stepper = None
-    inference_only = False
+    factory = optimizer if _is_optimizer_factory(optimizer) else None
+    _check_scheduler_fits_optimizer(optimizer, lr_scheduler)
+    stepper, inference_only = None, False
     if optimizer is None:
         config, inference_only = _without_optimizer(config)
+    elif factory is None:
+        config, stepper = _with_client_optimizer(config, optimizer)
     comm.init_distributed(distributed_port=distributed_port, dist_init_required=dist_init_required,
                           verbose=False)
     local_rank = int(os.environ.get("LOCAL_RANK", getattr(args, "local_rank", 0) or 0))
@@ -149,6 +178,11 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
     if device is not None:
         torch.cuda.set_device(device)
         model.to(device)
+    if factory is not None:
+        # DeepSpeed calls the factory once the module is on its device, with model_parameters as given (the
+        # module's parameters when None), and then treats what it returns as a client optimizer.
+        optimizer = _optimizer_from_factory(factory, model, model_parameters)
+        config, stepper = _with_client_optimizer(config, optimizer)
     groups = optimizer.param_groups if optimizer is not None else _param_groups(model_parameters)
     wanted = None if groups is None else [p for g in groups for p in g["params"]]
     named = _named_trainable(model, wanted)

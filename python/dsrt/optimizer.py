@@ -17,6 +17,7 @@ import warnings
 import torch
 
 from dsrt import _C
+from dsrt.runtime import lr_schedules
 
 _HINT = "\n  hint: remove optimizer= and describe the optimizer in the config's \"optimizer\" block " \
         "(Adam, AdamW, SGD, Lion or Adagrad), which dsrt partitions and offloads"
@@ -99,11 +100,18 @@ class EngineOptimizer(torch.optim.Optimizer):
 
 
 class EngineLRScheduler:
-    """What initialize() returns as its lr_scheduler when the config has a scheduler block."""
+    """What initialize() returns as its lr_scheduler when the config has a scheduler block (engine_lr_scheduler
+    gives it the block's class too)."""
 
     def __init__(self, engine, optimizer):
         self._engine = engine
         self.optimizer = optimizer
+
+    @property
+    def last_batch_iteration(self):
+        """DeepSpeed's counter: -1 before the first optimizer step, then the steps taken (skipped fp16 steps
+        do not advance it)."""
+        return self._engine.last_batch_iteration
 
     def get_lr(self):
         return [self._engine.get_lr()] * len(self.optimizer.param_groups)
@@ -121,6 +129,18 @@ class EngineLRScheduler:
         # advance it twice there. dsrt does not: it says so once.
         warnings.warn("lr_scheduler.step(): the engine steps the scheduler at every optimizer step; "
                       "this call does nothing", stacklevel=2)
+
+
+def engine_lr_scheduler(engine, optimizer):
+    """The engine's scheduler as an instance of the config block's class (deepspeed.runtime.lr_schedules.WarmupLR
+    for "type": "WarmupLR", ...), as DeepSpeed's engine builds one: scripts and Accelerate check the type or its
+    name. The engine computes and steps the schedule; the class only answers isinstance and type().__name__."""
+    kind = getattr(lr_schedules, engine.scheduler_type)
+    return _ENGINE_SCHEDULER_CLASSES.setdefault(kind, type(kind.__name__, (EngineLRScheduler, kind), {
+        "__module__": kind.__module__, "__doc__": EngineLRScheduler.__doc__}))(engine, optimizer)
+
+
+_ENGINE_SCHEDULER_CLASSES = {}
 
 
 class UntranslatableOptimizer(_C.DsrtError):

@@ -233,3 +233,76 @@ def test_an_object_that_is_not_a_torch_optimizer_is_still_refused_naming_its_typ
     model = model_of()
     with pytest.raises(dsrt.DsrtError, match="client optimizer of type builtins.object"):
         deepspeed.initialize(model=model, optimizer=object(), config=ds_config(0))
+
+
+@pytest.mark.parametrize("where", ["stage0", "stage2"])
+def test_an_optimizer_factory_gets_model_parameters_and_trains_like_the_optimizer_it_returns(where):
+    """DeepSpeed's initialize(optimizer=<callable>): called with model_parameters (a list, as given) once the
+    module is on its device; what it returns is the client optimizer from then on."""
+    model, reference = model_of(), model_of()
+    seen = []
+
+    def factory(params):
+        seen.append([len(g["params"]) for g in params])  # now: the optimizer rewires these dicts
+        return torch.optim.RMSprop(params, lr=0.01, alpha=0.99, momentum=0.5)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=factory, config=CONFIGS[where](),
+                                                       model_parameters=groups_of(model))
+    assert seen == [[2, 4]]
+    assert optimizer.param_groups[1]["alpha"] == 0.9  # the group's own value, kept by the factory's optimizer
+    got = train_engine(engine, batches())
+    assert got == pytest.approx(train_torch(reference, rmsprop(reference), batches()), rel=1e-5)
+    assert_same_model(model, reference)
+
+
+def test_an_optimizer_factory_without_model_parameters_gets_the_modules_and_may_name_a_built_in():
+    """A factory returning torch's AdamW is translated to the built-in AdamW like an AdamW object would be."""
+    model, reference = model_of(2), model_of(2)
+    seen = []
+
+    def factory(params):
+        seen.append(params)
+        return torch.optim.AdamW(params, lr=0.01, weight_decay=0.1)
+
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=factory, config={"train_batch_size": 4})
+    assert isinstance(seen[0], list) and [p is q for p, q in zip(seen[0], model.parameters())] == [True] * 6
+    got = train_engine(engine, batches())
+    want = train_torch(reference, torch.optim.AdamW(reference.parameters(), lr=0.01, weight_decay=0.1), batches())
+    assert got == pytest.approx(want, rel=1e-5)
+
+
+def test_a_factory_that_returns_no_optimizer_is_refused_naming_it():
+    with pytest.raises(dsrt.DsrtError, match=r"initialize\(optimizer=.*make_it\): the callable returned dict, "
+                                             r"not a torch.optim.Optimizer"):
+        def make_it(params):
+            return {"params": params}
+        deepspeed.initialize(model=model_of(), optimizer=make_it, config={"train_batch_size": 4})
+
+
+@pytest.mark.parametrize("optimizer", ["factory", "config block"])
+def test_a_scheduler_object_without_an_optimizer_object_is_deepspeeds_assertion(optimizer):
+    """DeepSpeed asserts a scheduler object comes with the optimizer object it is bound to (the engine would
+    schedule an optimizer it never steps)."""
+    model = model_of()
+    stray = torch.optim.lr_scheduler.StepLR(torch.optim.SGD(model.parameters(), lr=0.1), step_size=1)
+    config = {"train_batch_size": 4}
+    client = None
+    if optimizer == "factory":
+        client = lambda params: torch.optim.AdamW(params, lr=0.01)  # noqa: E731
+    else:
+        config["optimizer"] = {"type": "Adam", "params": {"lr": 0.01}}
+    with pytest.raises(AssertionError, match="is not instantiated but Client LR Scheduler is instantiated"):
+        deepspeed.initialize(model=model, optimizer=client, lr_scheduler=stray, config=config)
+
+
+def test_a_scheduler_factory_gets_the_optimizer_a_factory_built():
+    model = model_of()
+    engine, optimizer, _, scheduler = deepspeed.initialize(
+        model=model, optimizer=lambda params: torch.optim.AdamW(params, lr=0.01),
+        lr_scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5),
+        config={"train_batch_size": 4})
+    assert isinstance(scheduler, torch.optim.lr_scheduler.StepLR) and scheduler.optimizer is optimizer
+    train_engine(engine, batches()[:2])
+    assert engine.get_lr() == pytest.approx([0.0025])

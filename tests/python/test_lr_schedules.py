@@ -80,3 +80,19 @@ def test_bad_arguments_raise_the_configs_errors():
         lr_schedules.WarmupCosineLR(opt, total_num_steps=5, warmup_num_steps=5)
     with pytest.raises(ValueError, match="warmup_type"):
         lr_schedules.WarmupLR(opt, warmup_type="cubic")
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_the_engines_scheduler_is_an_instance_of_the_config_blocks_class(kind):
+    """DeepSpeed's engine builds the block's class (isinstance(lr_scheduler, WarmupLR) in its tests; Accelerate
+    checks type(scheduler).__name__ against VALID_LR_SCHEDULES); last_batch_iteration counts the steps taken."""
+    model = model_of()
+    cfg = {"train_batch_size": 4, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
+           "scheduler": {"type": kind, "params": CASES[kind]}}
+    engine, _, _, scheduler = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    assert isinstance(scheduler, getattr(lr_schedules, kind)) and type(scheduler).__name__ == kind
+    assert type(scheduler).__name__ in lr_schedules.VALID_LR_SCHEDULES
+    assert scheduler.last_batch_iteration == -1
+    run(engine)
+    assert scheduler.last_batch_iteration == STEPS - 1
+    assert scheduler.get_last_lr() == [engine.get_lr()[0]]
