@@ -10,6 +10,7 @@ import torch
 class _Accelerator:
     def __init__(self, name):
         self._name = name
+        self._compile_backend = "inductor"  # DeepSpeed's CUDA and CPU accelerators' default
 
     # ---- device --------------------------------------------------------------------------------
     def device_name(self, device_index=None):
@@ -152,6 +153,17 @@ class _Accelerator:
             # None is the current device, as in DeepSpeed (not device 0).
             return torch.cuda.get_device_properties(device_index).total_memory
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+    # ---- torch.compile (engine.compile's default backend) -----------------------------------------
+    def get_compile_backend(self):
+        return self._compile_backend
+
+    def set_compile_backend(self, backend):
+        import torch._dynamo  # noqa: F401  (only asked for when compiling: torch 2.x)
+        supported = torch._dynamo.list_backends(exclude_tags=())
+        if backend not in supported:
+            raise ValueError(f"{backend} not supported by {self._name}. Supported Backends are {supported}")
+        self._compile_backend = backend
 
     def __repr__(self):
         return f"<dsrt accelerator {self._name}>"

@@ -1,14 +1,46 @@
-"""DeepSpeed engine methods scripts call besides the training loop: no_sync() and the batch-size setters.
+"""DeepSpeed engine methods scripts call besides the training loop: no_sync(), the batch-size setters, compile().
 
 DeepSpeedEngine (engine.py) inherits them; the C++ engine holds the state (dsrt._C.Engine.set_no_sync,
 set_train_batch_size), so its boundary counting, loss scaling and gradient reduction follow at once.
 """
 
 import contextlib
+import warnings
+
+import torch
+
+from dsrt import _C
+from dsrt.accelerator import get_accelerator
 
 
 class EngineApi:
-    """Mixed into DeepSpeedEngine: needs self._engine (dsrt._C.Engine) and self.dp_world_size."""
+    """Mixed into DeepSpeedEngine: needs self._engine (dsrt._C.Engine), self.module and self.dp_world_size."""
+
+    _is_compiled = False
+
+    def compile(self, backend=None, compile_kwargs=None, schedule=None, compiled_autograd_enabled=False):
+        """DeepSpeed's engine.compile(): torch.compile of the wrapped module in place
+        (module.compile(backend=..., **compile_kwargs)), so the engine's forward runs the compiled module; a
+        second call does nothing. The engine's own work (gradient reduction, ZeRO's gathers, the optimizer)
+        stays in libdsrt outside the graph, as DeepSpeed's stays outside it without DeepCompile; `schedule`
+        belongs to DeepCompile and is ignored as DeepSpeed ignores it then. RuntimeError, as DeepSpeed's,
+        where torch cannot compile a module (torch 1.13)."""
+        if not hasattr(torch.nn.Module, "compile") or not hasattr(torch, "compiler"):
+            raise RuntimeError("compile is not supported in your version of PyTorch.")
+        if compiled_autograd_enabled:
+            raise _C.DsrtError("engine.compile(compiled_autograd_enabled=True) is not supported by dsrt\n  hint: "
+                               "the backward pass runs libdsrt's reduction hooks; compile the forward only")
+        if self._is_compiled:
+            return
+        compile_kwargs = dict(compile_kwargs or {})
+        if "backend" in compile_kwargs:
+            warnings.warn("The `backend` in `compile_kwargs` will be overridden. Use the `backend` argument instead.")
+        self.module.compile(**{**compile_kwargs, "backend": backend or get_accelerator().get_compile_backend()})
+        self._is_compiled = True
+
+    @property
+    def is_compiled(self) -> bool:
+        return self._is_compiled
 
     def zero_optimization_partition_gradients(self) -> bool:
         """ZeRO stage 2 or 3: gradients are reduce-scattered into partitions (DeepSpeed's query)."""

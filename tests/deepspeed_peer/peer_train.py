@@ -18,6 +18,7 @@ import os
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before any group: see release_*_group below)
 
 VOCAB, HIDDEN, SEQ = 64, 32, 8
 
@@ -110,7 +111,9 @@ def release_deepspeed_group(impl):
     abort now and then (SIGABRT, "terminate called without an active exception", seen in CI on DeepSpeed's
     rank). dsrt's exit hook collects the engine and destroys the group first (python/dsrt/comm.py); do the same
     for DeepSpeed here, so the peer's run fails only for what it computes. dsrt's run keeps relying on its hook,
-    as a user's script would."""
+    as a user's script would. On torch 2.x, torch.distributed.nn.functional imported after the group exists (the
+    first optimizer imports it) holds the group in its default arguments past destroy_process_group: imported
+    at the top of this script, before any group, it holds None."""
     if impl == "deepspeed":
         gc.collect()
         if dist.is_initialized():

@@ -14,6 +14,7 @@ import json
 import os
 
 import torch
+import torch.distributed.nn  # noqa: F401  (before any group: see release_*_group below)
 
 CONFIGS = {
     "zero0": {"stage": 0},
@@ -163,7 +164,9 @@ def release_real_deepspeed_group():
     """Real DeepSpeed leaves torch.distributed's group to the interpreter's teardown, where Gloo's threads
     abort now and then (SIGABRT, "terminate called without an active exception", seen in CI on DeepSpeed's
     ranks). dsrt's exit hook collects and destroys it first (python/dsrt/comm.py); do the same for real
-    DeepSpeed, so the peer's run fails only for what it computes. dsrt's run keeps relying on its own hook."""
+    DeepSpeed, so the peer's run fails only for what it computes. dsrt's run keeps relying on its own hook. On
+    torch 2.x, torch.distributed.nn.functional imported after the group exists holds it in its default arguments
+    past destroy_process_group: this script imports it first, before any group."""
     import deepspeed
     import torch.distributed as dist
     if hasattr(deepspeed, "__dsrt_version__"):

@@ -110,8 +110,9 @@ def test_the_compat_distribution_is_what_hugging_face_detects():
 
     import dsrt
     assert is_deepspeed_available() and hf_available()
-    assert importlib.metadata.version("deepspeed") == "0.14.3+dsrt"
-    assert compare_versions("deepspeed", ">=", "0.9.3") and not compare_versions("deepspeed", ">=", "0.14.4")
+    assert importlib.metadata.version("deepspeed") == "0.14.4+dsrt"
+    # Accelerate calls engine.compile() from 0.14.4 on (dsrt has it) and offers "nossh" from 0.14.5 (dsrun lacks it).
+    assert compare_versions("deepspeed", ">=", "0.14.4") and not compare_versions("deepspeed", ">=", "0.14.5")
     assert deepspeed.initialize is dsrt.initialize and deepspeed.zero is dsrt.zero
     from deepspeed.launcher.runner import DEEPSPEED_ENVIRONMENT_NAME
     from deepspeed.runtime.lr_schedules import VALID_LR_SCHEDULES
@@ -144,7 +145,7 @@ def test_trainer_losses_resume_save_and_evaluate_match_real_deepspeed(tmp_path, 
     got, want = _results(ours), _results(theirs)
     for name in CONFIGS:
         g, w = got[name], want[name]
-        assert g["deepspeed"] == "0.14.3" and w["deepspeed"] != "0.14.3", (g["deepspeed"], w["deepspeed"])
+        assert g["deepspeed"] == "0.14.4" and w["deepspeed"] != "0.14.4", (g["deepspeed"], w["deepspeed"])
         assert sorted(map(int, g["losses"])) == [1, 2, 3, 4], g
         _close(g["losses"], w["losses"], f"{name}: loss")
         _close(g["resumed"], w["resumed"], f"{name}: resumed loss")
@@ -178,7 +179,7 @@ def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_pa
     import torch
     for stage in variants:
         g, w = results["dsrt"][stage], results["deepspeed"][stage]
-        assert g["deepspeed"] == "0.14.3" and w["deepspeed"] != "0.14.3"
+        assert g["deepspeed"] == "0.14.4" and w["deepspeed"] != "0.14.4"
         assert len(g["losses"]) == 4 and g["global_steps"] == w["global_steps"] == 4, (g, w)
         _close(dict(enumerate(g["losses"])), dict(enumerate(w["losses"])), f"accelerate zero {stage}: loss")
         assert not g["missing"] and g["state_keys"] == w["state_keys"], (g, w)
@@ -187,3 +188,35 @@ def test_accelerate_launch_with_a_deepspeed_plugin_matches_real_deepspeed(tmp_pa
         for k in theirs:
             diff = (ours[k] - theirs[k]).abs().max().item()
             assert diff <= 1e-4, f"accelerate zero {stage}: weight {k} differs from DeepSpeed's by {diff}"
+
+
+COMPILE_RUN = """
+import json, os, sys, torch
+from accelerate import Accelerator, PartialState
+from accelerate.utils import DeepSpeedPlugin, set_seed
+set_seed(0)
+PartialState(cpu=True)
+acc = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=int(sys.argv[1]), gradient_accumulation_steps=1),
+                  dynamo_backend=sys.argv[2])
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+loader = torch.utils.data.DataLoader(torch.randn(8, 8, generator=torch.Generator().manual_seed(1)), batch_size=2)
+model, opt, loader = acc.prepare(model, opt, loader)
+losses = []
+for x in loader:
+    loss = model(x).pow(2).mean(); acc.backward(loss); opt.step(); opt.zero_grad(); losses.append(loss.item())
+print(json.dumps({"compiled": model.is_compiled, "losses": losses}))
+"""
+
+
+@pytest.mark.parametrize("stage", ["2", "3"])
+def test_accelerate_with_a_dynamo_backend_compiles_the_engine_and_trains_as_eager(stage):
+    """From DeepSpeed 0.14.4 on (the compat distribution's version) Accelerate calls engine.compile() when a
+    dynamo backend is configured; one process, aot_eager (no C++ compile), the losses of the eager run."""
+    runs = {}
+    for backend in ("no", "aot_eager"):
+        env = _env(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT="29674")
+        proc = _run([sys.executable, "-c", COMPILE_RUN, stage, backend], env)
+        runs[backend] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert runs["aot_eager"]["compiled"] and not runs["no"]["compiled"], runs
+    assert runs["aot_eager"]["losses"] == runs["no"]["losses"] and len(runs["no"]["losses"]) == 4, runs

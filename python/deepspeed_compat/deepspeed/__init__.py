@@ -31,7 +31,7 @@ from dsrt import (  # noqa: E402,F401
 )
 
 # The DeepSpeed release this stands for (pyproject.toml says why this one); dsrt's own version beside it.
-__version__ = "0.14.3"
+__version__ = "0.14.4"
 version = __version__
 __version_major__, __version_minor__, __version_patch__ = (int(x) for x in __version__.split("."))
 __dsrt_version__ = dsrt.__version__

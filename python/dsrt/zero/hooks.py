@@ -80,6 +80,15 @@ def _hooked_modules(model, seen=None):
         yield from _hooked_modules(child, seen)
 
 
+def _eager(fn):
+    """Kept out of torch.compile's graphs (engine.compile): the hooks call into libdsrt's coordinator, which
+    dynamo cannot trace, and tracing them recompiled per module type until its cache limit. A no-op on torch
+    1.13. DeepSpeed keeps its ZeRO-3 hooks eager the same way."""
+    compiler = getattr(torch, "compiler", None)
+    return compiler.disable(fn) if compiler is not None and hasattr(compiler, "disable") else fn
+
+
+@_eager
 def _pre_forward(module, args):
     coordinator, gate = _C.zero3_open(module._dsrt_params, torch.is_grad_enabled())
     module._dsrt_gates.append((coordinator, gate))
@@ -88,6 +97,7 @@ def _pre_forward(module, args):
     return _map_tensors(args, lambda t: _C.zero3_wrap_input(coordinator, gate, t))
 
 
+@_eager
 def _post_forward(module, args, output):
     coordinator, gate = module._dsrt_gates.pop()
     if coordinator < 0:
