@@ -260,7 +260,7 @@ DEEPSPEED_API = {
         ("steps_per_print", ""), ("wall_clock_breakdown", ""), ("deepspeed_io", ""), ("global_steps", ""),
         ("global_samples", ""), ("micro_steps", ""), ("skipped_steps", ""), ("module", ""), ("optimizer", ""),
         ("lr_scheduler", ""), ("monitor", ""), ("no_sync", "stages 0 and 1, as DeepSpeed"), ("destroy", ""),
-        ("compile", "torch.compile of the engine"), ("local_rank", ""),
+        ("compile", "torch 2.x: the module compiled in place, libdsrt and the ZeRO-3 hooks outside the graph"), ("local_rank", ""),
         ("global_rank", ""), ("world_size", ""), ("train", "torch.nn.Module's"), ("eval", "torch.nn.Module's"),
     ],
     "deepspeed.comm": [
