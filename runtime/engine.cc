@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/assertion_failure.h"
 #include "runtime/backend_device_check.h"
 #include "runtime/comms/pending_comm.h"
 #include "runtime/config/config_warnings.h"
@@ -103,6 +104,8 @@ StrategyContext contextFor(std::vector<at::Tensor> params, const config::DeepSpe
   }
   ctx.offloadOptimizer = cfg.zero.offloadOptimizer.device == config::OffloadDevice::Cpu;
   ctx.pinMemory = cfg.zero.offloadOptimizer.pinMemory;
+  ctx.trackUnusedParameters = ctx.offloadOptimizer && !cfg.zero.ignoreUnusedParameters &&
+                              (cfg.zero.stage == 1 || cfg.zero.stage == 2);
   ctx.paramPinMemory = cfg.zero.offloadParam.pinMemory;
   optim::OptimizerSpec spec = specFor(*cfg.optimizer);
   if (cfg.optimizer->type == config::OptimizerType::Adagrad && ctx.offloadOptimizer) {
@@ -229,6 +232,26 @@ Engine::Engine(std::vector<at::Tensor> params, config::DeepSpeedConfig config, s
 }
 
 Engine::~Engine() = default;
+
+void Engine::checkEveryParameterGotAGradient() const {
+  const std::vector<int64_t> unused = live().unusedParameters();
+  if (unused.empty()) {
+    return;
+  }
+  std::string names;
+  for (size_t k = 0; k < unused.size() && k < 5; ++k) {
+    const auto i = static_cast<size_t>(unused[k]);
+    names += (k ? ", " : "") + (i < paramNames_.size() ? paramNames_[i] : "param." + std::to_string(i));
+  }
+  if (unused.size() > 5) {
+    names += ", ... (" + std::to_string(unused.size()) + " in all)";
+  }
+  // DeepSpeed's assertion (ZeRO 1/2 with CPU offload, stage_1_and_2.py), with the parameters named.
+  throw AssertionFailure(config_.source + ": This assert indicates that your module has parameters that were not used "
+                         "in producing loss: " + names + ". You can avoid this assert by (1) enable "
+                         "ignore_unused_parameters option in zero_optimization config; (2) making sure all trainable "
+                         "parameters and `forward` function outputs participate in calculating loss.");
+}
 
 GradStrategy& Engine::live() const {
   TORCH_CHECK(strategy_, "dsrt::Engine: this engine was released at interpreter exit (its process group is gone)");
@@ -358,6 +381,7 @@ void Engine::step() {
         live().zeroGrad();
         ++skippedSteps_;
       } else {
+        checkEveryParameterGotAGradient();
         live().step(get_lr(), gradMultiplier(scaleBefore));
         live().zeroGrad();
         ++lastBatchIteration_;

@@ -194,6 +194,9 @@ class Engine {
   c10::Device paramDevice() const;
   /// The strategy; throws c10::Error once release() has freed it.
   GradStrategy& live() const;
+  /// zero_optimization.ignore_unused_parameters false (ZeRO 1/2 + offload_optimizer): throws AssertionFailure
+  /// naming the parameters of this rank's partition that got no gradient in the window, as DeepSpeed asserts.
+  void checkEveryParameterGotAGradient() const;
   void logProgress();
   /// fp16: whether any rank's gradients overflowed (allreduce MAX of the local flags).
   bool anyRankOverflowed();

@@ -73,6 +73,10 @@ struct StrategyContext {
   /// communication_data_type: gradients are reduced in this dtype (converted from and back to the
   /// params' dtype around each collective); nullopt: the params' own dtype, as DeepSpeed.
   std::optional<at::ScalarType> commDtype;
+  /// zero_optimization.ignore_unused_parameters false with offload_optimizer at stages 1 and 2, where DeepSpeed
+  /// asserts every parameter of a rank's partition got a gradient since the last step: the strategy records
+  /// which did (GradStrategy::unusedParameters).
+  bool trackUnusedParameters = false;
   /// zero_optimization.offload_optimizer.device == cpu: the fp32 master partition, the optimizer state
   /// and an fp32 gradient partition live in host memory and the optimizer steps there (ZeRO 1/2).
   bool offloadOptimizer = false;
@@ -164,6 +168,10 @@ class GradStrategy {
   /// The gradient is this rank's accumulation before a window's reduction and the averaged one after it
   /// (ZeRO 2/3 reduce every micro-step). Local, no collective. The default refuses, naming the strategy.
   virtual ParamFragment fragment(int64_t param) const;
+
+  /// With ctx.trackUnusedParameters: the parameters (registration order) of this rank's partition that got no
+  /// gradient since the last step(). Empty otherwise, and for strategies that do not track.
+  virtual std::vector<int64_t> unusedParameters() const { return {}; }
 };
 
 /// Stage 0 is runtime/ddp/ddp_strategy.cc; stages 1 and 2 come from runtime/zero/zero_strategy.h,

@@ -1,11 +1,14 @@
 // Every error libdsrt raises reaches Python as one dsrt.DsrtError (a RuntimeError) carrying the C++
-// message without LibTorch's C++ backtrace: users act on the message, the frames are noise to them.
+// message without LibTorch's C++ backtrace: users act on the message, the frames are noise to them. Two
+// exceptions keep DeepSpeed's Python types: std::invalid_argument (ValueError) and AssertionFailure.
 #include "python/csrc/bindings.h"
 
 #include <c10/util/Exception.h>
 
 #include <exception>
 #include <stdexcept>
+
+#include "runtime/assertion_failure.h"
 
 namespace py = pybind11;
 
@@ -24,6 +27,8 @@ void bindErrors(py::module_& m) {
       }
     } catch (const c10::Error& e) {
       PyErr_SetString(error->ptr(), e.what_without_backtrace());
+    } catch (const AssertionFailure& e) {  // where DeepSpeed fails an assert
+      PyErr_SetString(PyExc_AssertionError, e.what());
     } catch (const std::invalid_argument& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const std::runtime_error& e) {  // checkpoint::CheckpointError and the like

@@ -61,6 +61,27 @@ ZeroOptimizer::ZeroOptimizer(StrategyContext ctx)
   if (!ctx_.paramGroups.empty()) {
     optimizer_->setGroupRuns(partitionGroupRuns(plan_, ctx_.rank, ctx_.paramGroups));
   }
+  if (ctx_.trackUnusedParameters) {
+    // Its own hooks, beside the stage's: they only note that autograd produced a gradient for the parameter.
+    gotGradient_.assign(ctx_.params.size(), 0);
+    gradientSeen_ = std::make_unique<GradReadyHooks>(ctx_.params, [this](int64_t i) {
+      gotGradient_[static_cast<size_t>(i)] = 1;
+    });
+  }
+}
+
+std::vector<int64_t> ZeroOptimizer::unusedParameters() const {
+  std::vector<int64_t> unused;
+  if (gotGradient_.empty()) {
+    return unused;
+  }
+  for (const ParamPiece& piece : plan_.piecesOf(ctx_.rank)) {
+    const auto i = static_cast<size_t>(piece.param);
+    if (!gotGradient_[i] && (unused.empty() || unused.back() != piece.param)) {
+      unused.push_back(piece.param);
+    }
+  }
+  return unused;
 }
 
 std::unique_ptr<BucketReducer> ZeroOptimizer::makeReducer(BucketIo io) const {
@@ -96,6 +117,8 @@ double ZeroOptimizer::gradNorm() {
 
 void ZeroOptimizer::step(double lr, double clipScale) {
   c10::AutoGradMode noGrad(false);
+  // A new window for unusedParameters() (after the engine looked; an fp16-skipped step keeps the old one's).
+  std::fill(gotGradient_.begin(), gotGradient_.end(), 0);
   ShardedAllgather gather(ctx_.pg, ctx_.rank, plan_, allgatherView(), ctx_.allgatherBucketNumel);
   gather.setCommsLog(ctx_.commsLog);
   {

@@ -57,6 +57,8 @@ class ZeroOptimizer : public PartitionedStrategy {
   virtual at::Tensor gradPartition() const = 0;
   /// Parameter `param`'s run in this rank's master, model and gradient partitions (partition_fragment.h).
   ParamFragment fragment(int64_t param) const override;
+  /// ctx.trackUnusedParameters: this rank's partition's parameters without a gradient since the last step.
+  std::vector<int64_t> unusedParameters() const override;
 
  protected:
   /// Lays out ctx.params, builds the optimizer over this rank's partition.
@@ -75,6 +77,10 @@ class ZeroOptimizer : public PartitionedStrategy {
   FlatParamBuffer flatParams_;
   MasterPartition master_;  ///< what the optimizer updates (fp32; host memory with offload)
   std::unique_ptr<optim::FlatOptimizer> optimizer_;
+
+ private:
+  std::vector<char> gotGradient_;  ///< per parameter, since the last step (ctx.trackUnusedParameters only)
+  std::unique_ptr<GradReadyHooks> gradientSeen_;  ///< last: its hooks go before what they record into
 };
 
 }  // namespace dsrt::zero
