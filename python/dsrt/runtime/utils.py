@@ -72,7 +72,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2, mpu=None):
     else:
         norms = [p.grad.data.detach().float().norm(norm_type) for p in parameters
                  if mpu is None or mpu.get_model_parallel_rank() == 0 or _is_model_parallel_parameter(p)]
-        total_norm = torch.stack(norms).square().sum().float() if norms else torch.tensor([0.0])
+        # sum_i ||g_i||_p ** p (DeepSpeed 0.19's fix: 0.14 squared them, right only for norm_type 2)
+        total_norm = torch.stack(norms).pow(norm_type).sum().float() if norms else torch.tensor([0.0])
         total_norm = total_norm.to(device)
         if mpu is not None:
             dist.all_reduce(total_norm, op=dist.ReduceOp.SUM, group=mpu.get_model_parallel_group())
