@@ -24,6 +24,11 @@ from dsrt.engine import DeepSpeedEngine
 from dsrt.initialize import initialize
 from dsrt.runtime.config import ADAM_OPTIMIZER, LAMB_OPTIMIZER, DeepSpeedConfigError
 from dsrt.utils.logging import log_dist, logger
+from dsrt.zero import partition_parameters as _partition_parameters  # noqa: F401  (for the path below)
+
+# DeepSpeed's path to ZeRO, for scripts that reach it by attribute under `import dsrt as deepspeed`
+# (deepspeed.runtime.zero.partition_parameters.ZeroParamStatus): deepspeed.runtime.zero is dsrt.zero.
+runtime.zero = zero
 
 __version__ = "0.1.0"
 

@@ -44,6 +44,9 @@ def test_the_modules_are_dsrt_s_own():
     assert Status is ZeroParamStatus and GatheredParameters is deepspeed.zero.GatheredParameters
     from deepspeed.utils import RepeatingLoader
     assert RepeatingLoader is deepspeed.runtime.dataloader.RepeatingLoader
+    # `import dsrt as deepspeed` reaches DeepSpeed's paths by attribute
+    assert dsrt.runtime.zero.partition_parameters.ZeroParamStatus is ZeroParamStatus
+    assert dsrt.runtime.utils is deepspeed.runtime.utils and dsrt.get_accelerator is deepspeed.get_accelerator
 
 
 def test_enums_and_constants_have_deepspeed_s_values():
