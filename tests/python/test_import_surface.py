@@ -206,7 +206,8 @@ def test_small_zero3_parameters_stay_available():
 def test_zero2_parameters_have_no_ds_attributes():
     model = tiny_model()
     deepspeed.initialize(model=model, model_parameters=model.parameters(), config={
-        "train_batch_size": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.01}}, "zero_optimization": {"stage": 2}})
+        "train_batch_size": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.01}},
+        "zero_optimization": {"stage": 2}})
     assert not any(hasattr(p, "ds_id") or hasattr(p, "ds_status") for p in model.parameters())
 
 

@@ -3,7 +3,7 @@ of a parameter's fp32 master, gradient and optimizer state (tensor_fragment.py),
 RepeatingLoader, and the script's own timers (timer.py)."""
 
 from dsrt.runtime.dataloader import RepeatingLoader
-from dsrt.utils import timer
+from dsrt.utils import timer  # noqa: F401  (deepspeed.utils.timer)
 from dsrt.utils.logging import log_dist, logger, print_dist
 from dsrt.utils.tensor_fragment import (safe_get_full_fp32_param, safe_get_full_grad, safe_get_full_optimizer_state,
                                         safe_get_local_fp32_param, safe_get_local_grad,
