@@ -246,7 +246,13 @@ DEEPSPEED_API = {
         ("DeepSpeedConfig", ""), ("init_inference", "inference engine"), ("PipelineModule", "pipeline parallelism"),
         ("PipelineEngine", "pipeline parallelism"), ("zero", ""), ("comm", ""), ("checkpointing", ""),
         ("ops", ""), ("accelerator", ""), ("runtime", ""), ("utils", ""), ("moe", "mixture of experts"),
-        ("__version__", "dsrt's own version"),
+        ("__version__", "dsrt's own version"), ("get_accelerator", ""), ("log_dist", ""), ("logger", ""),
+        ("ADAM_OPTIMIZER", ""), ("LAMB_OPTIMIZER", ""), ("DeepSpeedConfigError", ""), ("profiling", ""),
+        ("compression", "only compression.helper"),
+        ("DeepSpeedTransformerLayer", "fused transformer kernels"),
+        ("DeepSpeedTransformerConfig", "fused transformer kernels"),
+        ("replace_transformer_layer", "kernel injection"), ("module_inject", "kernel injection"),
+        ("pipe", "pipeline parallelism"),
     ],
     "deepspeed.DeepSpeedEngine": [
         ("forward", ""), ("backward", ""), ("step", ""), ("zero_grad", ""), ("train_batch", "pipeline engine"),
@@ -275,7 +281,36 @@ DEEPSPEED_API = {
     "deepspeed.zero": [
         ("Init", ""), ("GatheredParameters", ""), ("register_external_parameter", ""),
         ("unregister_external_parameter", ""), ("MiCS_Init", "MiCS"), ("TiledLinear", ""),
+        ("ZeroParamStatus", "a ZeRO-3 parameter's ds_status: NOT_AVAILABLE while released, never INFLIGHT"),
+        ("ZeroParamType", ""),
     ],
+    "deepspeed.runtime.zero.partition_parameters": [
+        ("ZeroParamStatus", ""), ("ZeroParamType", ""), ("GatheredParameters", ""), ("Init", ""),
+        ("register_external_parameter", ""),
+    ],
+    "deepspeed.runtime.zero.offload_config": [("OffloadDeviceEnum", ""), ("OffloadStateTypeEnum", "DeepSpeed 0.16's")],
+    "deepspeed.runtime.zero.config": [("ZeroStageEnum", "")],
+    "deepspeed.runtime.zero.utils": [("ZeRORuntimeException", "importable; dsrt's ZeRO errors are DsrtError")],
+    "deepspeed.runtime.utils": [
+        ("set_random_seed", ""), ("see_memory_usage", ""),
+        ("clip_grad_norm_", "per-parameter norms raised to norm_type (DeepSpeed 0.19's fix)"),
+        ("copy_to_device", ""), ("move_to_device", ""),
+    ],
+    "deepspeed.runtime.config": [
+        ("ADAM_OPTIMIZER", ""), ("ADAMW_OPTIMIZER", ""), ("LAMB_OPTIMIZER", "a name: the engine refuses Lamb"),
+        ("ONEBIT_ADAM_OPTIMIZER", "a name: 1-bit optimizers are not built"), ("ONEBIT_LAMB_OPTIMIZER", "a name"),
+        ("ZERO_ONE_ADAM_OPTIMIZER", "a name"), ("LION_OPTIMIZER", ""), ("ADAGRAD_OPTIMIZER", ""),
+        ("DEEPSPEED_OPTIMIZERS", ""), ("DeepSpeedConfig", "no config object"), ("DeepSpeedConfigError", ""),
+    ],
+    "deepspeed.runtime.dataloader": [
+        ("RepeatingLoader", ""), ("DeepSpeedDataLoader", "deepspeed_io returns a torch DataLoader"),
+    ],
+    "deepspeed.runtime.activation_checkpointing.checkpointing": [
+        ("checkpoint", "the module is deepspeed.checkpointing"), ("configure", ""), ("non_reentrant_checkpoint", ""),
+    ],
+    "deepspeed.utils.timer": [("SynchronizedWallClockTimer", ""), ("NoopTimer", "")],
+    "deepspeed.profiling.flops_profiler": [("FlopsProfiler", ""), ("get_model_profile", "")],
+    "deepspeed.compression.helper": [("recursive_getattr", ""), ("recursive_setattr", "")],
     "deepspeed.checkpointing": [
         ("configure", ""), ("is_configured", ""), ("checkpoint", ""), ("non_reentrant_checkpoint", ""),
         ("reset", ""), ("model_parallel_cuda_manual_seed", ""), ("get_cuda_rng_tracker", ""),
@@ -301,6 +336,7 @@ DEEPSPEED_API = {
         ("safe_set_local_grad", ""), ("safe_set_local_optimizer_state", ""),
         ("set_z3_leaf_modules", "before initialize (Accelerate's MoE layers)"), ("unset_z3_leaf_modules", ""),
         ("get_z3_leaf_modules", ""), ("set_z3_leaf_module", ""), ("z3_leaf_module", ""),
+        ("RepeatingLoader", ""), ("groups", "tensor, sequence and expert parallel groups"),
     ],
     "deepspeed.utils.zero_to_fp32": [
         ("get_fp32_state_dict_from_zero_checkpoint", ""), ("convert_zero_checkpoint_to_fp32_state_dict", ""),
@@ -316,8 +352,25 @@ TORCH_DISTRIBUTED = {"reduce_scatter", "reduce", "all_gather_into_tensor", "redu
 NN_MODULE = {"train", "eval"}
 
 
+def _compat_aliases():
+    """The compat package's _ALIASES (deepspeed.<name> -> dsrt.<target>), read without importing it."""
+    tree = ast.parse((ROOT / "python" / "deepspeed_compat" / "deepspeed" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_ALIASES" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
 def _module_file(module):
+    """The dsrt source file of `module` ("dsrt.<DeepSpeed's path>"), through the compat package's aliases
+    (deepspeed.runtime.zero is dsrt.zero)."""
     parts = module.split(".")[1:]
+    aliases = _compat_aliases()
+    for n in range(len(parts), 0, -1):
+        target = aliases.get(".".join(parts[:n]))
+        if target is not None:
+            parts = target.split(".") + parts[n:]
+            break
     base = ROOT / "python" / "dsrt"
     for candidate in (base.joinpath(*parts).with_suffix(".py") if parts else None,
                       base.joinpath(*parts, "__init__.py")):

@@ -16,15 +16,26 @@ DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.Ds
 import torch  # noqa: F401  (torch's Python bindings must be loaded before dsrt._C uses their types)
 
 from dsrt._C import DsrtError
-from dsrt import accelerator, checkpoint, checkpointing, comm, ops, runtime, utils, zero
+from dsrt import accelerator, checkpoint, checkpointing, comm, compression, ops, profiling, runtime, utils, zero
+from dsrt.accelerator import get_accelerator
 from dsrt.arguments import add_config_arguments
 from dsrt.comm import init_distributed
 from dsrt.engine import DeepSpeedEngine
 from dsrt.initialize import initialize
+from dsrt.runtime.config import ADAM_OPTIMIZER, LAMB_OPTIMIZER, DeepSpeedConfigError
+from dsrt.utils.logging import log_dist, logger
+from dsrt.zero import partition_parameters as _partition_parameters  # noqa: F401  (for the path below)
+
+# DeepSpeed's path to ZeRO, for scripts that reach it by attribute under `import dsrt as deepspeed`
+# (deepspeed.runtime.zero.partition_parameters.ZeroParamStatus): deepspeed.runtime.zero is dsrt.zero.
+runtime.zero = zero
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ADAM_OPTIMIZER",
+    "LAMB_OPTIMIZER",
+    "DeepSpeedConfigError",
     "DeepSpeedEngine",
     "accelerator",
     "checkpointing",
@@ -33,7 +44,12 @@ __all__ = [
     "DsrtError",
     "add_config_arguments",
     "comm",
+    "compression",
+    "get_accelerator",
     "init_distributed",
     "initialize",
+    "log_dist",
+    "logger",
+    "profiling",
     "zero",
 ]

@@ -88,6 +88,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         self.module = model
         names = [n for n, _ in named_params]
         params = [p for _, p in named_params]
+        full_shapes = [p.shape for p in params]  # before the engine partitions them (ZeRO-3's ds_shape)
         group_of = _group_indices(params, param_groups)
         blocks = client_blocks(config, config_source)
         # Before the engine exists, as DeepSpeed configures deepspeed.comm before _broadcast_model: the
@@ -119,7 +120,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         if self._engine.zero_stage == 3:
             from dsrt import zero
             self._zero3 = Stage3Hooks(model)
-            zero._register_engine(self, params)
+            zero._register_engine(self, params, full_shapes)
         tensor_fragment.register_engine(self, params)
         self._step_applied = False
         self.optimizer = _engine_optimizer(self._engine, params, param_groups, client_optimizer)

@@ -9,12 +9,15 @@ import when DeepSpeed's own files are beside it.
 import importlib
 import sys
 
-from deepspeed import _guard
+from deepspeed import _guard, _refused
 
 _guard.refuse_real_deepspeed()
 
 import dsrt  # noqa: E402  (after the guard: a mixed installation must fail before anything else runs)
 from dsrt import (  # noqa: E402,F401
+    ADAM_OPTIMIZER,
+    LAMB_OPTIMIZER,
+    DeepSpeedConfigError,
     DeepSpeedEngine,
     DsrtError,
     accelerator,
@@ -22,9 +25,14 @@ from dsrt import (  # noqa: E402,F401
     checkpoint,
     checkpointing,
     comm,
+    compression,
+    get_accelerator,
     init_distributed,
     initialize,
+    log_dist,
+    logger,
     ops,
+    profiling,
     runtime,
     utils,
     zero,
@@ -43,21 +51,45 @@ _ALIASES = {
     "checkpoint.utils": "checkpoint.utils",
     "checkpointing": "checkpointing",
     "comm": "comm",
+    "compression": "compression",
+    "compression.helper": "compression.helper",
     "ops": "ops",
     "ops.adagrad": "ops.adagrad",
     "ops.adam": "ops.adam",
     "ops.lamb": "ops.lamb",
     "ops.lion": "ops.lion",
+    "profiling": "profiling",
+    "profiling.flops_profiler": "profiling.flops_profiler",
     "runtime": "runtime",
+    "runtime.activation_checkpointing": "runtime.activation_checkpointing",
+    "runtime.activation_checkpointing.checkpointing": "checkpointing",
+    "runtime.config": "runtime.config",
+    "runtime.dataloader": "runtime.dataloader",
     "runtime.lr_schedules": "runtime.lr_schedules",
     "runtime.engine": "engine",
+    "runtime.utils": "runtime.utils",
     "runtime.zero": "zero",
+    "runtime.zero.config": "zero.config",
+    "runtime.zero.offload_config": "zero.offload_config",
     "runtime.zero.partition_parameters": "zero.partition_parameters",
+    "runtime.zero.utils": "zero.utils",
     "utils": "utils",
     "utils.logging": "utils.logging",
+    "utils.timer": "utils.timer",
     "utils.zero_to_fp32": "utils.zero_to_fp32",
     "zero": "zero",
 }
 for _name, _target in _ALIASES.items():
     sys.modules[f"{__name__}.{_name}"] = importlib.import_module(f"dsrt.{_target}")
 del _name, _target
+
+# What dsrt does not implement (pipeline, MoE, sparse attention, inference kernels, ...): one ImportError that
+# says so, for DeepSpeed's module names (a finder) and its top-level names (__getattr__), _refused.py.
+_refused.install(_ALIASES)
+
+
+def __getattr__(name):
+    feature = _refused.refused_name(name)
+    if feature is None:
+        raise AttributeError(f"module 'deepspeed' has no attribute '{name}'")
+    raise _refused.refusal(f"deepspeed.{name}", feature)

@@ -1,5 +1,5 @@
-"""deepspeed.zero for dsrt: GatheredParameters, register_external_parameter / unregister_external_parameter
-and Init."""
+"""deepspeed.zero for dsrt: GatheredParameters, register_external_parameter / unregister_external_parameter,
+Init, and ZeroParamStatus / ZeroParamType (the ds_* attributes of a ZeRO-3 engine's parameters: param_status.py)."""
 
 import warnings
 import weakref
@@ -9,9 +9,12 @@ import torch.distributed as dist
 
 from dsrt import _C
 from dsrt.zero.broadcast import broadcast_from
+from dsrt.zero import param_status
 from dsrt.zero.hooks import register_external_parameter, unregister_external_parameter
+from dsrt.zero.param_status import ZeroParamStatus, ZeroParamType
 
-__all__ = ["GatheredParameters", "Init", "register_external_parameter", "unregister_external_parameter"]
+__all__ = ["GatheredParameters", "Init", "ZeroParamStatus", "ZeroParamType", "register_external_parameter",
+           "unregister_external_parameter"]
 
 # id(parameter) -> the ZeRO-3 engine managing it, for GatheredParameters(modifier_rank=...) write-backs.
 _engines = {}
@@ -22,15 +25,18 @@ _engines = {}
 _built_under_init = False
 
 
-def _register_engine(engine, params):
+def _register_engine(engine, params, shapes):
+    """``shapes``: the parameters' full shapes, taken before the engine partitioned them (their ds_shape)."""
     ref = weakref.ref(engine)
     for p in params:
         _engines[id(p)] = ref
+    param_status.register(engine, params, shapes)
 
 
 def _unregister_engine(params):
     for p in params:
         _engines.pop(id(p), None)
+    param_status.unregister(params)
 
 
 def _managed(p):
