@@ -41,7 +41,7 @@ const std::vector<TopLevelKey>& unparsedTopLevelKeys() {
       {"graph_harvesting", K::NotSupported, "no CUDA graph capture"},
       {"seq_parallel_comm_data_type", K::NotSupported, "no sequence parallelism"},
       {"use_data_before_expert_parallel_", K::NotSupported, "no mixture of experts"},
-      {"compile", K::NotSupported, "no torch.compile integration"},
+      {"compile", K::NotSupported, "no DeepCompile (engine.compile() works without it)"},
       {"train_batch_size_per_gpu", K::NotSupported, "use train_micro_batch_size_per_gpu"},
   };
   return table;
