@@ -100,6 +100,7 @@ ElasticResult computeElasticConfig(const json& dsConfig, long long worldSize,
     V02Choice choice = compatibleGpusV02(in, source);
     result.finalBatchSize = choice.choice.batchSize;
     result.validGpus = std::move(choice.choice.validGpus);
+    result.candidateMicroBatchSize = choice.microBatch;
   } else {
     throw ElasticError(ElasticErrorKind::kOther,
                        strCat(source, ": elasticity.version must be 0.1 or 0.2, got '", versionText(config.version), "'"));

@@ -16,6 +16,9 @@ struct ElasticResult {
   long long finalBatchSize = 0;
   std::optional<std::vector<long long>> validGpus;  ///< empty-optional where DeepSpeed returns None
   std::optional<long long> microBatchSize;          ///< set only when worldSize > 0
+  /// v0.2: the micro batch its search settled on for the current GPU count (what DeepSpeed returns with
+  /// return_microbatch); unset for v0.1.
+  std::optional<long long> candidateMicroBatchSize;
 };
 
 /// Runs DeepSpeed's elasticity algorithm on `dsConfig` (a whole ds_config object with an "elasticity"

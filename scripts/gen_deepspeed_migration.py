@@ -320,6 +320,12 @@ DEEPSPEED_API = {
     "deepspeed.ops.lion": [("FusedLion", ""), ("DeepSpeedCPULion", "")],
     "deepspeed.ops.adagrad": [("DeepSpeedCPUAdagrad", "")],
     "deepspeed.accelerator": [("get_accelerator", "")],
+    "deepspeed.elasticity": [
+        ("compute_elastic_config", "DeepSpeed 0.14's results (libdsrt's elastic/, as ds_elastic)"),
+        ("elasticity_enabled", ""), ("ensure_immutable_elastic_config", "the engine checks DEEPSPEED_ELASTICITY_CONFIG"),
+    ],
+    "deepspeed.elasticity.config": [("ElasticityError", ""), ("ElasticityConfigError", ""),
+                                    ("ElasticityIncompatibleWorldSize", "")],
     "deepspeed.runtime.lr_schedules": [
         ("WarmupLR", ""), ("WarmupDecayLR", ""), ("WarmupCosineLR", ""), ("OneCycle", ""), ("LRRangeTest", ""),
         ("VALID_LR_SCHEDULES", ""),

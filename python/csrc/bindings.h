@@ -15,5 +15,6 @@ void bindZero3(pybind11::module_& m);       ///< zero3.cc: ZeRO-3 gates for Pyth
 void bindCheckpoint(pybind11::module_& m);  ///< checkpoint.cc: zero_to_fp32 consolidation
 void bindLrSchedule(pybind11::module_& m);  ///< lr_schedule.cc: DeepSpeed's LR schedules for Python classes
 void bindConfigKeys(pybind11::module_& m);  ///< config_keys.cc: the ds_config document, unparsed-key table
+void bindElasticity(pybind11::module_& m);  ///< elasticity.cc: DeepSpeed's compute_elastic_config
 
 }  // namespace dsrt::python

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, m) {
   dsrt::python::bindCheckpoint(m);
   dsrt::python::bindLrSchedule(m);
   dsrt::python::bindConfigKeys(m);
+  dsrt::python::bindElasticity(m);
 }

@@ -16,7 +16,8 @@ DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.Ds
 import torch  # noqa: F401  (torch's Python bindings must be loaded before dsrt._C uses their types)
 
 from dsrt._C import DsrtError
-from dsrt import accelerator, checkpoint, checkpointing, comm, compression, ops, profiling, runtime, utils, zero
+from dsrt import (accelerator, checkpoint, checkpointing, comm, compression, elasticity, ops, profiling, runtime,
+                  utils, zero)
 from dsrt.accelerator import get_accelerator
 from dsrt.arguments import add_config_arguments
 from dsrt.comm import init_distributed
@@ -45,6 +46,7 @@ __all__ = [
     "add_config_arguments",
     "comm",
     "compression",
+    "elasticity",
     "get_accelerator",
     "init_distributed",
     "initialize",

@@ -15,7 +15,7 @@ json block() {
 }  // namespace
 
 TEST_CASE("formatPlainReport prints what DeepSpeed's bin/ds_elastic prints for a world size", "[launcher][elastic]") {
-  ElasticResult r{9792, std::vector<long long>{32, 34}, 17};
+  ElasticResult r{9792, std::vector<long long>{32, 34}, 17, std::nullopt};
   // Captured from DeepSpeed's bin/ds_elastic for the same block and results.
   const char* expected =
       "------------------------------------------\n"
@@ -45,7 +45,7 @@ TEST_CASE("formatPlainReport prints what DeepSpeed's bin/ds_elastic prints for a
 }
 
 TEST_CASE("formatPlainReport without a world size has no micro batch line", "[launcher][elastic]") {
-  ElasticResult r{2, std::nullopt, std::nullopt};
+  ElasticResult r{2, std::nullopt, std::nullopt, std::nullopt};
   std::string out = formatPlainReport(json::object(), r, 0);
   CHECK(out ==
         "------------------------------------------\nElasticity config:\n------------------------------------------\n"
@@ -54,11 +54,11 @@ TEST_CASE("formatPlainReport without a world size has no micro batch line", "[la
 }
 
 TEST_CASE("formatJsonReport prints one object, micro_batch_size only with a world size", "[launcher][elastic]") {
-  CHECK(formatJsonReport({9792, std::vector<long long>{32, 64}, 17}) ==
+  CHECK(formatJsonReport({9792, std::vector<long long>{32, 64}, 17, std::nullopt}) ==
         "{\"final_batch_size\": 9792, \"valid_gpus\": [32, 64], \"micro_batch_size\": 17}\n");
-  CHECK(formatJsonReport({96, std::vector<long long>{}, std::nullopt}) ==
+  CHECK(formatJsonReport({96, std::vector<long long>{}, std::nullopt, std::nullopt}) ==
         "{\"final_batch_size\": 96, \"valid_gpus\": []}\n");
-  std::string none = formatJsonReport({2, std::nullopt, std::nullopt});
+  std::string none = formatJsonReport({2, std::nullopt, std::nullopt, std::nullopt});
   CHECK(none == "{\"final_batch_size\": 2, \"valid_gpus\": null}\n");
   CHECK(json::parse(none)["valid_gpus"].is_null());
 }

@@ -28,6 +28,15 @@ def tiny_model():
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
 
 
+def test_elasticity_and_the_version_module():
+    """deepspeed.elasticity is dsrt's; deepspeed.git_version_info (DeepSpeed's tests read the version there) is a
+    module of the compat package that says what it stands for."""
+    assert importlib.import_module("deepspeed.elasticity.config") is dsrt.elasticity.config
+    assert deepspeed.elasticity.compute_elastic_config is dsrt.elasticity.compute_elastic_config
+    from deepspeed.git_version_info import git_branch, installed_ops, version
+    assert version == deepspeed.__version__ == "0.14.4" and git_branch == "dsrt" and installed_ops == {}
+
+
 def test_the_modules_are_dsrt_s_own():
     pairs = {"runtime.utils": "runtime.utils", "runtime.config": "runtime.config",
              "runtime.dataloader": "runtime.dataloader", "runtime.zero.offload_config": "zero.offload_config",

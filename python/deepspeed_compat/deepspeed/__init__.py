@@ -8,6 +8,7 @@ import when DeepSpeed's own files are beside it.
 
 import importlib
 import sys
+import types
 
 from deepspeed import _guard, _refused
 
@@ -26,6 +27,7 @@ from dsrt import (  # noqa: E402,F401
     checkpointing,
     comm,
     compression,
+    elasticity,
     get_accelerator,
     init_distributed,
     initialize,
@@ -53,6 +55,10 @@ _ALIASES = {
     "comm": "comm",
     "compression": "compression",
     "compression.helper": "compression.helper",
+    "elasticity": "elasticity",
+    "elasticity.config": "elasticity.config",
+    "elasticity.constants": "elasticity.constants",
+    "elasticity.elasticity": "elasticity.elasticity",
     "ops": "ops",
     "ops.adagrad": "ops.adagrad",
     "ops.adam": "ops.adam",
@@ -82,6 +88,18 @@ _ALIASES = {
 for _name, _target in _ALIASES.items():
     sys.modules[f"{__name__}.{_name}"] = importlib.import_module(f"dsrt.{_target}")
 del _name, _target
+
+# deepspeed.git_version_info: where scripts and DeepSpeed's own tests read the version (elasticity's
+# target_deepspeed_version). A module object, not a file: a git_version_info.py here is how _guard recognises
+# DeepSpeed's own files.
+git_version_info = types.ModuleType(f"{__name__}.git_version_info", "DeepSpeed's build information, for dsrt")
+git_version_info.version = __version__
+git_version_info.git_hash = f"dsrt-{dsrt.__version__}"
+git_version_info.git_branch = "dsrt"
+git_version_info.installed_ops = {}  # dsrt builds no JIT ops: its optimizers are part of libdsrt
+git_version_info.compatible_ops = {}
+sys.modules[git_version_info.__name__] = git_version_info
+__git_hash__, __git_branch__ = git_version_info.git_hash, git_version_info.git_branch
 
 # What dsrt does not implement (pipeline, MoE, sparse attention, inference kernels, ...): one ImportError that
 # says so, for DeepSpeed's module names (a finder) and its top-level names (__getattr__), _refused.py.

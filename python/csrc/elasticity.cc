@@ -1,0 +1,41 @@
+// DeepSpeed's compute_elastic_config for the Python package (dsrt.elasticity): the elastic/ library that
+// ds_elastic, the launcher's elastic controller and libdsrt's config use, so every caller gets one answer.
+#include "python/csrc/bindings.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "elastic/compute_elastic_config.h"
+#include "elastic/elastic_error.h"
+
+namespace py = pybind11;
+
+namespace dsrt::python {
+
+void bindElasticity(py::module_& m) {
+  m.def(
+      "compute_elastic_config",
+      [](const std::string& configJson, long long worldSize, const std::optional<std::string>& worldSizeEnv) {
+        py::dict out;
+        try {
+          const auto r = dsrun::elastic::computeElasticConfig(nlohmann::json::parse(configJson), worldSize,
+                                                              worldSizeEnv, "ds_config");
+          out["final_batch_size"] = r.finalBatchSize;
+          out["valid_gpus"] = r.validGpus ? py::cast(*r.validGpus) : py::none();
+          out["micro_batch_size"] = r.microBatchSize ? py::cast(*r.microBatchSize) : py::none();
+          out["candidate_micro_batch_size"] =
+              r.candidateMicroBatchSize ? py::cast(*r.candidateMicroBatchSize) : py::none();
+        } catch (const dsrun::elastic::ElasticError& e) {
+          // The Python layer raises DeepSpeed's exception class for this kind (dsrt/elasticity/config.py).
+          out["error_kind"] = dsrun::elastic::kindName(e.kind());
+          out["message"] = e.what();
+        }
+        return out;
+      },
+      py::arg("config_json"), py::arg("world_size"), py::arg("world_size_env"),
+      "DeepSpeed's compute_elastic_config on a JSON ds_config: a dict of its results, or of error_kind and message");
+}
+
+}  // namespace dsrt::python
