@@ -18,7 +18,10 @@ sys.path.insert(0, str(REPO / "python" / "deepspeed_compat"))
 try:
     import deepspeed
 except ImportError as e:  # DeepSpeed itself is installed here: the compat package refuses to share it
-    pytest.skip(f"the compat package cannot be imported beside DeepSpeed: {e}", allow_module_level=True)
+    deepspeed = None
+    # Each test is reported skipped (a whole-module skip collects nothing, which pytest counts as a failure).
+    # The torch 2 leg runs the compat package in its Hugging Face environment instead (tests/hf).
+    pytestmark = pytest.mark.skip(reason=f"the compat package cannot be imported beside DeepSpeed: {e}")
 
 import dsrt  # noqa: E402
 
