@@ -8,6 +8,7 @@
 #include <string>
 
 #include "elastic/compute_elastic_config.h"
+#include "elastic/elastic_batch_params.h"
 #include "elastic/elastic_error.h"
 
 namespace py = pybind11;
@@ -36,6 +37,26 @@ void bindElasticity(py::module_& m) {
       },
       py::arg("config_json"), py::arg("world_size"), py::arg("world_size_env"),
       "DeepSpeed's compute_elastic_config on a JSON ds_config: a dict of its results, or of error_kind and message");
+  m.def(
+      "elastic_batch_params",
+      [](const std::string& configJson, long long worldSize, const std::optional<std::string>& schedulerConfig,
+         const std::string& source) {
+        py::dict out;
+        try {
+          const auto p = dsrun::elastic::elasticBatchParams(nlohmann::json::parse(configJson), worldSize,
+                                                            schedulerConfig, source);
+          out["train_batch_size"] = p.trainBatchSize;
+          out["train_micro_batch_size_per_gpu"] = p.microBatchPerGpu;
+          out["gradient_accumulation_steps"] = p.gradientAccumulationSteps;
+        } catch (const dsrun::elastic::ElasticError& e) {
+          out["error_kind"] = dsrun::elastic::kindName(e.kind());
+          out["message"] = e.what();
+        }
+        return out;
+      },
+      py::arg("config_json"), py::arg("world_size"), py::arg("scheduler_config"), py::arg("source"),
+      "the engine's elasticity checks (the batch for world_size, DEEPSPEED_ELASTICITY_CONFIG, non-elastic batch "
+      "keys): a dict of the batch, or of error_kind and message");
 }
 
 }  // namespace dsrt::python

@@ -3,7 +3,10 @@ checks it: the same batch sizes, GPU counts and micro batches, and DeepSpeed's e
 is libdsrt's elastic/ library (its golden cases against DeepSpeed: tests/elastic); these check the Python
 contract. One process, no ranks."""
 
+import json
+
 import pytest
+import torch
 
 import dsrt as deepspeed
 from dsrt.elasticity.config import ElasticityConfigError, ElasticityError, ElasticityIncompatibleWorldSize
@@ -97,3 +100,36 @@ def test_elasticity_enabled(ds_config):
     assert deepspeed.elasticity.elasticity_enabled(ds_config)
     assert not deepspeed.elasticity.elasticity_enabled({})
     assert not deepspeed.elasticity.elasticity_enabled({"elasticity": {}})
+
+
+def engine_config(**elasticity):
+    """DeepSpeed's TestNonElasticBatchParams config (its Lamb replaced by Adam: dsrt has no Lamb engine)."""
+    block = {"enabled": True, "max_train_batch_size": 4, "micro_batch_sizes": [1, 2, 3, 4], "min_gpus": 1,
+             "max_gpus": 4, "min_time": 20, "version": 0.1, **elasticity}
+    return {"train_batch_size": 2, "steps_per_print": 1, "optimizer": {"type": "Adam", "params": {"lr": 0.00015}},
+            "gradient_clipping": 1.0, "elasticity": block}
+
+
+def initialize(config):
+    model = torch.nn.Linear(10, 10)
+    return deepspeed.initialize(config=config, model=model, model_parameters=model.parameters())[0]
+
+
+def test_initialize_refuses_non_elastic_batch_keys_with_deepspeeds_class():
+    with pytest.raises(ElasticityConfigError, match="train_batch_size is set but elasticity controls the batch size"):
+        initialize(engine_config())
+
+
+def test_initialize_with_ignore_non_elastic_batch_info_takes_the_elastic_batch():
+    engine = initialize(engine_config(ignore_non_elastic_batch_info=True))
+    # DeepSpeed 0.14.4's compute_elastic_config for this block on 1 rank: (12, [1, 2, 3, 4], 4).
+    assert (engine.train_batch_size(), engine.train_micro_batch_size_per_gpu()) == (12, 4)
+
+
+def test_initialize_refuses_a_block_the_scheduler_did_not_see(monkeypatch):
+    scheduler = engine_config(ignore_non_elastic_batch_info=True)["elasticity"]
+    scheduler["max_train_batch_size"] = 27
+    monkeypatch.setenv("DEEPSPEED_ELASTICITY_CONFIG", json.dumps(scheduler))
+    with pytest.raises(ElasticityError, match="DEEPSPEED_ELASTICITY_CONFIG"):
+        initialize(engine_config(ignore_non_elastic_batch_info=True))
+    assert issubclass(ElasticityError, deepspeed.DsrtError)  # dsrt's errors stay catchable as one class

@@ -1,7 +1,10 @@
-"""deepspeed.elasticity.config: the exceptions compute_elastic_config raises, DeepSpeed's classes."""
+"""deepspeed.elasticity.config: the exceptions of compute_elastic_config and of an elastic config at initialize,
+DeepSpeed's classes. They are also dsrt.DsrtError (a RuntimeError), as every error of dsrt's engine is."""
+
+from dsrt._C import DsrtError
 
 
-class ElasticityError(Exception):
+class ElasticityError(DsrtError):
     """Base exception for all elasticity related errors"""
 
 

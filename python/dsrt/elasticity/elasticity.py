@@ -11,7 +11,8 @@ import os
 
 from dsrt import _C
 from dsrt.elasticity.config import ElasticityConfigError, ElasticityError, ElasticityIncompatibleWorldSize
-from dsrt.elasticity.constants import ELASTICITY, ENABLED, ENABLED_DEFAULT, MICRO_BATCHES, MINIMUM_DEEPSPEED_VERSION
+from dsrt.elasticity.constants import (DEEPSPEED_ELASTICITY_CONFIG, ELASTICITY, ENABLED, ENABLED_DEFAULT, MICRO_BATCHES,
+                                       MINIMUM_DEEPSPEED_VERSION)
 from dsrt.utils.logging import logger
 
 _ERRORS = {"config": ElasticityConfigError, "elasticity": ElasticityError,
@@ -22,6 +23,26 @@ def elasticity_enabled(ds_config: dict):
     if ELASTICITY not in ds_config:
         return False
     return ds_config[ELASTICITY].get(ENABLED, ENABLED_DEFAULT)
+
+
+def _raise(result):
+    if "error_kind" in result:
+        raise _ERRORS[result["error_kind"]](result["message"])
+
+
+def check_engine_elasticity(ds_config: dict, world_size: int, source: str):
+    """What DeepSpeed's config does at initialize with an enabled elasticity block, with its exception classes:
+    the elastic batch for ``world_size`` data-parallel ranks (ElasticityIncompatibleWorldSize when it is not a
+    valid GPU count), the scheduler's DEEPSPEED_ELASTICITY_CONFIG agreeing with the block, and no non-elastic
+    batch keys without ignore_non_elastic_batch_info (ElasticityConfigError). The engine applies the same
+    checks again (the same C++ code); this only gives them DeepSpeed's classes."""
+    if not isinstance(ds_config, dict) or ELASTICITY not in ds_config:
+        return
+    block = ds_config[ELASTICITY]
+    if isinstance(block, dict) and not block.get(ENABLED, ENABLED_DEFAULT):
+        return
+    _raise(_C.elastic_batch_params(json.dumps(ds_config), int(world_size),
+                                   os.environ.get(DEEPSPEED_ELASTICITY_CONFIG), source))
 
 
 def _release(version):
@@ -41,10 +62,8 @@ def compute_elastic_config(ds_config: dict, target_deepspeed_version: str, world
     if not isinstance(ds_config, dict):
         raise ValueError("Expected ds_config to be a dictionary but received "
                          f"a {type(ds_config)}, containing: {ds_config}")
-    env = os.environ.get("WORLD_SIZE")
-    result = _C.compute_elastic_config(json.dumps(ds_config), int(world_size), env)
-    if "error_kind" in result:
-        raise _ERRORS[result["error_kind"]](result["message"])
+    result = _C.compute_elastic_config(json.dumps(ds_config), int(world_size), os.environ.get("WORLD_SIZE"))
+    _raise(result)
     if _release(target_deepspeed_version) < _release(MINIMUM_DEEPSPEED_VERSION):
         raise ElasticityError(f"Target deepspeed version of {target_deepspeed_version} is not compatible with minimum "
                               f"version {MINIMUM_DEEPSPEED_VERSION} supporting elasticity.")
