@@ -245,7 +245,7 @@ DEEPSPEED_API = {
         ("initialize", ""), ("init_distributed", ""), ("add_config_arguments", ""), ("DeepSpeedEngine", ""),
         ("DeepSpeedConfig", ""), ("init_inference", "inference engine"), ("PipelineModule", "pipeline parallelism"),
         ("PipelineEngine", "pipeline parallelism"), ("zero", ""), ("comm", ""), ("checkpointing", ""),
-        ("ops", ""), ("accelerator", ""), ("runtime", ""), ("utils", ""), ("moe", "mixture of experts"),
+        ("ops", ""), ("accelerator", ""), ("runtime", ""), ("utils", ""), ("elasticity", ""), ("moe", "mixture of experts"),
         ("__version__", "dsrt's own version"), ("get_accelerator", ""), ("log_dist", ""), ("logger", ""),
         ("ADAM_OPTIMIZER", ""), ("LAMB_OPTIMIZER", ""), ("DeepSpeedConfigError", ""), ("profiling", ""),
         ("compression", "only compression.helper"),
@@ -322,6 +322,7 @@ DEEPSPEED_API = {
     "deepspeed.accelerator": [("get_accelerator", "")],
     "deepspeed.elasticity": [
         ("compute_elastic_config", "DeepSpeed 0.14's results (libdsrt's elastic/, as ds_elastic)"),
+        ("ELASTICITY", ""), ("ENABLED", ""), ("ENABLED_DEFAULT", ""), ("config", ""), ("constants", ""),
         ("elasticity_enabled", ""), ("ensure_immutable_elastic_config", "the engine checks DEEPSPEED_ELASTICITY_CONFIG"),
     ],
     "deepspeed.elasticity.config": [("ElasticityError", ""), ("ElasticityConfigError", ""),

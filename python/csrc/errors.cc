@@ -1,6 +1,7 @@
 // Every error libdsrt raises reaches Python as one dsrt.DsrtError (a RuntimeError) carrying the C++
 // message without LibTorch's C++ backtrace: users act on the message, the frames are noise to them. Two
-// exceptions keep DeepSpeed's Python types: std::invalid_argument (ValueError) and AssertionFailure.
+// exceptions keep DeepSpeed's Python types: std::invalid_argument (ValueError) and AssertionFailure
+// (DsrtAssertionError: a DsrtError and an AssertionError).
 #include "python/csrc/bindings.h"
 
 #include <c10/util/Exception.h>
@@ -20,6 +21,13 @@ void bindErrors(py::module_& m) {
   // Deliberately never destroyed: a static py::object's destructor would run after the interpreter is
   // finalised and decrement a freed object (heap corruption at exit with torch 2.x's pybind11 3).
   static auto* error = new py::exception<std::runtime_error>(m, "DsrtError", PyExc_RuntimeError);
+  // Where DeepSpeed fails an assert (its tests and scripts catch AssertionError), dsrt raises an error that is
+  // both: a DsrtError for dsrt's callers, an AssertionError for DeepSpeed's. Never destroyed, as above.
+  static PyObject* assertion = PyErr_NewExceptionWithDoc(
+      "dsrt._C.DsrtAssertionError", "a DsrtError where DeepSpeed raises AssertionError",
+      py::make_tuple(py::handle(error->ptr()), py::handle(PyExc_AssertionError)).ptr(), nullptr);
+  if (assertion == nullptr) throw py::error_already_set();
+  m.attr("DsrtAssertionError") = py::handle(assertion);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) {
@@ -28,7 +36,7 @@ void bindErrors(py::module_& m) {
     } catch (const c10::Error& e) {
       PyErr_SetString(error->ptr(), e.what_without_backtrace());
     } catch (const AssertionFailure& e) {  // where DeepSpeed fails an assert
-      PyErr_SetString(PyExc_AssertionError, e.what());
+      PyErr_SetString(assertion, e.what());
     } catch (const std::invalid_argument& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const std::runtime_error& e) {  // checkpoint::CheckpointError and the like

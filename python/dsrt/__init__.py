@@ -10,12 +10,13 @@ A script written for DeepSpeed runs after changing only its import::
     engine.step()
 
 DDP, ZeRO stages 1-3, CPU offload, fp16/bf16 and checkpoints run in C++ (libdsrt); this package only adapts
-DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.DsrtError`` (a RuntimeError).
+DeepSpeed's calling conventions to it. Errors raised by the engine are ``dsrt.DsrtError`` (a RuntimeError);
+where DeepSpeed fails an assert they are ``dsrt.DsrtAssertionError``, both a DsrtError and an AssertionError.
 """
 
 import torch  # noqa: F401  (torch's Python bindings must be loaded before dsrt._C uses their types)
 
-from dsrt._C import DsrtError
+from dsrt._C import DsrtAssertionError, DsrtError
 from dsrt import (accelerator, checkpoint, checkpointing, comm, compression, elasticity, ops, profiling, runtime,
                   utils, zero)
 from dsrt.accelerator import get_accelerator
@@ -42,6 +43,7 @@ __all__ = [
     "checkpointing",
     "ops",
     "runtime",
+    "DsrtAssertionError",
     "DsrtError",
     "add_config_arguments",
     "comm",

@@ -206,7 +206,8 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
 
     def _check_trainable(self, call):
         if self._inference_only:
-            raise _C.DsrtError(f"engine.{call}: this engine has no optimizer (the config has no \"optimizer\" block "
+            # DeepSpeed asserts here ("must provide optimizer during init in order to use backward").
+            raise _C.DsrtAssertionError(f"engine.{call}: this engine has no optimizer (the config has no \"optimizer\" block "
                                "and initialize() got no optimizer=): it runs forward only\n  hint: add an "
                                "\"optimizer\" block to train")
 
@@ -216,7 +217,7 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         steps it: after every step that was applied, with lr_kwargs)."""
         self._check_trainable("step()")
         if self._engine.no_sync:
-            raise AssertionError("It is illegal to call Engine.step() inside no_sync context manager")
+            raise _C.DsrtAssertionError("It is illegal to call Engine.step() inside no_sync context manager")
         boundary = self._engine.is_gradient_accumulation_boundary()
         if boundary and self._client_stepper is None:  # a client optimizer reads its groups itself
             self._engine.set_group_settings(self.optimizer.group_settings(self._engine_schedules))

@@ -55,12 +55,12 @@ class EngineApi:
         """DeepSpeed's no_sync(): backward() inside accumulates gradients on this rank without reducing
         them, even at a gradient accumulation boundary; the next backward outside the context at a boundary
         reduces everything accumulated. step() inside is illegal, and so is the context at ZeRO stages 2 and
-        3 (they reduce while partitioning gradients) or nested; each raises AssertionError as DeepSpeed's."""
+        3 (they reduce while partitioning gradients) or nested; each raises AssertionError as DeepSpeed's (DsrtAssertionError: also a DsrtError)."""
         if self.zero_optimization_partition_gradients():
-            raise AssertionError("no_sync context manager is incompatible with gradient partitioning logic of ZeRO "
+            raise _C.DsrtAssertionError("no_sync context manager is incompatible with gradient partitioning logic of ZeRO "
                                  f"stage {self._engine.zero_stage}")
         if self._engine.no_sync:
-            raise AssertionError("no_sync context manager reentry is unsupported")
+            raise _C.DsrtAssertionError("no_sync context manager reentry is unsupported")
         self._engine.set_no_sync(True)
         try:
             yield

@@ -117,9 +117,9 @@ def _is_optimizer_factory(optimizer):
 def _check_scheduler_fits_optimizer(optimizer, lr_scheduler):
     """DeepSpeed's rule, with its AssertionError: a scheduler object is bound to an optimizer object, so it cannot
     come with an optimizer that does not exist yet (a factory) or with none at all."""
-    if isinstance(lr_scheduler, _scheduler_base()):
-        assert isinstance(optimizer, torch.optim.Optimizer), \
-            f"Client Optimizer (type = {type(optimizer)} is not instantiated but Client LR Scheduler is instantiated"
+    if isinstance(lr_scheduler, _scheduler_base()) and not isinstance(optimizer, torch.optim.Optimizer):
+        raise _C.DsrtAssertionError(f"Client Optimizer (type = {type(optimizer)} is not instantiated but Client LR "
+                                    f"Scheduler is instantiated")
 
 
 def _scheduler_base():
@@ -159,7 +159,9 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
     (a RuntimeError) with the engine's one-line message for any bad input.
     """
     if model is None:
-        raise _C.DsrtError("initialize: model= is required")
+        # DeepSpeed asserts it; a model passed positionally lands in args= and gets here too.
+        raise _C.DsrtAssertionError("deepspeed.initialize requires a model (model=), got None"
+                                    + (f"; args= got a {type(args).__name__}" if args is not None else ""))
     if not isinstance(model, torch.nn.Module):
         raise _C.DsrtError(f"initialize: model must be a torch.nn.Module, got {type(model).__name__}")
     if mpu is not None:

@@ -114,6 +114,24 @@ def test_a_bad_config_value_is_one_exception_with_the_key_path():
     assert "frame #" not in str(info.value)  # the C++ message, without LibTorch's backtrace
 
 
+def test_where_deepspeed_asserts_dsrt_raises_an_error_that_is_both_assertion_and_dsrt_error():
+    """DeepSpeed's TestNoModel and TestInitNoOptimizer: no model (also a model passed positionally, which lands in
+    args=), and backward/step on an engine built without an optimizer, are its AssertionErrors."""
+    assert issubclass(dsrt.DsrtAssertionError, AssertionError) and issubclass(dsrt.DsrtAssertionError, dsrt.DsrtError)
+    cfg = config()
+    with pytest.raises(AssertionError, match="deepspeed.initialize requires a model"):
+        deepspeed.initialize(model=None, config=cfg)
+    with pytest.raises(dsrt.DsrtError, match="requires a model .*args= got a Sequential"):
+        deepspeed.initialize(tiny_model(), config=cfg)
+    del cfg["optimizer"]
+    engine = deepspeed.initialize(model=tiny_model(), config=cfg)[0]
+    loss = engine(torch.randn(2, 8)).sum()
+    with pytest.raises(AssertionError, match="this engine has no optimizer"):
+        engine.backward(loss)
+    with pytest.raises(AssertionError, match="this engine has no optimizer"):
+        engine.step()
+
+
 def test_a_model_without_trainable_parameters_is_refused():
     model = tiny_model()
     for p in model.parameters():
