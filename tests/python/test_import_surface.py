@@ -133,6 +133,9 @@ def test_move_to_device_walks_containers():
     out = move_to_device({"a": [t, (t,)], "b": t}, "cpu", torch.is_tensor)
     assert out["b"] is t and out["a"][1][0] is t
     assert move_to_device([t], "cpu")[0].equal(t)  # DeepSpeed 0.17's default: every leaf .to(device)
+    from deepspeed.runtime.utils import copy_to_device
+    copied = copy_to_device({"a": [t, 3], "b": (t.double(),)}, "cpu", lambda x: torch.is_tensor(x) and x.dtype == torch.float)
+    assert copied["a"][0].equal(t) and copied["a"][1] == 3 and copied["b"][0].dtype == torch.double
 
 
 def test_timer_measures_named_intervals():

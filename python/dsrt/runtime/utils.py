@@ -90,33 +90,34 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2, mpu=None):
     return total_norm
 
 
+def _rebuilt(item, at_leaf, is_leaf):
+    """``item`` with at_leaf(x) for every x that is_leaf accepts, through nested lists, tuples and dicts."""
+    if is_leaf(item):
+        return at_leaf(item)
+    if isinstance(item, list):
+        return [_rebuilt(v, at_leaf, is_leaf) for v in item]
+    if isinstance(item, tuple):
+        return tuple(_rebuilt(v, at_leaf, is_leaf) for v in item)
+    if isinstance(item, dict):
+        return {k: _rebuilt(v, at_leaf, is_leaf) for k, v in item.items()}
+    return item
+
+
 def copy_to_device(item, device, criterion_func):
     """A copy of ``item`` (a tensor, or lists, tuples and dicts of them) where what ``criterion_func`` accepts is
     on ``device``."""
-    if criterion_func(item):
-        return item.to(device)
-    if isinstance(item, list):
-        return [copy_to_device(v, device, criterion_func) for v in item]
-    if isinstance(item, tuple):
-        return tuple(copy_to_device(v, device, criterion_func) for v in item)
-    if isinstance(item, dict):
-        return {k: copy_to_device(v, device, criterion_func) for k, v in item.items()}
-    return item
+    return _rebuilt(item, lambda leaf: leaf.to(device), criterion_func)
 
 
 def move_to_device(item, device, criterion_func=None):
     """``item`` (a tensor, or lists, tuples and dicts of them) on ``device``: what ``criterion_func`` accepts is moved
     in place (its ``.data`` replaced); without ``criterion_func`` (DeepSpeed 0.17 and later) every leaf is
     ``leaf.to(device)``."""
-    if criterion_func is not None and criterion_func(item):
-        item.data = item.to(device).data
-        return item
-    if isinstance(item, list):
-        return [move_to_device(v, device, criterion_func) for v in item]
-    if isinstance(item, tuple):
-        return tuple(move_to_device(v, device, criterion_func) for v in item)
-    if isinstance(item, dict):
-        return {k: move_to_device(v, device, criterion_func) for k, v in item.items()}
     if criterion_func is None:
-        return item.to(device)
-    return item
+        return _rebuilt(item, lambda leaf: leaf.to(device), lambda x: not isinstance(x, (list, tuple, dict)))
+
+    def move(leaf):
+        leaf.data = leaf.to(device).data
+        return leaf
+
+    return _rebuilt(item, move, criterion_func)
