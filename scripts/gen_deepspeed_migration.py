@@ -323,7 +323,7 @@ DEEPSPEED_API = {
     "deepspeed.elasticity": [
         ("compute_elastic_config", "DeepSpeed 0.14's results (libdsrt's elastic/, as ds_elastic)"),
         ("ELASTICITY", ""), ("ENABLED", ""), ("ENABLED_DEFAULT", ""), ("config", ""), ("constants", ""),
-        ("elasticity_enabled", ""), ("ensure_immutable_elastic_config", "the engine checks DEEPSPEED_ELASTICITY_CONFIG"),
+        ("elasticity_enabled", ""), ("ensure_immutable_elastic_config", ""),
     ],
     "deepspeed.elasticity.config": [("ElasticityError", ""), ("ElasticityConfigError", ""),
                                     ("ElasticityIncompatibleWorldSize", "")],

@@ -9,6 +9,7 @@
 
 #include "elastic/compute_elastic_config.h"
 #include "elastic/elastic_batch_params.h"
+#include "elastic/elastic_config.h"
 #include "elastic/elastic_error.h"
 
 namespace py = pybind11;
@@ -57,6 +58,24 @@ void bindElasticity(py::module_& m) {
       py::arg("config_json"), py::arg("world_size"), py::arg("scheduler_config"), py::arg("source"),
       "the engine's elasticity checks (the batch for world_size, DEEPSPEED_ELASTICITY_CONFIG, non-elastic batch "
       "keys): a dict of the batch, or of error_kind and message");
+  m.def(
+      "elastic_config_fields",
+      [](const std::string& blockJson, const std::string& source) {
+        py::dict out;
+        try {
+          const auto c = dsrun::elastic::parseElasticConfig(nlohmann::json::parse(blockJson), source);
+          out["max_acceptable_batch_size"] = c.maxTrainBatchSize;
+          out["micro_batches"] = c.microBatchSizes;
+          out["version_json"] = c.version.dump();  // as written: DeepSpeed compares the raw values
+        } catch (const dsrun::elastic::ElasticError& e) {
+          out["error_kind"] = dsrun::elastic::kindName(e.kind());
+          out["message"] = e.what();
+        }
+        return out;
+      },
+      py::arg("block_json"), py::arg("source"),
+      "an elasticity block validated as DeepSpeed's ElasticityConfig: the fields ensure_immutable_elastic_config "
+      "compares, or error_kind and message");
 }
 
 }  // namespace dsrt::python

@@ -133,3 +133,19 @@ def test_initialize_refuses_a_block_the_scheduler_did_not_see(monkeypatch):
     with pytest.raises(ElasticityError, match="DEEPSPEED_ELASTICITY_CONFIG"):
         initialize(engine_config(ignore_non_elastic_batch_info=True))
     assert issubclass(ElasticityError, deepspeed.DsrtError)  # dsrt's errors stay catchable as one class
+
+
+def test_ensure_immutable_elastic_config_compares_what_the_scheduler_saw(ds_config, monkeypatch, caplog):
+    block = ds_config["elasticity"]
+    monkeypatch.delenv("DEEPSPEED_ELASTICITY_CONFIG", raising=False)
+    deepspeed.elasticity.ensure_immutable_elastic_config(block)  # no variable: a warning only
+    monkeypatch.setenv("DEEPSPEED_ELASTICITY_CONFIG", json.dumps(block))
+    deepspeed.elasticity.ensure_immutable_elastic_config(dict(block))
+    for key, value, field in (("max_train_batch_size", 27, "max_acceptable_batch_size"),
+                              ("micro_batch_sizes", [8, 12], "micro_batches"), ("version", 0.2, "version")):
+        changed = dict(block, **{key: value})
+        with pytest.raises(ElasticityConfigError, match=f"Elastic config '{field}=.*' seen by resource scheduler does "
+                                                        f"not match config passed to runtime {field}="):
+            deepspeed.elasticity.ensure_immutable_elastic_config(changed)
+    with pytest.raises(ElasticityConfigError, match="min_gpus"):
+        deepspeed.elasticity.ensure_immutable_elastic_config(dict(block, min_gpus=-1))

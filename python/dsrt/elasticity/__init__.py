@@ -3,7 +3,7 @@ elasticity_enabled, the config constants and DeepSpeed's exception classes (``.c
 
 from dsrt.elasticity import config, constants
 from dsrt.elasticity.constants import ELASTICITY, ENABLED, ENABLED_DEFAULT
-from dsrt.elasticity.elasticity import compute_elastic_config, elasticity_enabled
+from dsrt.elasticity.elasticity import compute_elastic_config, elasticity_enabled, ensure_immutable_elastic_config
 
 __all__ = ["ELASTICITY", "ENABLED", "ENABLED_DEFAULT", "compute_elastic_config", "config", "constants",
-           "elasticity_enabled"]
+           "elasticity_enabled", "ensure_immutable_elastic_config"]

@@ -30,6 +30,30 @@ def _raise(result):
         raise _ERRORS[result["error_kind"]](result["message"])
 
 
+def ensure_immutable_elastic_config(runtime_elastic_config_dict: dict):
+    """DeepSpeed's: the elasticity block the resource scheduler planned with (DEEPSPEED_ELASTICITY_CONFIG) must
+    agree with the runtime's on max_train_batch_size, micro_batch_sizes and version (ElasticityConfigError
+    naming the first that differs); without the variable, a warning that nothing can be guaranteed."""
+    if DEEPSPEED_ELASTICITY_CONFIG not in os.environ:
+        logger.warning("Unable to find DEEPSPEED_ELASTICITY_CONFIG environment variable, cannot guarantee resource "
+                       "scheduler will scale this job using compatible GPU counts.")
+        return
+    scheduler = _fields(json.loads(os.environ[DEEPSPEED_ELASTICITY_CONFIG]), DEEPSPEED_ELASTICITY_CONFIG)
+    runtime = _fields(runtime_elastic_config_dict, "the runtime's elasticity block")
+    for key in ("max_acceptable_batch_size", "micro_batches", "version"):
+        if runtime[key] != scheduler[key]:
+            raise ElasticityConfigError(f"Elastic config '{key}={scheduler[key]}' seen by resource scheduler does not "
+                                        f"match config passed to runtime {key}={runtime[key]}")
+
+
+def _fields(block, source):
+    """What DeepSpeed's ElasticityConfig(block) keeps of ``block``, validated as it validates it."""
+    result = _C.elastic_config_fields(json.dumps(block), source)
+    _raise(result)
+    return {"max_acceptable_batch_size": result["max_acceptable_batch_size"],
+            "micro_batches": list(result["micro_batches"]), "version": json.loads(result["version_json"])}
+
+
 def check_engine_elasticity(ds_config: dict, world_size: int, source: str):
     """What DeepSpeed's config does at initialize with an enabled elasticity block, with its exception classes:
     the elastic batch for ``world_size`` data-parallel ranks (ElasticityIncompatibleWorldSize when it is not a
