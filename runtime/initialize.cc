@@ -25,6 +25,10 @@ config::DeepSpeedConfig parseWith(const std::function<config::DeepSpeedConfig()>
       }
     }
     return cfg;
+  } catch (const config::ElasticityConfigError& e) {
+    // The Python package raises DeepSpeed's elasticity exception class for it (python/csrc/errors.cc).
+    if (frontend == Frontend::Python) throw;
+    TORCH_CHECK(false, e.what());
   } catch (const config::ConfigError& e) {
     TORCH_CHECK(false, e.what());
   }

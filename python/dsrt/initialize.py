@@ -7,8 +7,6 @@ import torch
 from dsrt import _C, comm
 from dsrt.engine import DeepSpeedEngine
 from dsrt.client_optimizer import ClientStepper, check_client_optimizer, placeholder_block
-from dsrt.config_file import read_config_file
-from dsrt.elasticity.elasticity import check_engine_elasticity
 from dsrt.optimizer import UntranslatableOptimizer, optimizer_block
 
 def _config_source(args, config, config_params):
@@ -177,9 +175,6 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
         config, stepper = _with_client_optimizer(config, optimizer)
     comm.init_distributed(distributed_port=distributed_port, dist_init_required=dist_init_required,
                           verbose=False)
-    # An elastic config's refusals with DeepSpeed's exception classes (the engine then applies the same checks).
-    check_engine_elasticity(config if isinstance(config, dict) else read_config_file(config), comm.get_world_size(),
-                            source)
     local_rank = int(os.environ.get("LOCAL_RANK", getattr(args, "local_rank", 0) or 0))
     device = _engine_device(local_rank)
     if device is not None:

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace dsrt::config {
 
@@ -12,6 +13,18 @@ namespace dsrt::config {
 class ConfigError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+/// A ConfigError of the "elasticity" block that keeps which DeepSpeed exception the same config raises
+/// (elastic/elastic_error.h kindName: "config", "elasticity", "incompatible_world_size", "other"), so the
+/// Python package can raise DeepSpeed's class for it.
+class ElasticityConfigError : public ConfigError {
+ public:
+  ElasticityConfigError(std::string kind, const std::string& message) : ConfigError(message), kind_(std::move(kind)) {}
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
 };
 
 }  // namespace dsrt::config

@@ -30,7 +30,7 @@ ElasticBatch elasticBatch(const nlohmann::json& doc, int worldSize, const std::o
   try {
     params = dsrun::elastic::elasticBatchParams(doc, worldSize, schedulerConfig, source);
   } catch (const dsrun::elastic::ElasticError& e) {
-    throw ConfigError(e.what());
+    throw ElasticityConfigError(dsrun::elastic::kindName(e.kind()), e.what());
   }
   ElasticBatch out;
   out.trainBatchSize = params.trainBatchSize;

@@ -2,32 +2,24 @@
 
 The algorithm is libdsrt's elastic/ library (the code ds_elastic, dsrun's elastic controller and the engine's
 config use, checked against DeepSpeed's results case by case in tests/elastic), so a scheduler script, the
-launcher and the ranks agree. This layer keeps DeepSpeed's Python contract: its arguments, its return shapes
-and its exception classes.
+launcher and the ranks agree. This layer keeps DeepSpeed's Python contract: its arguments and return shapes; the
+library's errors arrive as DeepSpeed's exception classes (python/csrc/errors.cc), as do an elastic config's at
+initialize.
 """
 
 import json
 import os
 
 from dsrt import _C
-from dsrt.elasticity.config import ElasticityConfigError, ElasticityError, ElasticityIncompatibleWorldSize
+from dsrt.elasticity.config import ElasticityConfigError, ElasticityError
 from dsrt.elasticity.constants import (DEEPSPEED_ELASTICITY_CONFIG, ELASTICITY, ENABLED, ENABLED_DEFAULT, MICRO_BATCHES,
                                        MINIMUM_DEEPSPEED_VERSION)
 from dsrt.utils.logging import logger
-
-_ERRORS = {"config": ElasticityConfigError, "elasticity": ElasticityError,
-           "incompatible_world_size": ElasticityIncompatibleWorldSize, "other": ValueError}
-
 
 def elasticity_enabled(ds_config: dict):
     if ELASTICITY not in ds_config:
         return False
     return ds_config[ELASTICITY].get(ENABLED, ENABLED_DEFAULT)
-
-
-def _raise(result):
-    if "error_kind" in result:
-        raise _ERRORS[result["error_kind"]](result["message"])
 
 
 def ensure_immutable_elastic_config(runtime_elastic_config_dict: dict):
@@ -49,24 +41,8 @@ def ensure_immutable_elastic_config(runtime_elastic_config_dict: dict):
 def _fields(block, source):
     """What DeepSpeed's ElasticityConfig(block) keeps of ``block``, validated as it validates it."""
     result = _C.elastic_config_fields(json.dumps(block), source)
-    _raise(result)
     return {"max_acceptable_batch_size": result["max_acceptable_batch_size"],
             "micro_batches": list(result["micro_batches"]), "version": json.loads(result["version_json"])}
-
-
-def check_engine_elasticity(ds_config: dict, world_size: int, source: str):
-    """What DeepSpeed's config does at initialize with an enabled elasticity block, with its exception classes:
-    the elastic batch for ``world_size`` data-parallel ranks (ElasticityIncompatibleWorldSize when it is not a
-    valid GPU count), the scheduler's DEEPSPEED_ELASTICITY_CONFIG agreeing with the block, and no non-elastic
-    batch keys without ignore_non_elastic_batch_info (ElasticityConfigError). The engine applies the same
-    checks again (the same C++ code); this only gives them DeepSpeed's classes."""
-    if not isinstance(ds_config, dict) or ELASTICITY not in ds_config:
-        return
-    block = ds_config[ELASTICITY]
-    if isinstance(block, dict) and not block.get(ENABLED, ENABLED_DEFAULT):
-        return
-    _raise(_C.elastic_batch_params(json.dumps(ds_config), int(world_size),
-                                   os.environ.get(DEEPSPEED_ELASTICITY_CONFIG), source))
 
 
 def _release(version):
@@ -87,7 +63,6 @@ def compute_elastic_config(ds_config: dict, target_deepspeed_version: str, world
         raise ValueError("Expected ds_config to be a dictionary but received "
                          f"a {type(ds_config)}, containing: {ds_config}")
     result = _C.compute_elastic_config(json.dumps(ds_config), int(world_size), os.environ.get("WORLD_SIZE"))
-    _raise(result)
     if _release(target_deepspeed_version) < _release(MINIMUM_DEEPSPEED_VERSION):
         raise ElasticityError(f"Target deepspeed version of {target_deepspeed_version} is not compatible with minimum "
                               f"version {MINIMUM_DEEPSPEED_VERSION} supporting elasticity.")
