@@ -207,9 +207,9 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
     def _check_trainable(self, call):
         if self._inference_only:
             # DeepSpeed asserts here ("must provide optimizer during init in order to use backward").
-            raise _C.DsrtAssertionError(f"engine.{call}: this engine has no optimizer (the config has no \"optimizer\" block "
-                               "and initialize() got no optimizer=): it runs forward only\n  hint: add an "
-                               "\"optimizer\" block to train")
+            raise _C.DsrtAssertionError(f"engine.{call}: this engine has no optimizer (the config has no "
+                                        "\"optimizer\" block and initialize() got no optimizer=): it runs forward "
+                                        "only\n  hint: add an \"optimizer\" block to train")
 
     def step(self, lr_kwargs=None):
         """Ends the micro-step; at a gradient accumulation boundary: clip, optimizer step with each param
