@@ -99,9 +99,9 @@ class DeepSpeedEngine(EngineApi, torch.nn.Module):
         else:
             self._engine = _C.Engine.from_json(params, names, json.dumps(finite_config(config, config_source)),
                                                config_source, dist_context, group_of, client_stepper)
+        comm._release_at_exit(self)  # the exit hook makes it let go of the process group (comm.py)
         # A client optimizer dsrt has no built-in for steps the flat fp32 tensor itself (client_optimizer.py):
         # its param groups hold views of that tensor from here on, as DeepSpeed's flat partitions.
-        comm._release_at_exit(self)
         self._client_stepper = client_stepper
         if client_stepper is not None:
             self._engine.bind_client_optimizer()
